@@ -1,0 +1,35 @@
+# Two entry points a fresh machine needs: `make demo` and `make test` (see README).
+PYTHON ?= python3
+VENV := .venv
+BIN := $(VENV)/bin
+SLURM_PACKAGES := slurmctld slurmd slurm-client munge shellcheck
+
+.PHONY: demo test venv system-packages lint bench
+
+$(BIN)/clusterprint: pyproject.toml
+	$(PYTHON) -m venv $(VENV)
+	$(BIN)/pip install -q --upgrade pip
+	$(BIN)/pip install -q -e '.[test]'
+	touch $@
+
+venv: $(BIN)/clusterprint
+
+# The main job, offline, on the default blueprint.
+demo: venv
+	$(BIN)/clusterprint validate blueprints/a3mega.yaml
+
+# Real Slurm and shellcheck for the tests that prove rendered files (Debian packages).
+system-packages:
+	@missing=""; for p in $(SLURM_PACKAGES); do dpkg -s $$p >/dev/null 2>&1 || missing="$$missing $$p"; done; \
+	if [ -n "$$missing" ]; then \
+		apt-get update -q && DEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-install-recommends $$missing; \
+	fi
+
+lint: venv
+	$(BIN)/ruff check .
+
+test: system-packages venv lint
+	$(BIN)/pytest -q
+
+bench: venv
+	$(BIN)/python tests/benchmarks/bench_cli.py

@@ -1,0 +1,206 @@
+"""Cloud facts the rules and components depend on, as data in one place.
+
+Every table here carries its source (see ``shared/reference/gcp-facts.md``): when the
+cloud changes a limit, the change is one line here and every rule, component and
+template follows.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Literal
+
+GpuNetworking = Literal["none", "tcpx", "tcpxo", "rdma"]
+
+#: MTU limits of a VPC (cloud.google.com/vpc/docs/mtu).
+MTU_MIN = 1300
+MTU_MAX = 8896
+#: The MTU a blueprint gets when it uses no GPU family with its own recommendation.
+MTU_DEFAULT = 8896
+
+
+@dataclass(frozen=True)
+class MachineFamily:
+    """What a GPU machine type needs from the network, the disks and Slurm.
+
+    The components size NICs and GPU VPCs from it, the rules check MTU and managed
+    support against it, and slurm.conf's GRES comes from ``gpus``.
+    """
+
+    machine_type: str
+    gpu: str
+    gpus: int
+    #: gVNIC NICs on the system VPC(s): 1 for A3 High/Mega, 2 for A3 Ultra and A4.
+    system_nics: int
+    #: NICs on GPU networks: one per GPU VPC (A3 Mega/High) or one per RoCE subnet.
+    gpu_nics: int
+    networking: GpuNetworking
+    recommended_mtu: int
+    boot_disk_type: str
+    #: Whether the managed Cluster Director API accepts this machine type.
+    managed: bool
+
+
+# Sources: cloud.google.com/compute/docs/gpus/gpu-network-bandwidth; Cluster Toolkit
+# pkg/config/machine_mappings.json and examples/machine-learning/* Slurm blueprints.
+GPU_MACHINES: dict[str, MachineFamily] = {
+    m.machine_type: m
+    for m in (
+        MachineFamily("a3-highgpu-8g", "nvidia-h100-80gb", 8, 1, 4, "tcpx", 8244,
+                      "pd-balanced", managed=False),
+        MachineFamily("a3-megagpu-8g", "nvidia-h100-mega-80gb", 8, 1, 8, "tcpxo", 8244,
+                      "pd-balanced", managed=True),
+        MachineFamily("a3-ultragpu-8g", "nvidia-h200-141gb", 8, 2, 8, "rdma", 8896,
+                      "hyperdisk-balanced", managed=True),
+        MachineFamily("a4-highgpu-8g", "nvidia-b200", 8, 2, 8, "rdma", 8896,
+                      "hyperdisk-balanced", managed=True),
+    )
+}
+
+#: Boot disk type for machine types outside GPU_MACHINES.
+DEFAULT_BOOT_DISK_TYPE = "pd-balanced"
+
+
+def gpu_family(machine_type: str) -> MachineFamily | None:
+    """The GPU family of a machine type, or None for CPU-only machines."""
+    return GPU_MACHINES.get(machine_type)
+
+
+def gpu_count(machine_type: str) -> int:
+    """GPUs per VM: what a nodeset declares as ``Gres=gpu:N`` in Slurm."""
+    family = gpu_family(machine_type)
+    return family.gpus if family else 0
+
+
+def recommended_mtu(machine_types: list[str]) -> int:
+    """The MTU a blueprint defaults to: the lowest recommendation among its GPU families.
+
+    The lowest wins because a VPC carries one MTU and a larger one than a family's
+    recommendation fragments its GPUDirect traffic.
+    """
+    recommendations = [f.recommended_mtu for t in machine_types if (f := gpu_family(t))]
+    return min(recommendations, default=MTU_DEFAULT)
+
+
+def boot_disk_type(machine_type: str) -> str:
+    """Default boot disk type: A3 Ultra and A4 take only Hyperdisk."""
+    family = gpu_family(machine_type)
+    return family.boot_disk_type if family else DEFAULT_BOOT_DISK_TYPE
+
+
+@dataclass(frozen=True)
+class CapacityBand:
+    """A contiguous range of allowed capacities in GiB and the step within it."""
+
+    minimum: int
+    maximum: int
+    step: int
+
+    def allows(self, capacity: int) -> bool:
+        """True when ``capacity`` lies in the band on one of its steps."""
+        in_range = self.minimum <= capacity <= self.maximum
+        return in_range and (capacity - self.minimum) % self.step == 0
+
+    def nearest(self, capacity: int) -> list[int]:
+        """The allowed values just below and above ``capacity`` inside the band."""
+        if capacity <= self.minimum:
+            return [self.minimum]
+        if capacity >= self.maximum:
+            return [self.maximum - (self.maximum - self.minimum) % self.step]
+        below = self.minimum + (capacity - self.minimum) // self.step * self.step
+        return [below] if below == capacity else [below, below + self.step]
+
+
+TIB = 1024
+
+FilestoreTier = Literal["BASIC_HDD", "BASIC_SSD", "ZONAL", "REGIONAL", "ENTERPRISE",
+                        "HIGH_SCALE_SSD"]
+
+# cloud.google.com/filestore/docs/service-tiers (63.9 TiB is 65,433 GiB; BASIC grows by 1 GiB).
+FILESTORE_TIERS: dict[str, tuple[CapacityBand, ...]] = {
+    "BASIC_HDD": (CapacityBand(1 * TIB, 65433, 1),),
+    "BASIC_SSD": (CapacityBand(2560, 65433, 1),),
+    "ZONAL": (CapacityBand(1 * TIB, 9984, 256), CapacityBand(10 * TIB, 100 * TIB, 2560)),
+    "REGIONAL": (CapacityBand(1 * TIB, 9984, 256), CapacityBand(10 * TIB, 100 * TIB, 2560)),
+    "ENTERPRISE": (CapacityBand(1 * TIB, 10 * TIB, 256),),
+    "HIGH_SCALE_SSD": (CapacityBand(10 * TIB, 100 * TIB, 2560),),
+}
+
+#: Filestore tiers whose instance lives in a region rather than a zone.
+FILESTORE_REGIONAL_TIERS = frozenset({"REGIONAL", "ENTERPRISE"})
+#: Filestore tiers that refuse NFS v4.1.
+FILESTORE_BASIC_TIERS = frozenset({"BASIC_HDD", "BASIC_SSD"})
+
+
+@dataclass(frozen=True)
+class LustreTier:
+    """One Managed Lustre performance tier: throughput per TiB and its capacity steps.
+
+    Capacities step by ``step`` up to ``threshold`` and by ``step_above`` past it.
+    """
+
+    throughput: int
+    minimum: int
+    step: int
+    threshold: int | None
+    step_above: int | None
+    maximum: int
+
+    def bands(self) -> tuple[CapacityBand, ...]:
+        """The tier's allowed capacities as bands."""
+        if self.threshold is None or self.step_above is None:
+            return (CapacityBand(self.minimum, self.maximum, self.step),)
+        return (CapacityBand(self.minimum, self.threshold, self.step),
+                CapacityBand(self.threshold, self.maximum, self.step_above))
+
+
+# cloud.google.com/managed-lustre/docs/performance-tiers and .../increase-capacity.
+LUSTRE_TIERS: dict[int, LustreTier] = {
+    t.throughput: t
+    for t in (
+        LustreTier(1000, 9_000, 9_000, 1_530_000, 72_000, 10_008_000),
+        LustreTier(500, 18_000, 18_000, 3_060_000, 144_000, 20_016_000),
+        LustreTier(250, 36_000, 36_000, 6_120_000, 288_000, 40_032_000),
+        LustreTier(125, 72_000, 72_000, None, None, 12_240_000),
+    )
+}
+
+
+@dataclass(frozen=True)
+class Recipe:
+    """A training job clusterprint can stage onto the login node."""
+
+    name: str
+    description: str
+    #: GPUs per node the recipe is written for; 0 runs anywhere.
+    min_gpus_per_node: int
+
+
+RECIPES: dict[str, Recipe] = {
+    r.name: r
+    for r in (
+        Recipe("llama3-8b-pretrain", "Llama 3 8B pretraining with FSDP", 8),
+        Recipe("llama3-70b-pretrain", "Llama 3 70B pretraining, FSDP and tensor parallel", 8),
+        Recipe("gemma-2b-sft", "Gemma 2B supervised fine-tuning", 1),
+        Recipe("gemma-7b-sft", "Gemma 7B supervised fine-tuning", 1),
+        Recipe("gemma-2b-rl", "Gemma 2B reinforcement learning (GRPO)", 1),
+    )
+}
+
+#: IAP TCP forwarding's source range: the only SSH source a new cluster allows.
+IAP_RANGE = "35.235.240.0/20"
+
+#: Blueprint keys the managed API (gcp.hypercomputecluster.Cluster) cannot express,
+#: as key paths with ``[]`` for "every item of the list".
+MANAGED_UNSUPPORTED_KEYS = (
+    "network.mtu",
+    "network.peerings",
+    "network.private_service_access",
+    "network.gpu_subnets_cidr",
+    "slurm.controller",
+    "slurm.nodesets[].placement",
+    "slurm.nodesets[].image",
+)
+
+#: The managed API's cluster_id: lowercase letters and digits, at most 10.
+MANAGED_CLUSTER_ID_PATTERN = r"^[a-z][a-z0-9]{0,9}$"

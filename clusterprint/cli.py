@@ -1,0 +1,75 @@
+"""The ``clusterprint`` command: validate, schema, render, plan and diff.
+
+Each command lives in ``clusterprint.commands.<name>`` with ``add_arguments`` and
+``run``; this module imports only the one being run, so ``validate`` never pays for
+Pulumi's import time.
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import sys
+
+#: Command name -> one-line help. The module ``clusterprint.commands.<name>`` implements it.
+COMMANDS = {
+    "validate": "check blueprint files and print every problem, one per line",
+    "schema": "print the blueprint JSON Schema (the one committed in schemas/)",
+    "render": "write slurm.conf, gres.conf, cgroup.conf and node scripts for a blueprint",
+    "plan": "list the resources `pulumi up` would create, offline under Pulumi's mocks",
+    "diff": "compare two blueprints or saved plans: create, update, replace, delete",
+}
+
+#: Exit status for usage errors and unreadable files (argparse's own choice too).
+EXIT_USAGE = 2
+
+DESCRIPTION = """\
+Slurm GPU training clusters on Google Cloud from one blueprint.
+
+Write a blueprint (see blueprints/), check it offline with `validate`, review what
+`plan` and `diff` say, then run `pulumi up` with the project's Pulumi.yaml.
+"""
+
+
+def _command_module(name: str):
+    module_name = name.replace("-", "_")
+    return importlib.import_module(f"clusterprint.commands.{module_name}")
+
+
+def build_parser(only: str | None = None) -> argparse.ArgumentParser:
+    """The argument parser; ``only`` loads the arguments of one command alone."""
+    parser = argparse.ArgumentParser(
+        prog="clusterprint", description=DESCRIPTION,
+        formatter_class=argparse.RawDescriptionHelpFormatter)
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND")
+    for name, help_text in COMMANDS.items():
+        if only not in (None, name):
+            sub.add_parser(name, help=help_text)
+            continue
+        module = _command_module(name)
+        command = sub.add_parser(name, help=help_text, description=module.__doc__,
+                                 formatter_class=argparse.RawDescriptionHelpFormatter)
+        module.add_arguments(command)
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Entry point of the console script; returns the exit status."""
+    argv = sys.argv[1:] if argv is None else argv
+    chosen = next((a for a in argv if not a.startswith("-")), None)
+    parser = build_parser(chosen if chosen in COMMANDS else None)
+    args = parser.parse_args(argv)
+    if args.command is None:
+        parser.print_help()
+        return EXIT_USAGE
+    try:
+        return _command_module(args.command).run(args)
+    except KeyboardInterrupt:
+        return 130
+    except BrokenPipeError:
+        sys.stderr.close()
+        return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

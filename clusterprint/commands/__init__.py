@@ -1,0 +1,1 @@
+"""One module per ``clusterprint`` command: ``add_arguments(parser)`` and ``run(args)``."""

@@ -1,0 +1,42 @@
+"""Check blueprint files and print every problem in one run.
+
+Each problem is one line: FILE:LINE:COL: error: KEY.PATH: message (hint).
+Warnings print the same way with `warning:` and do not fail.
+
+Exit status: 0 valid (warnings allowed), 1 invalid, 2 usage error or unreadable file.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    """validate FILE... [--format text|json] [--quiet]."""
+    parser.add_argument("files", nargs="+", metavar="FILE", help="blueprint files (.yaml or .json)")
+    parser.add_argument("--format", choices=("text", "json"), default="text",
+                        help="text: one line per problem (default); json: a list of findings")
+    parser.add_argument("-q", "--quiet", action="store_true",
+                        help="print errors only, not warnings or the summary")
+
+
+def run(args: argparse.Namespace) -> int:
+    """Validate each file; the exit status is the worst file's."""
+    from clusterprint.validate import check_file
+
+    results = [check_file(f) for f in args.files]
+    located = [f for r in results for f in r.findings
+               if not (args.quiet and f.finding.severity == "warning")]
+    if args.format == "json":
+        json.dump([f.as_json() for f in located], sys.stdout, indent=2)
+        sys.stdout.write("\n")
+    else:
+        for finding in located:
+            print(finding.line_text())
+        if not args.quiet:
+            for result in results:
+                if result.ok:
+                    print(f"{result.file}: ok", file=sys.stderr)
+    return max(r.exit_code for r in results)

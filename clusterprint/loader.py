@@ -1,0 +1,209 @@
+"""Reading blueprint files into plain data, keeping where every key came from.
+
+Errors must point at a line and column, so the loader records a position for every
+key path while it turns ruamel's round-trip nodes into plain dicts, lists and scalars
+(the model validates plain Python types strictly).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from clusterprint.findings import KeyPath
+
+#: Larger files are refused: no real blueprint comes near it, and parsing one costs memory.
+MAX_FILE_BYTES = 4 * 1024 * 1024
+#: Nodes after alias expansion; stops "billion laughs" style documents.
+MAX_NODES = 200_000
+MAX_DEPTH = 64
+
+
+class LoadError(Exception):
+    """A file that cannot become blueprint data, with the place to blame.
+
+    ``unreadable`` is a file the user pointed at wrongly (missing, a directory, no
+    permission): a usage problem. Otherwise the content is at fault: an invalid blueprint.
+    """
+
+    def __init__(self, message: str, line: int | None = None, column: int | None = None,
+                 *, unreadable: bool = False, rule: str = "file.syntax") -> None:
+        super().__init__(message)
+        self.message = message
+        self.line = line
+        self.column = column
+        self.unreadable = unreadable
+        self.rule = rule
+
+
+@dataclass
+class Document:
+    """A loaded file: its plain data and the 1-based (line, column) of each key path."""
+
+    data: Any
+    #: A scalar's value position; for a mapping or list, its key's position.
+    positions: dict[KeyPath, tuple[int, int]] = field(default_factory=dict)
+    #: Where each mapping key itself is written (unknown keys are reported there).
+    key_positions: dict[KeyPath, tuple[int, int]] = field(default_factory=dict)
+
+    def position(self, path: KeyPath, *, key: bool = False) -> tuple[int, int]:
+        """Where ``path`` is written, or its nearest written ancestor (for defaults)."""
+        table = self.key_positions if key else self.positions
+        found = table.get(tuple(path))
+        if found:
+            return found
+        for end in range(len(path) - 1, -1, -1):
+            found = self.positions.get(tuple(path[:end]))
+            if found:
+                return found
+        return (1, 1)
+
+
+def read_text(path: str) -> str:
+    """The file's text, or a LoadError that says why it cannot be read."""
+    p = Path(path)
+    try:
+        size = os.stat(p).st_size
+        if p.is_dir():
+            raise LoadError("is a directory, not a blueprint file", unreadable=True,
+                            rule="file.unreadable")
+        if size > MAX_FILE_BYTES:
+            raise LoadError(f"file is {size} bytes; blueprints are limited to "
+                            f"{MAX_FILE_BYTES // (1024 * 1024)} MiB", 1, 1, rule="file.size")
+        raw = p.read_bytes()
+    except FileNotFoundError:
+        raise LoadError("no such file", unreadable=True, rule="file.unreadable") from None
+    except PermissionError:
+        raise LoadError("permission denied", unreadable=True, rule="file.unreadable") from None
+    except OSError as exc:
+        raise LoadError(exc.strerror or str(exc), unreadable=True,
+                        rule="file.unreadable") from None
+    try:
+        return raw.decode("utf-8-sig")
+    except UnicodeDecodeError as exc:
+        line = raw[: exc.start].count(b"\n") + 1
+        raise LoadError("file is not UTF-8 text", line, 1, rule="file.encoding") from None
+
+
+def parse(text: str, is_json: bool) -> Document:
+    """Blueprint data from YAML or JSON text; JSON is held to strict JSON first."""
+    if not text.strip():
+        raise LoadError("file is empty; a blueprint is a mapping starting with "
+                        "`apiVersion: clusterprint/v1`", 1, 1, rule="file.empty")
+    if is_json:
+        _check_strict_json(text)
+    return _parse_yaml(text)
+
+
+def load_document(path: str) -> Document:
+    """Read and parse one blueprint file; JSON by the ``.json`` suffix, else YAML."""
+    return parse(read_text(path), path.lower().endswith(".json"))
+
+
+def _check_strict_json(text: str) -> None:
+    def no_duplicates(pairs: list[tuple[str, Any]]) -> dict:
+        keys = [k for k, _ in pairs]
+        dup = next((k for k in keys if keys.count(k) > 1), None)
+        if dup is not None:
+            raise ValueError(f"duplicate key {dup!r}")
+        return dict(pairs)
+
+    try:
+        json.loads(text, object_pairs_hook=no_duplicates)
+    except json.JSONDecodeError as exc:
+        raise LoadError(f"invalid JSON: {exc.msg}", exc.lineno, exc.colno) from None
+    except ValueError as exc:
+        raise LoadError(f"invalid JSON: {exc}", 1, 1) from None
+    except RecursionError:
+        raise LoadError("JSON nests too deeply", 1, 1) from None
+
+
+def _parse_yaml(text: str) -> Document:
+    from ruamel.yaml import YAML
+    from ruamel.yaml.error import MarkedYAMLError, YAMLError
+
+    yaml = YAML(typ="rt", pure=True)
+    try:
+        root = yaml.load(text)
+    except MarkedYAMLError as exc:
+        mark = exc.problem_mark or exc.context_mark
+        problem = exc.problem or exc.context or "invalid YAML"
+        if "duplicate key" in problem:
+            problem = problem.split(" with value")[0]
+        line, col = (mark.line + 1, mark.column + 1) if mark else (1, 1)
+        raise LoadError(f"invalid YAML: {problem}", line, col) from None
+    except (YAMLError, RecursionError) as exc:
+        raise LoadError(f"invalid YAML: {exc}", 1, 1) from None
+    if root is None:
+        raise LoadError("file holds no blueprint (only comments or an empty document)", 1, 1,
+                        rule="file.empty")
+    doc = Document(None, {(): (1, 1)})
+    doc.data = _plain(root, (), doc, [0])
+    return doc
+
+
+def _plain(node: Any, path: KeyPath, doc: Document, count: list[int]) -> Any:
+    """Plain Python data from ruamel nodes, recording positions along the way."""
+    count[0] += 1
+    if count[0] > MAX_NODES or len(path) > MAX_DEPTH:
+        line, col = doc.position(path)
+        raise LoadError("document is too large or too deep once aliases are expanded", line,
+                        col, rule="file.size")
+    if isinstance(node, dict):
+        out = {}
+        for key, value in node.items():
+            if not isinstance(key, str | int | float | bool) or key is None:
+                line, col = _key_position(node, key) or doc.position(path)
+                raise LoadError("mapping keys must be plain strings", line, col)
+            key = str(key) if not isinstance(key, str) else key
+            child = (*path, key)
+            spot = _key_position(node, key)
+            if spot:
+                doc.key_positions[child] = spot
+                doc.positions[child] = spot
+                if not isinstance(value, dict | list):
+                    doc.positions[child] = _value_position(node, key) or spot
+            out[key] = _plain(value, child, doc, count)
+        return out
+    if isinstance(node, list):
+        out_list = []
+        for index, value in enumerate(node):
+            child = (*path, index)
+            try:
+                line, col = node.lc.item(index)
+                doc.positions[child] = (line + 1, col + 1)
+            except (AttributeError, KeyError, TypeError):
+                pass
+            out_list.append(_plain(value, child, doc, count))
+        return out_list
+    return _plain_scalar(node)
+
+
+def _key_position(node: Any, key: Any) -> tuple[int, int] | None:
+    try:
+        line, col = node.lc.key(key)
+    except (AttributeError, KeyError, TypeError):
+        return None
+    return (line + 1, col + 1)
+
+
+def _value_position(node: Any, key: Any) -> tuple[int, int] | None:
+    try:
+        line, col = node.lc.value(key)
+    except (AttributeError, KeyError, TypeError):
+        return None
+    return (line + 1, col + 1)
+
+
+def _plain_scalar(value: Any) -> Any:
+    """ruamel's scalar subclasses (ScalarInt, ScalarString...) as their plain base types."""
+    if isinstance(value, bool) or value is None:
+        return value
+    for base in (int, float, str):
+        if isinstance(value, base):
+            return base(value)
+    # Timestamps and other YAML-only types stay as they are; the model refuses them.
+    return value

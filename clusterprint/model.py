@@ -1,0 +1,334 @@
+"""The blueprint v1 model: the one source of truth for the format.
+
+The JSON Schema in ``schemas/`` is generated from these classes, the rules in
+``clusterprint.rules`` read them, and the components and templates take them as
+arguments. Field descriptions are what an editor shows next to each key.
+"""
+
+from __future__ import annotations
+
+from typing import Annotated, Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from clusterprint import catalog
+
+NAME_PATTERN = r"^[a-z][a-z0-9-]{0,18}[a-z0-9]$"
+LIST_NAME_PATTERN = r"^[a-z](?:[a-z0-9-]{0,14}[a-z0-9])?$"
+PROJECT_PATTERN = r"^[a-z][a-z0-9-]{4,28}[a-z0-9]$"
+REGION_PATTERN = r"^[a-z]+-[a-z]+[0-9]+$"
+ZONE_PATTERN = r"^[a-z]+-[a-z]+[0-9]+-[a-z]$"
+MACHINE_TYPE_PATTERN = r"^[a-z][a-z0-9]*-[a-z0-9]+(?:-[a-z0-9]+)*$"
+NETWORK_PATTERN = (r"^projects/[a-z][a-z0-9-]{4,28}[a-z0-9]/global/networks/"
+                   r"[a-z](?:[a-z0-9-]{0,61}[a-z0-9])?$")
+SUBNETWORK_PATTERN = (r"^projects/[a-z][a-z0-9-]{4,28}[a-z0-9]/regions/[a-z]+-[a-z]+[0-9]+"
+                      r"/subnetworks/[a-z](?:[a-z0-9-]{0,61}[a-z0-9])?$")
+RESERVATION_PATTERN = (r"^(?:projects/[a-z][a-z0-9-]{4,28}[a-z0-9]/reservations/)?"
+                       r"[a-z](?:[a-z0-9-]{0,61}[a-z0-9])?"
+                       r"(?:/reservationBlocks/[a-z0-9-]+(?:/reservationSubBlocks/[a-z0-9-]+)?)?$")
+# Slurm time: minutes, minutes:seconds, hours:minutes:seconds, days-hours[:minutes[:seconds]].
+SLURM_TIME_PATTERN = (r"^(?:UNLIMITED|INFINITE|\d+(?::\d{1,2}){0,2}"
+                      r"|\d+-\d{1,2}(?::\d{1,2}){0,2})$")
+LABEL_KEY_PATTERN = r"^[a-z][a-z0-9_-]{0,62}$"
+LABEL_VALUE_PATTERN = r"^[a-z0-9_-]{0,63}$"
+BUCKET_PATTERN = r"^[a-z0-9][a-z0-9._-]{1,61}[a-z0-9]$"
+LUSTRE_FILESYSTEM_PATTERN = r"^[A-Za-z0-9]{1,8}$"
+
+Cidr = Annotated[str, Field(description="An IPv4 CIDR block such as 10.0.0.0/20.",
+                            examples=["10.0.0.0/20"])]
+
+
+class Strict(BaseModel):
+    """Base for every blueprint section: unknown keys and loose types are errors.
+
+    A typo in a hand-written file must fail loudly rather than fall back to a default.
+    """
+
+    model_config = ConfigDict(extra="forbid", strict=True, frozen=True)
+
+
+class PrivateServiceAccess(Strict):
+    """The range peered with Google's service producers; Filestore and Lustre live in it."""
+
+    prefix_length: int | None = Field(
+        None, ge=8, le=24,
+        description="Size of the range Google allocates (default 20 when `range` is unset).")
+    range: Cidr | None = Field(
+        None, description="An explicit range instead of `prefix_length`; must not overlap any "
+                          "subnet.")
+
+    @property
+    def effective_prefix_length(self) -> int:
+        """The prefix length reserved: the explicit range's, else the default /20."""
+        if self.range is not None:
+            return int(self.range.rsplit("/", 1)[1])
+        return self.prefix_length if self.prefix_length is not None else 20
+
+
+class Peering(Strict):
+    """A VPC peering from the cluster's network to another network."""
+
+    name: str = Field(pattern=LIST_NAME_PATTERN, description="Suffix of the peering's name.")
+    peer_network: str = Field(pattern=NETWORK_PATTERN,
+                              description="projects/P/global/networks/N of the peer.")
+    export_custom_routes: bool = Field(False, description="Export this VPC's custom routes.")
+    import_custom_routes: bool = Field(False, description="Import the peer's custom routes.")
+
+
+class Network(Strict):
+    """The system VPC, the GPU VPCs and how the cluster reaches the outside."""
+
+    mtu: int | None = Field(
+        None, ge=catalog.MTU_MIN, le=catalog.MTU_MAX,
+        description="VPC MTU in bytes. Default: the GPU family's recommendation (8244 for "
+                    "A3 High and A3 Mega, 8896 otherwise).")
+    subnet_cidr: Cidr = Field("10.0.0.0/20", description="The system subnet's range.")
+    gpu_networks: Literal["auto", "none"] = Field(
+        "auto", description="auto: the extra VPCs the GPU family needs (A3 Mega: 8 VPCs; "
+                            "A3 Ultra, A4: one RoCE VPC with 8 subnets); none: system VPC only.")
+    gpu_subnets_cidr: Cidr = Field(
+        "10.128.0.0/16", description="Range split evenly into the GPU networks' subnets.")
+    nat: bool = Field(True, description="Cloud NAT for egress; nodes never get external IPs.")
+    ssh_source_ranges: list[Cidr] = Field(
+        default_factory=lambda: [catalog.IAP_RANGE],
+        description="Sources allowed to reach SSH. Default: IAP TCP forwarding only.")
+    private_service_access: PrivateServiceAccess = Field(default_factory=PrivateServiceAccess)
+    peerings: list[Peering] = Field(default_factory=list, description="VPC peerings to add.")
+    existing: str | None = Field(
+        None, pattern=NETWORK_PATTERN,
+        description="Use this network instead of creating one (needs `existing_subnetwork`).")
+    existing_subnetwork: str | None = Field(
+        None, pattern=SUBNETWORK_PATTERN,
+        description="projects/P/regions/R/subnetworks/S used with `existing`.")
+
+
+class FilestoreHome(Strict):
+    """A Filestore instance exported as /home."""
+
+    tier: catalog.FilestoreTier = Field("ZONAL", description="Filestore service tier.")
+    capacity_gib: int = Field(1024, ge=1, description="Capacity in GiB; each tier has its own "
+                                                      "range and step.")
+
+
+class Home(Strict):
+    """What is mounted at /home on every node: Filestore, or a listed Lustre entry."""
+
+    filestore: FilestoreHome | None = Field(None, description="A new Filestore instance.")
+    lustre: str | None = Field(None, description="The name of an entry of `storage.lustre`.")
+
+    @property
+    def uses_filestore(self) -> bool:
+        """True when /home is the default or an explicit Filestore instance."""
+        return self.lustre is None
+
+
+def _default_home() -> Home:
+    return Home(filestore=FilestoreHome())
+
+
+class Lustre(Strict):
+    """A Managed Lustre instance for scratch, in the cluster's zone and VPC."""
+
+    name: str = Field(pattern=LIST_NAME_PATTERN, description="Suffix of the instance id.")
+    filesystem: str = Field(pattern=LUSTRE_FILESYSTEM_PATTERN,
+                            description="Lustre file system name: at most 8 letters and digits.")
+    mount: str | None = Field(None, description="Absolute mount path. Default /lustre/<name>; "
+                                                "the /home entry mounts at /home.")
+    performance_tier: Literal[125, 250, 500, 1000] = Field(
+        500, description="Throughput in MB/s per TiB; fixed once created.")
+    capacity_gib: int = Field(ge=1, description="Capacity in GiB; min, step and max follow "
+                                                "the tier.")
+
+
+class Bucket(Strict):
+    """A Cloud Storage bucket mounted with Cloud Storage FUSE."""
+
+    bucket: str = Field(pattern=BUCKET_PATTERN, description="Bucket name.")
+    mount: str | None = Field(None, description="Absolute mount path. Default /gcs/<bucket>.")
+    create: bool = Field(True, description="true: create the bucket; false: use an existing one.")
+
+    @property
+    def mount_path(self) -> str:
+        """Where the bucket is mounted on the nodes."""
+        return self.mount or f"/gcs/{self.bucket}"
+
+
+class Storage(Strict):
+    """Shared file systems: /home, Lustre scratch and bucket mounts."""
+
+    home: Home = Field(default_factory=_default_home,
+                       description="Default: Filestore ZONAL, 1024 GiB.")
+    lustre: list[Lustre] = Field(default_factory=list)
+    buckets: list[Bucket] = Field(default_factory=list)
+    protect: bool = Field(True, description="Data-bearing resources refuse deletion.")
+
+
+class Controller(Strict):
+    """The Slurm controller VM."""
+
+    machine_type: str = Field("c2-standard-8", pattern=MACHINE_TYPE_PATTERN)
+    disk_size_gb: int = Field(100, ge=50, le=65536)
+
+
+class Login(Strict):
+    """Login nodes users SSH into (through IAP) to submit jobs."""
+
+    count: int = Field(1, ge=0, le=16)
+    machine_type: str = Field("n2-standard-4", pattern=MACHINE_TYPE_PATTERN)
+
+
+class BootDisk(Strict):
+    """A nodeset's boot disk."""
+
+    type: Literal["pd-standard", "pd-balanced", "pd-ssd", "hyperdisk-balanced"] | None = Field(
+        None, description="Default pd-balanced, or hyperdisk-balanced where the family needs it.")
+    size_gb: int = Field(200, ge=50, le=65536)
+
+
+class Image(Strict):
+    """A custom boot image, by family."""
+
+    project: str = Field(pattern=PROJECT_PATTERN)
+    family: str = Field(pattern=r"^[a-z](?:[-a-z0-9]{0,61}[a-z0-9])?$")
+
+
+Provisioning = Literal["on-demand", "spot", "flex-start", "reservation"]
+
+
+class Nodeset(Strict):
+    """A group of identical compute VMs: one instance template and one instance group."""
+
+    name: str = Field(pattern=LIST_NAME_PATTERN, description="Also the Slurm node feature.")
+    machine_type: str = Field(pattern=MACHINE_TYPE_PATTERN)
+    count: int = Field(ge=0, le=16384, description="Nodes kept up (static).")
+    max_count: int | None = Field(None, ge=1, le=16384,
+                                  description="Upper bound for dynamic nodes; default `count`.")
+    provisioning: Provisioning = Field("on-demand")
+    reservation: str | None = Field(
+        None, pattern=RESERVATION_PATTERN,
+        description="[projects/P/reservations/]NAME[/reservationBlocks/B[/reservationSubBlocks/S]]"
+                    "; only with provisioning reservation.")
+    placement: Literal["compact", "none"] = Field("none")
+    boot_disk: BootDisk = Field(default_factory=BootDisk)
+    image: Image | None = Field(None, description="Default: the clusterprint Slurm image.")
+
+    @property
+    def upper_bound(self) -> int:
+        """The most nodes this nodeset can hold: Slurm sizes MaxNodeCount from it."""
+        return self.max_count if self.max_count is not None else self.count
+
+    @property
+    def gpus(self) -> int:
+        """GPUs per node (0 for CPU machines)."""
+        return catalog.gpu_count(self.machine_type)
+
+    @property
+    def boot_disk_type(self) -> str:
+        """The boot disk type actually used."""
+        return self.boot_disk.type or catalog.boot_disk_type(self.machine_type)
+
+
+class Partition(Strict):
+    """A Slurm partition over one or more nodesets."""
+
+    name: str = Field(pattern=r"^[a-z](?:[a-z0-9-]{0,30})$")
+    nodesets: list[str] = Field(min_length=1, description="Names of `slurm.nodesets` entries.")
+    default: bool | None = Field(None, description="Default partition; the first one when "
+                                                   "none is marked.")
+    max_time: str | None = Field(None, pattern=SLURM_TIME_PATTERN,
+                                 description="Slurm time limit, e.g. 7-00:00:00.")
+
+
+class HealthChecks(Strict):
+    """GPU health checks that drain, reboot or replace a failing node."""
+
+    gpu: Literal["off", "quick", "thorough"] = Field(
+        "quick", description="quick: DCGM level 1 + ECC + NVLink before each job; thorough: adds "
+                             "DCGM level 2 after a failed job.")
+    interval_s: int = Field(300, ge=0, le=86400, description="HealthCheckInterval; 0 disables.")
+    on_failure: Literal["drain", "reboot", "replace"] = Field("drain")
+
+
+class Slurm(Strict):
+    """The Slurm cluster: controller, login nodes, nodesets and partitions."""
+
+    controller: Controller = Field(default_factory=Controller)
+    login: Login = Field(default_factory=Login)
+    nodesets: list[Nodeset] = Field(min_length=1)
+    partitions: list[Partition] = Field(min_length=1)
+    health_checks: HealthChecks = Field(default_factory=HealthChecks)
+
+    @property
+    def default_partition(self) -> Partition:
+        """The partition jobs land in without ``-p``: the marked one, else the first."""
+        return next((p for p in self.partitions if p.default), self.partitions[0])
+
+    def nodeset(self, name: str) -> Nodeset | None:
+        """The nodeset called ``name``, if listed."""
+        return next((n for n in self.nodesets if n.name == name), None)
+
+
+RecipeName = Literal["llama3-8b-pretrain", "llama3-70b-pretrain", "gemma-2b-sft",
+                     "gemma-7b-sft", "gemma-2b-rl"]
+
+
+class RecipeJob(Strict):
+    """A training job from the recipe catalog, staged onto the login node."""
+
+    name: RecipeName
+    partition: str = Field(description="The partition it is submitted to.")
+    nodes: int = Field(1, ge=1, le=16384)
+
+
+class Observability(Strict):
+    """Where training runs report to."""
+
+    tensorboard: bool = Field(False, description="A Vertex AI TensorBoard instance in `region`.")
+    dashboard: bool = Field(False, description="A Cloud Monitoring dashboard for the cluster.")
+
+
+class Blueprint(Strict):
+    """One Slurm training cluster in one zone: clusterprint's main interface."""
+
+    model_config = ConfigDict(
+        title="clusterprint blueprint v1", populate_by_name=True,
+        json_schema_extra={"$schema": "https://json-schema.org/draft/2020-12/schema",
+                           "$id": "https://clusterprint.dev/schemas/blueprint.schema.json"})
+
+    api_version: Literal["clusterprint/v1"] = Field(alias="apiVersion")
+    kind: Literal["TrainingCluster"]
+    name: str = Field(pattern=NAME_PATTERN,
+                      description="Prefixes every resource; the Slurm ClusterName.")
+    labels: dict[Annotated[str, Field(pattern=LABEL_KEY_PATTERN)],
+                 Annotated[str, Field(pattern=LABEL_VALUE_PATTERN)]] = Field(
+        default_factory=dict, max_length=64, description="GCE labels on every resource.")
+    project: str | None = Field(None, pattern=PROJECT_PATTERN,
+                                description="Default: the stack's gcp:project.")
+    region: str = Field(pattern=REGION_PATTERN)
+    zone: str = Field(pattern=ZONE_PATTERN, description="The one zone of every zonal part; "
+                                                       "must lie in `region`.")
+    orchestrator: Literal["self-managed", "managed"] = Field(
+        "self-managed", description="self-managed: Slurm on Compute Engine; managed: the "
+                                    "Cluster Director API.")
+    network: Network = Field(default_factory=Network)
+    storage: Storage = Field(default_factory=Storage)
+    slurm: Slurm
+    recipes: list[RecipeJob] = Field(default_factory=list)
+    observability: Observability = Field(default_factory=Observability)
+
+    @property
+    def mtu(self) -> int:
+        """The system VPC's MTU: the file's, else the GPU family's recommendation."""
+        if self.network.mtu is not None:
+            return self.network.mtu
+        return catalog.recommended_mtu([n.machine_type for n in self.slurm.nodesets])
+
+    def lustre(self, name: str) -> Lustre | None:
+        """The Lustre entry called ``name``, if listed."""
+        return next((x for x in self.storage.lustre if x.name == name), None)
+
+    def mount_of(self, lustre: Lustre) -> str:
+        """Where a Lustre entry is mounted on the nodes."""
+        if self.storage.home.lustre == lustre.name:
+            return "/home"
+        return lustre.mount or f"/lustre/{lustre.name}"

@@ -1,0 +1,21 @@
+"""The rules a JSON Schema cannot say, one small function each, grouped by domain.
+
+Each rule has a stable id (users and CI match on it), reads the checked model and
+yields every problem it sees rather than stopping at the first.
+"""
+
+from __future__ import annotations
+
+from clusterprint.findings import Finding
+from clusterprint.model import Blueprint
+from clusterprint.rules import location, managed, names, network, recipes, slurm, storage
+from clusterprint.rules.registry import RULES, rule
+
+__all__ = ["RULES", "check", "rule"]
+
+_DOMAINS = (location, names, network, storage, slurm, recipes, managed)  # registers rules
+
+
+def check(blueprint: Blueprint) -> list[Finding]:
+    """Every finding of every rule, in rule order."""
+    return [finding for r in RULES for finding in r.check(blueprint)]

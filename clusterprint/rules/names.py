@@ -1,0 +1,75 @@
+"""Names and references: every list's names are unique and every reference resolves."""
+
+from __future__ import annotations
+
+import difflib
+from collections.abc import Iterator
+
+from clusterprint.findings import Finding, KeyPath, error, warning
+from clusterprint.model import Blueprint
+from clusterprint.rules.registry import rule
+
+
+def duplicates(list_path: KeyPath, names: list[str], key: str) -> Iterator[Finding]:
+    """A finding at each repeat of a name in a list, naming the first occurrence."""
+    first: dict[str, int] = {}
+    for index, name in enumerate(names):
+        if name in first:
+            yield error((*list_path, index, key),
+                        f"{name!r} is already used by {list_path[-1]}[{first[name]}]",
+                        "names must be unique")
+        else:
+            first[name] = index
+
+
+def unknown_reference(path: KeyPath, name: str, known: list[str], what: str,
+                      plural: str) -> Finding:
+    """A reference to a missing entry, with the closest existing name as a hint."""
+    close = difflib.get_close_matches(name, known, n=1, cutoff=0.5)
+    hint = f"did you mean {close[0]!r}?" if close else (
+        f"listed {plural}: {', '.join(known)}" if known else f"no {plural} are listed")
+    return error(path, f"{name!r} is not a listed {what}", hint)
+
+
+@rule("names.unique")
+def check_unique_names(bp: Blueprint) -> Iterator[Finding]:
+    """Names become resource names and Slurm names: two of one kind cannot share one."""
+    yield from duplicates(("slurm", "nodesets"), [n.name for n in bp.slurm.nodesets], "name")
+    yield from duplicates(("slurm", "partitions"), [p.name for p in bp.slurm.partitions], "name")
+    yield from duplicates(("storage", "lustre"), [x.name for x in bp.storage.lustre], "name")
+    yield from duplicates(("storage", "buckets"), [b.bucket for b in bp.storage.buckets],
+                          "bucket")
+    yield from duplicates(("network", "peerings"), [p.name for p in bp.network.peerings], "name")
+    yield from duplicates(("recipes",), [r.name for r in bp.recipes], "name")
+
+
+@rule("names.partition-nodesets")
+def check_partition_nodesets(bp: Blueprint) -> Iterator[Finding]:
+    """Every nodeset a partition names must be listed under slurm.nodesets."""
+    known = [n.name for n in bp.slurm.nodesets]
+    for p_index, partition in enumerate(bp.slurm.partitions):
+        for n_index, name in enumerate(partition.nodesets):
+            if name not in known:
+                yield unknown_reference(("slurm", "partitions", p_index, "nodesets", n_index),
+                                        name, known, "nodeset", "nodesets")
+
+
+@rule("names.default-partition")
+def check_one_default_partition(bp: Blueprint) -> Iterator[Finding]:
+    """Slurm has one default partition: at most one may be marked."""
+    marked = [i for i, p in enumerate(bp.slurm.partitions) if p.default]
+    for index in marked[1:]:
+        yield error(("slurm", "partitions", index, "default"),
+                    f"partitions[{marked[0]}] is already the default partition",
+                    "mark one partition default: true")
+
+
+@rule("names.unused-nodeset")
+def check_nodesets_used(bp: Blueprint) -> Iterator[Finding]:
+    """A nodeset in no partition would boot VMs no job can use."""
+    used = {name for p in bp.slurm.partitions for name in p.nodesets}
+    for index, nodeset in enumerate(bp.slurm.nodesets):
+        if nodeset.name not in used:
+            yield warning(("slurm", "nodesets", index, "name"),
+                          f"nodeset {nodeset.name!r} is in no partition",
+                          "add it to a partition's nodesets, or remove it")

@@ -1,0 +1,132 @@
+"""Network rules: CIDRs that parse and never overlap, MTU, existing networks."""
+
+from __future__ import annotations
+
+import ipaddress
+from collections.abc import Iterator
+
+from clusterprint import catalog
+from clusterprint.findings import Finding, KeyPath, error, warning
+from clusterprint.model import Blueprint
+from clusterprint.rules.registry import rule
+
+#: GPU subnets are carved as /N from gpu_subnets_cidr; smaller than /29 is useless.
+SMALLEST_GPU_SUBNET = 29
+
+
+def parse_cidr(text: str) -> tuple[ipaddress.IPv4Network | None, str | None, str | None]:
+    """A network from CIDR text, or (None, problem, hint) saying what is wrong."""
+    try:
+        return ipaddress.IPv4Network(text, strict=True), None, None
+    except ValueError:
+        pass
+    try:
+        loose = ipaddress.IPv4Network(text, strict=False)
+    except ValueError:
+        return None, f"{text!r} is not an IPv4 CIDR block", "e.g. 10.0.0.0/20"
+    return None, f"{text} has host bits set", f"try {loose}"
+
+
+def gpu_subnet_count(bp: Blueprint) -> int:
+    """How many GPU subnets the blueprint's GPU families need (0 with gpu_networks: none)."""
+    if bp.network.gpu_networks == "none":
+        return 0
+    return max((f.gpu_nics for n in bp.slurm.nodesets if (f := catalog.gpu_family(n.machine_type))
+                and f.networking != "none"), default=0)
+
+
+def gpu_subnets(cidr: ipaddress.IPv4Network, count: int) -> list[ipaddress.IPv4Network]:
+    """``count`` equal subnets carved from ``cidr`` (the first power of two that fits)."""
+    if count == 0:
+        return []
+    extra_bits = (count - 1).bit_length()
+    return list(cidr.subnets(prefixlen_diff=extra_bits))[:count]
+
+
+def _cidrs(bp: Blueprint) -> list[tuple[KeyPath, str]]:
+    net = bp.network
+    found: list[tuple[KeyPath, str]] = [(("network", "subnet_cidr"), net.subnet_cidr),
+                                        (("network", "gpu_subnets_cidr"), net.gpu_subnets_cidr)]
+    if net.private_service_access.range:
+        found.append((("network", "private_service_access", "range"),
+                      net.private_service_access.range))
+    found += [(("network", "ssh_source_ranges", i), r)
+              for i, r in enumerate(net.ssh_source_ranges)]
+    return found
+
+
+@rule("network.cidr")
+def check_cidrs_parse(bp: Blueprint) -> Iterator[Finding]:
+    """Every CIDR is a network address with a prefix (no host bits)."""
+    for path, text in _cidrs(bp):
+        _, problem, hint = parse_cidr(text)
+        if problem:
+            yield error(path, problem, hint)
+
+
+@rule("network.cidr-overlap")
+def check_cidr_overlaps(bp: Blueprint) -> Iterator[Finding]:
+    """The subnet, the PSA range and the GPU subnets must not overlap one another."""
+    ranges: list[tuple[KeyPath, str, ipaddress.IPv4Network]] = []
+    for path, text in _cidrs(bp)[:3]:
+        parsed, _, _ = parse_cidr(text)
+        if parsed is None or (path[-1] == "gpu_subnets_cidr" and gpu_subnet_count(bp) == 0):
+            continue
+        ranges.append((path, text, parsed))
+    for i, (path, text, cidr) in enumerate(ranges):
+        for other_path, other_text, other in ranges[:i]:
+            if cidr.overlaps(other):
+                yield error(path, f"{text} overlaps {other_text} of "
+                                  f"{'.'.join(map(str, other_path))}",
+                            "choose ranges that do not overlap")
+
+
+@rule("network.gpu-subnets-size")
+def check_gpu_subnets_size(bp: Blueprint) -> Iterator[Finding]:
+    """gpu_subnets_cidr must split into one subnet per GPU NIC of at least /29."""
+    count = gpu_subnet_count(bp)
+    cidr, _, _ = parse_cidr(bp.network.gpu_subnets_cidr)
+    if count == 0 or cidr is None:
+        return
+    needed = (count - 1).bit_length()
+    if cidr.prefixlen + needed > SMALLEST_GPU_SUBNET:
+        yield error(("network", "gpu_subnets_cidr"),
+                    f"{cidr} is too small to split into {count} GPU subnets",
+                    f"use a prefix of /{SMALLEST_GPU_SUBNET - needed} or larger")
+
+
+@rule("network.mtu-recommended")
+def check_mtu_recommended(bp: Blueprint) -> Iterator[Finding]:
+    """An MTU other than the GPU family's recommendation works but costs throughput."""
+    mtu = bp.network.mtu
+    families = {f.machine_type: f for n in bp.slurm.nodesets
+                if (f := catalog.gpu_family(n.machine_type))}
+    for family in families.values():
+        if mtu is not None and mtu != family.recommended_mtu:
+            yield warning(("network", "mtu"),
+                          f"{mtu} differs from {family.recommended_mtu}, the MTU recommended for "
+                          f"{family.machine_type}",
+                          f"set {family.recommended_mtu} or leave mtu unset")
+
+
+@rule("network.existing")
+def check_existing_pair(bp: Blueprint) -> Iterator[Finding]:
+    """`existing` and `existing_subnetwork` come together: one names the other's VPC."""
+    net = bp.network
+    if net.existing and not net.existing_subnetwork:
+        yield error(("network", "existing"), "an existing network needs existing_subnetwork",
+                    "add network.existing_subnetwork: projects/P/regions/R/subnetworks/S")
+    if net.existing_subnetwork and not net.existing:
+        yield error(("network", "existing_subnetwork"), "existing_subnetwork needs existing",
+                    "add network.existing: projects/P/global/networks/N")
+
+
+@rule("network.psa")
+def check_psa_choice(bp: Blueprint) -> Iterator[Finding]:
+    """Private service access takes a prefix length or an explicit range, not both."""
+    psa = bp.network.private_service_access
+    if psa.range is not None and psa.prefix_length is not None:
+        yield error(("network", "private_service_access"),
+                    "set either prefix_length or range, not both",
+                    "an explicit range fixes the prefix length already")
+

@@ -1,0 +1,37 @@
+"""Recipe rules: a recipe runs on an existing partition that can hold it."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+from clusterprint import catalog
+from clusterprint.findings import Finding, error
+from clusterprint.model import Blueprint
+from clusterprint.rules.names import unknown_reference
+from clusterprint.rules.registry import rule
+
+
+@rule("recipes.partition")
+def check_recipe_partition(bp: Blueprint) -> Iterator[Finding]:
+    """A recipe is submitted to a partition that exists, has the GPUs and enough nodes."""
+    partitions = {p.name: p for p in bp.slurm.partitions}
+    for index, job in enumerate(bp.recipes):
+        partition = partitions.get(job.partition)
+        if partition is None:
+            yield unknown_reference(("recipes", index, "partition"), job.partition,
+                                    list(partitions), "partition", "partitions")
+            continue
+        nodesets = [bp.slurm.nodeset(name) for name in partition.nodesets]
+        if None in nodesets:
+            continue  # names.partition-nodesets reports the missing nodeset
+        capacity = sum(ns.upper_bound for ns in nodesets if ns)
+        if job.nodes > capacity:
+            yield error(("recipes", index, "nodes"),
+                        f"{job.nodes} nodes is more than partition {partition.name} holds "
+                        f"({capacity})", f"use at most {capacity}")
+        needed = catalog.RECIPES[job.name].min_gpus_per_node
+        gpus = min((ns.gpus for ns in nodesets if ns), default=0)
+        if gpus < needed:
+            yield error(("recipes", index, "partition"),
+                        f"{job.name} needs {needed} GPUs per node; partition {partition.name} "
+                        f"has {gpus}", "submit it to a GPU partition")

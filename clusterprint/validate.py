@@ -1,0 +1,103 @@
+"""From a file name to a checked blueprint, or to every problem it has.
+
+The one entry point the CLI, the stack program and the plan share, so a blueprint
+refused by ``clusterprint validate`` is refused the same way by ``pulumi up``.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from clusterprint.findings import Finding, Located
+from clusterprint.loader import Document, LoadError, load_document, parse
+from clusterprint.model import Blueprint
+
+
+@dataclass
+class Checked:
+    """The outcome for one file: the blueprint when it is valid, and every finding."""
+
+    file: str
+    blueprint: Blueprint | None = None
+    findings: list[Located] = field(default_factory=list)
+    unreadable: bool = False
+
+    @property
+    def ok(self) -> bool:
+        """True when the file loaded, validated and no finding is an error."""
+        return self.blueprint is not None and not any(
+            f.finding.severity == "error" for f in self.findings)
+
+    @property
+    def exit_code(self) -> int:
+        """0 valid (warnings allowed), 1 invalid, 2 unreadable: the CLI's contract."""
+        return 2 if self.unreadable else (0 if self.ok else 1)
+
+
+class InvalidBlueprint(Exception):
+    """Raised where a program needs a valid blueprint; its text is the validator's lines."""
+
+    def __init__(self, checked: Checked) -> None:
+        super().__init__("\n".join(f.line_text() for f in checked.findings))
+        self.checked = checked
+
+
+def check_document(file: str, doc: Document) -> Checked:
+    """Validate loaded data: the model first, then the rules on a model that built."""
+    from pydantic import ValidationError
+
+    from clusterprint import rules
+    from clusterprint.model_errors import findings_from
+
+    result = Checked(file)
+    found: list[Finding]
+    if not isinstance(doc.data, dict):
+        from clusterprint.model_errors import describe
+
+        found = [Finding((), "schema.type",
+                         f"a blueprint is a mapping of keys, got {describe(doc.data)}")]
+    else:
+        try:
+            result.blueprint = Blueprint.model_validate(doc.data)
+        except ValidationError as exc:
+            found = findings_from(exc)
+        else:
+            found = rules.check(result.blueprint)
+    for finding in found:
+        key = finding.rule == "schema.unknown-key"
+        line, column = doc.position(finding.path, key=key)
+        result.findings.append(Located(file, line, column, finding))
+    result.findings.sort(key=lambda f: (f.line or 0, f.column or 0))
+    return result
+
+
+def check_file(file: str) -> Checked:
+    """Load and validate one file; never raises for anything a user can get wrong."""
+    try:
+        doc = load_document(file)
+    except LoadError as exc:
+        return _load_failure(file, exc)
+    return check_document(file, doc)
+
+
+def check_text(file: str, text: str, is_json: bool = False) -> Checked:
+    """Validate blueprint text as if read from ``file`` (for tests and tools)."""
+    try:
+        doc = parse(text, is_json)
+    except LoadError as exc:
+        return _load_failure(file, exc)
+    return check_document(file, doc)
+
+
+def load_checked(file: str) -> Blueprint:
+    """The valid blueprint in ``file``, or InvalidBlueprint with every problem."""
+    checked = check_file(file)
+    if not checked.ok or checked.blueprint is None:
+        raise InvalidBlueprint(checked)
+    return checked.blueprint
+
+
+def _load_failure(file: str, exc: LoadError) -> Checked:
+    finding = Finding((), exc.rule, exc.message)
+    return Checked(file, None, [Located(file, exc.line, exc.column, finding)],
+                   unreadable=exc.unreadable)
