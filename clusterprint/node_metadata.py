@@ -1,0 +1,22 @@
+"""The instance metadata keys that carry runtime facts from Pulumi to the node scripts.
+
+Scripts are rendered from the blueprint alone, so what is only known once resources
+exist (a Filestore IP, a Lustre mount point) reaches the nodes as metadata: the
+components write these keys, the scripts read them from the metadata server.
+"""
+
+from __future__ import annotations
+
+#: controller | login | compute
+ROLE = "clusterprint-role"
+#: The nodeset a compute VM belongs to.
+NODESET = "clusterprint-nodeset"
+#: What /home mounts: ``nfs:IP:/SHARE`` (Filestore) or ``lustre:IP@tcp:/FS`` (Lustre).
+HOME_SOURCE = "clusterprint-home-source"
+#: Secret Manager secret (projects/P/secrets/S) holding the munge key; never the key itself.
+MUNGE_SECRET = "clusterprint-munge-secret"
+
+
+def lustre_source(name: str) -> str:
+    """Key of a Lustre entry's mount source, ``IP@tcp:/FS``."""
+    return f"clusterprint-lustre-{name}"
