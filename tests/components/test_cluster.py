@@ -176,3 +176,15 @@ def test_mixed_gpu_fabrics_are_refused():
     data["slurm"]["nodesets"][1]["machine_type"] = "a3-megagpu-8g"
     with pytest.raises(ValueError, match="mix GPU networking kinds rdma, tcpxo"):
         gpu_networking(Blueprint.model_validate_json(json.dumps(data)))
+
+
+@pytest.mark.parametrize("name", ["a3mega", "cpu-small"])
+def test_every_vm_and_data_resource_carries_the_cluster_label(cloud, name):
+    bp = reference_blueprint(name)
+    build(cloud, bp)
+    labelled = [r for r in cloud.resources if r.custom and r.typ in DATA | {
+        TEMPLATE, "gcp:compute/instance:Instance", "gcp:secretmanager/secret:Secret"}]
+    assert labelled
+    for resource in labelled:
+        assert resource.inputs["labels"]["clusterprint-cluster"] == bp.name
+        assert bp.labels.items() <= resource.inputs["labels"].items()
