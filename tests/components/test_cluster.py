@@ -188,3 +188,16 @@ def test_every_vm_and_data_resource_carries_the_cluster_label(cloud, name):
     for resource in labelled:
         assert resource.inputs["labels"]["clusterprint-cluster"] == bp.name
         assert bp.labels.items() <= resource.inputs["labels"].items()
+
+
+def test_file_systems_sit_on_the_full_system_network_name(cloud):
+    bp = reference_blueprint("a3mega")
+    build(cloud, bp)
+    full = "projects/my-project/global/networks/a3mega-network-vpc"
+    filestore = cloud.one("gcp:filestore/instance:Instance").inputs
+    assert filestore["networks"][0]["network"] == full
+    assert (filestore["tier"], filestore["fileShares"]["capacityGb"]) == ("ZONAL", 2560)
+    lustre = cloud.one("gcp:lustre/instance:Instance").inputs
+    assert lustre["network"] == full
+    assert (lustre["perUnitStorageThroughput"], lustre["capacityGib"]) == ("500", "18000")
+    assert cloud.one("gcp:servicenetworking/connection:Connection").inputs["network"] == full
