@@ -33,6 +33,8 @@ PROJECT = "clusterprint"
 STACK = "plan"
 #: The stack config key that names the blueprint file (see __main__.py).
 BLUEPRINT_CONFIG_KEY = f"{PROJECT}:blueprint"
+#: What a blueprint without ``project`` plans with: the stack's gcp:project, unknown offline.
+STACK_PROJECT = "[gcp:project]"
 
 
 def mock_id(name: str) -> str:
@@ -175,7 +177,8 @@ def blueprint_program(path: str) -> Callable[[], object]:
 
 def plan_blueprint(path: str) -> Plan:
     """The plan of a blueprint file that ``load_checked`` accepts (the caller checks it)."""
-    return plan_program(blueprint_program(path), {BLUEPRINT_CONFIG_KEY: path})
+    return plan_program(blueprint_program(path),
+                        {BLUEPRINT_CONFIG_KEY: path, "gcp:project": STACK_PROJECT})
 
 
 class _EchoMocks:
@@ -186,8 +189,13 @@ class _EchoMocks:
     """
 
     def new_resource(self, args: Any) -> tuple[str, dict]:
-        """Known inputs stay known; every output only the cloud fills stays unknown."""
-        return mock_id(args.name), dict(args.inputs)
+        """Scalar inputs come back known; objects and outputs only the cloud fills do not.
+
+        An object input may hold fields the provider computes (a Filestore network's
+        ``ipAddresses``): `pulumi preview` reports such an output as unknown, so code
+        that reads into it is not run, and neither is it here.
+        """
+        return mock_id(args.name), {k: v for k, v in args.inputs.items() if _is_flat(v)}
 
     def call(self, args: Any) -> dict:
         """Data-source calls echo their arguments: nothing is looked up offline."""
@@ -299,3 +307,10 @@ def _plain(value: Any) -> Any:
     if value is None or isinstance(value, bool | int | float | str):
         return value
     return f"[{type(value).__name__}]"
+
+
+def _is_flat(value: Any) -> bool:
+    """A scalar, or a list of scalars: nothing in it the cloud can fill in."""
+    if isinstance(value, list):
+        return all(_is_flat(v) and not isinstance(v, list) for v in value)
+    return not isinstance(value, dict)

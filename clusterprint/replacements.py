@@ -147,6 +147,14 @@ RULES: dict[str, ReplacementRule] = {
         ("project",),
         TF + "monitoring/resource_monitoring_dashboard.go: ForceNew on project; "
         "dashboard_json is updatable"),
+    **{iam: ReplacementRule(
+        ("*",),
+        "hashicorp/terraform-provider-google google/tpgiamresource/resource_iam_member.go: "
+        "role, member and condition are ForceNew (an IAM member is never updated)")
+       for iam in ("gcp:projects/iAMMember:IAMMember",
+                   "gcp:storage/bucketIAMMember:BucketIAMMember",
+                   "gcp:secretmanager/secretIamMember:SecretIamMember",
+                   "gcp:serviceaccount/iAMMember:IAMMember")},
     "gcp:hypercomputecluster/cluster:Cluster": ReplacementRule(
         ("clusterId", "location", "project"),
         TF + "hypercomputecluster/resource_hypercomputecluster_cluster.go: ForceNew on "

@@ -173,3 +173,13 @@ def test_a_missing_file_exits_1(tmp_path, capsys):
     good = write(tmp_path, "good.json", saved_plan())
     assert main(["diff", good, str(tmp_path / "absent.json")]) == 1
     assert "no such file" in capsys.readouterr().err
+
+
+def test_every_table_type_is_a_real_pulumi_gcp_token():
+    import pulumi_gcp
+
+    package = Path(pulumi_gcp.__file__).parent
+    for type_ in RULES:
+        module = type_.split(":")[1].split("/")[0]
+        sources = "".join(p.read_text() for p in (package / module).glob("*.py"))
+        assert f"'{type_}'" in sources, type_
