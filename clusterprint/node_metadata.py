@@ -20,3 +20,13 @@ MUNGE_SECRET = "clusterprint-munge-secret"
 def lustre_source(name: str) -> str:
     """Key of a Lustre entry's mount source, ``IP@tcp:/FS``."""
     return f"clusterprint-lustre-{name}"
+
+
+def controller_hostname(cluster: str) -> str:
+    """The controller VM's name, which is also its hostname: slurm.conf's SlurmctldHost."""
+    return f"{cluster}-controller"
+
+
+def login_hostname(cluster: str, index: int) -> str:
+    """The name (and hostname) of login node ``index``, counted from 0."""
+    return f"{cluster}-login-{index}"

@@ -1,0 +1,6 @@
+"""Pulumi ComponentResources that build a clusterprint Slurm cluster on Google Cloud.
+
+One module per part of the cluster; each component takes plain typed arguments (or
+parts of the blueprint model) so another stack can reuse it alone, and
+``components.cluster.TrainingCluster`` composes them from one checked blueprint.
+"""

@@ -1,0 +1,162 @@
+"""TrainingCluster: one checked blueprint in, the whole self-managed Slurm cluster out."""
+
+from __future__ import annotations
+
+import ipaddress
+
+import pulumi
+
+from clusterprint import catalog, node_metadata
+from clusterprint.model import Blueprint
+from clusterprint.render import node_scripts
+from clusterprint.rules.network import gpu_subnet_count, gpu_subnets
+from components.identity import NodeServiceAccount
+from components.login import LoginNodes
+from components.network import ClusterNetwork
+from components.nodeset import GpuNodeset
+from components.observability import Observability
+from components.private_service_access import PrivateServiceAccess
+from components.slurm_controller import MUNGE_READER_ROLES, SlurmController
+from components.storage import SharedStorage
+
+#: The label every resource of a cluster carries; the dashboard selects VMs by it.
+CLUSTER_LABEL = "clusterprint-cluster"
+
+
+def project_of(blueprint: Blueprint) -> str:
+    """The blueprint's project, else the stack's ``gcp:project``."""
+    project = blueprint.project or pulumi.Config("gcp").get("project")
+    if not project:
+        raise ValueError("no project: set `project` in the blueprint or "
+                         "`pulumi config set gcp:project PROJECT`")
+    return project
+
+
+def gpu_networking(blueprint: Blueprint) -> catalog.GpuNetworking:
+    """The one kind of GPU network the cluster builds (none with gpu_networks: none).
+
+    One cluster has one GPU fabric: TCPX(O) VPCs and a RoCE VPC cannot serve a mix.
+    """
+    if blueprint.network.gpu_networks == "none":
+        return "none"
+    kinds = sorted({f.networking for n in blueprint.slurm.nodesets
+                    if (f := catalog.gpu_family(n.machine_type))})
+    if len(kinds) > 1:
+        raise ValueError(f"nodesets mix GPU networking kinds {', '.join(kinds)}; one cluster "
+                         f"builds one kind of GPU network (or set network.gpu_networks: none)")
+    return kinds[0] if kinds else "none"
+
+
+def gpu_ranges(blueprint: Blueprint) -> tuple[list[str], list[str]]:
+    """The CIDRs of the GPU subnets and of the extra gVNIC subnets, carved together.
+
+    Both come from ``network.gpu_subnets_cidr`` so no NIC of a VM overlaps another:
+    first one range per GPU NIC, then one per gVNIC beyond the first (A3 Ultra, A4: 1).
+    """
+    if gpu_networking(blueprint) == "none":
+        return [], []
+    count = gpu_subnet_count(blueprint)
+    extra = max(f.system_nics for n in blueprint.slurm.nodesets
+                if (f := catalog.gpu_family(n.machine_type))) - 1
+    carved = [str(c) for c in gpu_subnets(
+        ipaddress.IPv4Network(blueprint.network.gpu_subnets_cidr), count + extra)]
+    return carved[:count], carved[count:]
+
+
+class TrainingCluster(pulumi.ComponentResource):
+    """A Slurm training cluster in one zone, composed from the blueprint's parts.
+
+    Networks first, then private service access and the shared storage on it, then the
+    controller (which owns the munge secret), login nodes and one GpuNodeset per
+    nodeset. Scripts are rendered from the blueprint alone; what only exists once
+    resources do (file-system addresses, the munge secret's name) reaches the nodes as
+    instance metadata under the keys of ``clusterprint.node_metadata``.
+    """
+
+    def __init__(self, name: str, blueprint: Blueprint,
+                 opts: pulumi.ResourceOptions | None = None) -> None:
+        super().__init__("clusterprint:index:TrainingCluster", name, None, opts)
+        bp, child = blueprint, pulumi.ResourceOptions(parent=self)
+        project, cluster = project_of(bp), bp.name
+        labels = {**bp.labels, CLUSTER_LABEL: cluster}
+        scripts = node_scripts(bp)
+        net = bp.network
+        gpu_cidrs, gvnic_cidrs = gpu_ranges(bp)
+
+        network = ClusterNetwork(
+            f"{name}-network", project=project, region=bp.region, zone=bp.zone, mtu=bp.mtu,
+            subnet_cidr=net.subnet_cidr, ssh_source_ranges=net.ssh_source_ranges, nat=net.nat,
+            node_tag=cluster, gpu_networking=gpu_networking(bp), gpu_subnet_cidrs=gpu_cidrs,
+            extra_gvnic_cidrs=gvnic_cidrs, peerings=net.peerings, existing_network=net.existing,
+            existing_subnetwork=net.existing_subnetwork, opts=child)
+        psa = PrivateServiceAccess(
+            f"{name}-psa", network=network.network_id, project=project,
+            prefix_length=net.private_service_access.effective_prefix_length,
+            address=net.private_service_access.range, opts=child)
+        home = bp.storage.home
+        storage = SharedStorage(
+            f"{name}-storage", cluster=cluster, project=project, region=bp.region, zone=bp.zone,
+            network=network.network_id, node_tag=network.node_tag, service_range=psa.cidr,
+            filestore=home.filestore if home.uses_filestore else None,
+            lustre=bp.storage.lustre, buckets=bp.storage.buckets, protect=bp.storage.protect,
+            labels=labels, depends_on=[psa.connection], opts=child)
+
+        home_source = (storage.filestore_source if home.uses_filestore
+                       else pulumi.Output.concat("lustre:", storage.lustre_sources[home.lustre]))
+        metadata: dict[str, pulumi.Input[str]] = {
+            "enable-oslogin": "TRUE",
+            node_metadata.HOME_SOURCE: home_source,
+            **{node_metadata.lustre_source(n): s for n, s in storage.lustre_sources.items()}}
+        shared = dict(project=project, zone=bp.zone, subnetwork=network.subnetwork,
+                      tags=[network.node_tag], labels=labels, buckets=storage.bucket_names)
+
+        controller = SlurmController(
+            f"{name}-controller", cluster=cluster, startup_script=scripts.controller,
+            machine_type=bp.slurm.controller.machine_type,
+            disk_size_gb=bp.slurm.controller.disk_size_gb, metadata=metadata, **shared,
+            opts=child)
+        login = LoginNodes(
+            f"{name}-login", cluster=cluster, munge_secret=controller.munge_secret_id,
+            startup_script=scripts.login, count=bp.slurm.login.count,
+            machine_type=bp.slurm.login.machine_type, metadata=metadata, **shared, opts=child)
+
+        compute_identity = NodeServiceAccount(
+            f"{name}-compute-identity", project=project, account_id=f"{cluster}-compute",
+            display_name=f"{cluster} compute nodes", secret=controller.munge_secret_id,
+            secret_roles=MUNGE_READER_ROLES, buckets=storage.bucket_names, opts=child)
+        self.nodesets = {
+            ns.name: GpuNodeset(
+                f"{name}-nodeset-{ns.name}", nodeset=ns, cluster=cluster, project=project,
+                region=bp.region, zone=bp.zone, system_subnetworks=network.system_subnetworks,
+                gpu_subnetworks=network.gpu_subnetworks,
+                service_account_email=compute_identity.email,
+                startup_script=scripts.compute[ns.name],
+                metadata={**metadata, node_metadata.MUNGE_SECRET: controller.munge_secret_id},
+                tags=[network.node_tag], labels=labels, opts=child)
+            for ns in bp.slurm.nodesets}
+
+        observability = Observability(
+            f"{name}-observability", cluster=cluster, project=project, region=bp.region,
+            tensorboard=bp.observability.tensorboard, dashboard=bp.observability.dashboard,
+            labels=labels, opts=child)
+
+        mounts: dict[str, pulumi.Input[str]] = {"/home": home_source}
+        mounts |= {bp.mount_of(x): pulumi.Output.concat("lustre:", storage.lustre_sources[x.name])
+                   for x in bp.storage.lustre if x.name != home.lustre}
+        mounts |= {b.mount_path: f"gs://{b.bucket}" for b in bp.storage.buckets}
+        #: What `pulumi stack output` shows a user: where to log in and what is mounted.
+        self.exports: dict[str, pulumi.Input[object]] = {
+            "controller": controller.instance_name,
+            "login_nodes": login.instance_names,
+            "mounts": mounts,
+            "partitions": {p.name: p.nodesets for p in bp.slurm.partitions},
+            "munge_secret": controller.munge_secret_id,
+        }
+        if login.instance_names:
+            self.exports["ssh"] = (f"gcloud compute ssh {login.instance_names[0]} "
+                                   f"--zone {bp.zone} --project {project} --tunnel-through-iap")
+        if observability.tensorboard is not None:
+            self.exports["tensorboard"] = observability.tensorboard
+        if observability.dashboard is not None:
+            self.exports["dashboard"] = observability.dashboard
+        self.register_outputs(self.exports)

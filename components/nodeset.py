@@ -1,0 +1,136 @@
+"""A Slurm nodeset: one instance template and one managed instance group, for any node count."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+
+import pulumi
+import pulumi_gcp as gcp
+
+from clusterprint import catalog, node_metadata
+from clusterprint.model import Nodeset
+from components.identity import NODE_SCOPES
+from components.images import boot_image
+
+#: The longest a flex-start (DWS) VM may run, the API's maximum of 7 days: Slurm, not
+#: the API, ends jobs (gcp-facts: flex-start max run duration 600 to 604800 s).
+FLEX_START_MAX_RUN_S = 604_800
+#: The reservation affinity key that names a specific reservation.
+RESERVATION_KEY = "compute.googleapis.com/reservation-name"
+
+
+def network_interfaces(machine_type: str, system_subnetworks: Sequence[pulumi.Input[str]],
+                       gpu_subnetworks: Sequence[pulumi.Input[str]],
+                       ) -> list[gcp.compute.InstanceTemplateNetworkInterfaceArgs]:
+    """The NICs of one VM: ``system_nics`` gVNICs, then one NIC per GPU network.
+
+    A3 High/Mega: 1 gVNIC on the system subnet + 4/8 gVNICs, one per GPU VPC (TCPX/O).
+    A3 Ultra/A4: 2 gVNICs + 8 MRDMA NICs on the RoCE VPC's subnets. A VM cannot have two
+    NICs in one VPC, so the second gVNIC sits on its own VPC, as in the Cluster
+    Toolkit's a3ultra/a4high Slurm blueprints (``a3ultra-slurm-net-1``). CPU machines get
+    one NIC of the default type. None has an access config: no external IP, ever.
+    """
+    family = catalog.gpu_family(machine_type)
+    if family is None:
+        return [gcp.compute.InstanceTemplateNetworkInterfaceArgs(
+            subnetwork=system_subnetworks[0])]
+    nics = [gcp.compute.InstanceTemplateNetworkInterfaceArgs(subnetwork=s, nic_type="GVNIC")
+            for s in system_subnetworks[:family.system_nics]]
+    gpu_nic_type = "MRDMA" if family.networking == "rdma" else "GVNIC"
+    nics += [gcp.compute.InstanceTemplateNetworkInterfaceArgs(subnetwork=s, nic_type=gpu_nic_type)
+             for s in gpu_subnetworks[:family.gpu_nics]]
+    return nics
+
+
+def scheduling(nodeset: Nodeset) -> gcp.compute.InstanceTemplateSchedulingArgs:
+    """How Compute Engine provisions and keeps the nodeset's VMs, per its provisioning.
+
+    GPU VMs cannot live-migrate, so they always terminate on host maintenance.
+    """
+    gpu = nodeset.gpus > 0
+    if nodeset.provisioning == "spot":
+        return gcp.compute.InstanceTemplateSchedulingArgs(
+            provisioning_model="SPOT", preemptible=True, automatic_restart=False,
+            on_host_maintenance="TERMINATE", instance_termination_action="DELETE")
+    if nodeset.provisioning == "flex-start":
+        return gcp.compute.InstanceTemplateSchedulingArgs(
+            provisioning_model="FLEX_START", automatic_restart=False,
+            on_host_maintenance="TERMINATE", instance_termination_action="DELETE",
+            max_run_duration=gcp.compute.InstanceTemplateSchedulingMaxRunDurationArgs(
+                seconds=FLEX_START_MAX_RUN_S))
+    return gcp.compute.InstanceTemplateSchedulingArgs(
+        provisioning_model="STANDARD", on_host_maintenance="TERMINATE" if gpu else "MIGRATE",
+        automatic_restart=True)
+
+
+def reservation_affinity(nodeset: Nodeset,
+                         ) -> gcp.compute.InstanceTemplateReservationAffinityArgs | None:
+    """A reservation nodeset consumes only its named reservation; flex-start none at all."""
+    if nodeset.provisioning == "reservation" and nodeset.reservation:
+        return gcp.compute.InstanceTemplateReservationAffinityArgs(
+            type="SPECIFIC_RESERVATION",
+            specific_reservation=(
+                gcp.compute.InstanceTemplateReservationAffinitySpecificReservationArgs(
+                    key=RESERVATION_KEY, values=[nodeset.reservation])))
+    if nodeset.provisioning == "flex-start":
+        return gcp.compute.InstanceTemplateReservationAffinityArgs(type="NO_RESERVATION")
+    return None
+
+
+class GpuNodeset(pulumi.ComponentResource):
+    """A nodeset's VMs as one instance template and one zonal instance group.
+
+    The resource count is the same for 4 nodes or 4,000: the group keeps ``count`` VMs
+    named ``{cluster}-{nodeset}-xxxx``, and Slurm resizes it up to ``max_count`` for
+    dynamic nodes (they register themselves with slurmd -Z). The template is auto-named
+    so a changed template is created before the old one is deleted while the group
+    still uses it (pulumi/pulumi#8779); the group's OPPORTUNISTIC update policy applies
+    it to new and replaced VMs only, never recreating nodes under running jobs.
+    """
+
+    def __init__(self, name: str, *, nodeset: Nodeset, cluster: str, project: str,
+                 region: str, zone: str, system_subnetworks: Sequence[pulumi.Input[str]],
+                 service_account_email: pulumi.Input[str], startup_script: str,
+                 gpu_subnetworks: Sequence[pulumi.Input[str]] = (),
+                 metadata: Mapping[str, pulumi.Input[str]] | None = None,
+                 tags: Sequence[str] = (), labels: Mapping[str, str] | None = None,
+                 opts: pulumi.ResourceOptions | None = None) -> None:
+        super().__init__("clusterprint:index:GpuNodeset", name, None, opts)
+        child = pulumi.ResourceOptions(parent=self)
+        labels = {**(labels or {}), "clusterprint-nodeset": nodeset.name}
+        placement: pulumi.Input[str] | None = None
+        if nodeset.placement == "compact":
+            # No max_distance: A3 machines refuse max distance 1 (toolkit nodeset metadata).
+            placement = (gcp.compute.ResourcePolicy(
+                f"{name}-placement", project=project, region=region,
+                group_placement_policy=gcp.compute.ResourcePolicyGroupPlacementPolicyArgs(
+                    collocation="COLLOCATED"), opts=child).self_link)
+        self.template = gcp.compute.InstanceTemplate(
+            f"{name}-template", project=project, region=region,
+            machine_type=nodeset.machine_type,
+            disks=[gcp.compute.InstanceTemplateDiskArgs(
+                boot=True, auto_delete=True,
+                source_image=boot_image(nodeset.machine_type, nodeset.image),
+                disk_size_gb=nodeset.boot_disk.size_gb, disk_type=nodeset.boot_disk_type)],
+            network_interfaces=network_interfaces(nodeset.machine_type, system_subnetworks,
+                                                  gpu_subnetworks),
+            scheduling=scheduling(nodeset), reservation_affinity=reservation_affinity(nodeset),
+            # One policy at most; pulumi-gcp types the field as a single self link.
+            resource_policies=placement,
+            service_account=gcp.compute.InstanceTemplateServiceAccountArgs(
+                email=service_account_email, scopes=NODE_SCOPES),
+            metadata={**(metadata or {}), "startup-script": startup_script,
+                      node_metadata.ROLE: "compute", node_metadata.NODESET: nodeset.name},
+            tags=list(tags), labels=labels, opts=child)
+        self.base_instance_name = f"{cluster}-{nodeset.name}"
+        self.group = gcp.compute.InstanceGroupManager(
+            f"{name}-group", project=project, zone=zone,
+            base_instance_name=self.base_instance_name,
+            versions=[gcp.compute.InstanceGroupManagerVersionArgs(
+                name="primary", instance_template=self.template.self_link_unique)],
+            target_size=nodeset.count,
+            update_policy=gcp.compute.InstanceGroupManagerUpdatePolicyArgs(
+                type="OPPORTUNISTIC", minimal_action="REPLACE"),
+            wait_for_instances=False, opts=child)
+        self.register_outputs({"template": self.template.self_link_unique,
+                               "group": self.group.self_link})

@@ -1,0 +1,34 @@
+"""The stack program as an importable function, so a plan can run it under mocks."""
+
+from __future__ import annotations
+
+import pulumi
+
+from clusterprint.validate import InvalidBlueprint, load_checked
+from components.cluster import TrainingCluster
+
+#: The stack config key naming the blueprint file, relative to the project directory.
+BLUEPRINT_KEY = "blueprint"
+DEFAULT_BLUEPRINT = "blueprints/a3mega.yaml"
+
+
+def build(blueprint_path: str) -> TrainingCluster:
+    """Load and check the blueprint, then declare its cluster and export what users need.
+
+    A blueprint that ``clusterprint validate`` refuses is refused here with the same
+    lines, before any resource is declared.
+    """
+    try:
+        blueprint = load_checked(blueprint_path)
+    except InvalidBlueprint as exc:
+        raise pulumi.RunError(f"{blueprint_path} is not a valid blueprint:\n{exc}") from exc
+    cluster = TrainingCluster(blueprint.name, blueprint)
+    for key, value in cluster.exports.items():
+        pulumi.export(key, value)
+    return cluster
+
+
+def main() -> TrainingCluster:
+    """The program ``pulumi up`` runs: the blueprint named by ``clusterprint:blueprint``."""
+    path = pulumi.Config("clusterprint").get(BLUEPRINT_KEY) or DEFAULT_BLUEPRINT
+    return build(path)

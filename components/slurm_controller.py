@@ -1,0 +1,69 @@
+"""The Slurm controller VM, its identity and the munge key's secret."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+
+import pulumi
+import pulumi_gcp as gcp
+
+from clusterprint import node_metadata
+from components.identity import NODE_ROLES, NodeServiceAccount
+from components.images import boot_image
+from components.vm import private_vm
+
+#: The controller replaces failed nodes (instance group managers included).
+CONTROLLER_ROLES = (*NODE_ROLES, "roles/compute.instanceAdmin.v1")
+#: Writes the munge key once, on first boot, and reads it back on every later boot.
+MUNGE_WRITER_ROLES = ("roles/secretmanager.secretVersionAdder",
+                      "roles/secretmanager.secretAccessor")
+#: What login and compute nodes may do with the munge key: read it.
+MUNGE_READER_ROLES = ("roles/secretmanager.secretAccessor",)
+
+
+class SlurmController(pulumi.ComponentResource):
+    """The VM that runs slurmctld, and the secret that will hold the cluster's munge key.
+
+    Pulumi creates the secret without any version: the controller generates the key on
+    first boot and adds it as the first version, and nodes read it from Secret Manager.
+    So the key never appears in Pulumi state, in instance metadata or in a plan; only the
+    secret's name travels (metadata ``clusterprint-munge-secret``).
+    """
+
+    def __init__(self, name: str, *, cluster: str, project: str, zone: str,
+                 subnetwork: pulumi.Input[str], startup_script: str,
+                 machine_type: str = "c2-standard-8", disk_size_gb: int = 100,
+                 image: str | None = None, metadata: Mapping[str, pulumi.Input[str]] | None = None,
+                 tags: Sequence[str] = (), labels: Mapping[str, str] | None = None,
+                 buckets: Mapping[str, pulumi.Input[str]] | None = None,
+                 opts: pulumi.ResourceOptions | None = None) -> None:
+        super().__init__("clusterprint:index:SlurmController", name, None, opts)
+        child = pulumi.ResourceOptions(parent=self)
+        labels = dict(labels or {})
+        self.munge_secret = gcp.secretmanager.Secret(
+            f"{name}-munge-key", project=project, secret_id=f"{cluster}-munge-key",
+            replication=gcp.secretmanager.SecretReplicationArgs(
+                auto=gcp.secretmanager.SecretReplicationAutoArgs()),
+            labels=labels, opts=child)
+        #: projects/P/secrets/S of the munge key: what every node's metadata names.
+        self.munge_secret_id: pulumi.Output[str] = self.munge_secret.id
+        identity = NodeServiceAccount(
+            f"{name}-identity", project=project, account_id=f"{cluster}-ctl",
+            display_name=f"{cluster} Slurm controller", roles=CONTROLLER_ROLES,
+            secret=self.munge_secret_id, secret_roles=MUNGE_WRITER_ROLES, buckets=buckets,
+            opts=child)
+        self.instance_name = node_metadata.controller_hostname(cluster)
+        self.instance = private_vm(
+            f"{name}-vm", instance_name=self.instance_name, project=project, zone=zone,
+            machine_type=machine_type, image=image or boot_image(machine_type),
+            disk_size_gb=disk_size_gb, subnetwork=subnetwork,
+            service_account_email=identity.email,
+            metadata={**(metadata or {}), "startup-script": startup_script,
+                      node_metadata.ROLE: "controller",
+                      node_metadata.MUNGE_SECRET: self.munge_secret_id},
+            tags=tags, labels=labels,
+            # The first boot writes the key: the grant must exist before the VM does.
+            opts=pulumi.ResourceOptions(parent=self, depends_on=identity.grants))
+        self.service_account_email = identity.email
+        self.register_outputs({"instance_name": self.instance_name,
+                               "munge_secret": self.munge_secret_id})

@@ -1,0 +1,141 @@
+"""Pulumi mocks that record every registered resource, for the component tests.
+
+The recording monitor sees what ``MockResourceArgs`` does not carry: each resource's
+parent and its ``protect`` option. Outputs a test needs are resolved inside the same
+``pulumi.runtime.test`` run that declares the resources, so one event loop serves the
+whole test and no SDK thread outlives it (pulumi/pulumi#7663).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import pulumi
+import pytest
+from pulumi.runtime.mocks import MockMonitor
+
+from clusterprint.model import Blueprint
+from clusterprint.validate import load_checked
+
+ROOT = Path(__file__).resolve().parents[2]
+PROJECT = "test-project"
+
+
+def reference_blueprint(name: str) -> Blueprint:
+    """A reference blueprint from ``blueprints/``, checked as ``pulumi up`` would."""
+    return load_checked(str(ROOT / "blueprints" / f"{name}.yaml"))
+
+
+@dataclass
+class Registered:
+    """One resource as the engine would see it."""
+
+    typ: str
+    name: str
+    inputs: dict[str, Any]
+    parent: str
+    protect: bool
+    custom: bool
+
+
+def _urn_name(urn: str) -> str:
+    return urn.rsplit("::", 1)[-1] if urn else ""
+
+
+def _computed(typ: str, name: str, inputs: dict[str, Any]) -> dict[str, Any]:
+    """What the provider would compute for the resources whose outputs the code reads."""
+    if typ == "gcp:compute/globalAddress:GlobalAddress":
+        return {"address": inputs.get("address", "10.200.0.0")}
+    if typ == "gcp:filestore/instance:Instance":
+        network = {**inputs["networks"][0], "ipAddresses": ["10.200.0.2"]}
+        return {"networks": [network]}
+    if typ == "gcp:lustre/instance:Instance":
+        return {"mountPoint": f"10.200.0.3@tcp:/{inputs['filesystem']}"}
+    if typ == "gcp:serviceaccount/account:Account":
+        email = f"{inputs['accountId']}@{PROJECT}.iam.gserviceaccount.com"
+        return {"email": email, "member": f"serviceAccount:{email}"}
+    if typ == "gcp:secretmanager/secret:Secret":
+        return {"id": f"projects/{PROJECT}/secrets/{inputs['secretId']}"}
+    return {}
+
+
+class RecordingMocks(pulumi.runtime.Mocks):
+    """Echoes inputs as state, adds computed outputs, and keeps every resource's inputs."""
+
+    def __init__(self) -> None:
+        self.inputs: dict[tuple[str, str], dict[str, Any]] = {}
+
+    def new_resource(self, args: pulumi.runtime.MockResourceArgs) -> tuple[str, dict]:
+        self.inputs[(args.typ, args.name)] = args.inputs
+        computed = _computed(args.typ, args.name, args.inputs)
+        resource_id = computed.pop("id", f"{args.name}-id")
+        link = f"https://www.googleapis.com/compute/v1/projects/{PROJECT}/x/{args.name}"
+        return resource_id, {**args.inputs, "selfLink": link, "selfLinkUnique": f"{link}?id=1",
+                             **computed}
+
+    def call(self, args: pulumi.runtime.MockCallArgs) -> dict:
+        return {}
+
+
+class RecordingMonitor(MockMonitor):
+    """A mock monitor that also records each registration's parent and protect flag."""
+
+    def __init__(self, mocks: RecordingMocks) -> None:
+        super().__init__(mocks)
+        self.recording = mocks
+        self.registered: list[Registered] = []
+
+    def RegisterResource(self, request):  # noqa: N802 - the gRPC method's name
+        response = super().RegisterResource(request)
+        if request.type != "pulumi:pulumi:Stack":
+            self.registered.append(Registered(
+                request.type, request.name, self.recording.inputs.get((request.type,
+                                                                        request.name), {}),
+                _urn_name(request.parent), request.protect, request.custom))
+        return response
+
+
+class Cloud:
+    """The recorded resources of one test, with the lookups the tests need."""
+
+    def __init__(self, monitor: RecordingMonitor) -> None:
+        self._monitor = monitor
+
+    @property
+    def resources(self) -> list[Registered]:
+        """Every resource and component registered so far, in registration order."""
+        return list(self._monitor.registered)
+
+    def run(self, program: Callable[[], Any]) -> Any:
+        """Run ``program`` under the mocks; return what its returned Outputs resolve to."""
+        result: dict[str, Any] = {}
+
+        @pulumi.runtime.test
+        def declared() -> pulumi.Output[Any]:
+            return pulumi.Output.from_input(program()).apply(
+                lambda value: result.setdefault("value", value))
+
+        declared()
+        return result.get("value")
+
+    def of_type(self, token: str) -> list[Registered]:
+        """The custom resources of one type token, e.g. ``gcp:compute/network:Network``."""
+        return [r for r in self.resources if r.typ == token]
+
+    def one(self, token: str) -> Registered:
+        """The single resource of a type; fails when there is not exactly one."""
+        found = self.of_type(token)
+        assert len(found) == 1, f"expected one {token}, got {[r.name for r in found]}"
+        return found[0]
+
+
+@pytest.fixture
+def cloud() -> Cloud:
+    """Fresh mocks for one test: nothing recorded by another test leaks in."""
+    monitor = RecordingMonitor(RecordingMocks())
+    pulumi.runtime.set_mocks(monitor.recording, project="clusterprint", stack="test",
+                             preview=False, monitor=monitor)
+    return Cloud(monitor)
