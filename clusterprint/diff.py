@@ -16,7 +16,11 @@ from typing import Any, Literal
 
 from clusterprint.findings import format_path
 from clusterprint.plan import Plan, mock_id
-from clusterprint.replacements import forces_replacement, is_data_bearing
+from clusterprint.replacements import (
+    forces_replacement,
+    is_data_bearing,
+    replaced_on_any_change,
+)
 
 Action = Literal["create", "update", "replace", "delete"]
 #: The order changes are listed in: what destroys data reads first.
@@ -94,8 +98,9 @@ def diff_plans(old: Plan, new: Plan) -> PlanDiff:
 
     A resource whose own inputs did not change but that depends on a replaced one is
     listed as an update: it will point at the new resource (an instance group moving
-    to a replaced template). Its own replacement-forcing inputs that refer to the
-    replaced resource's id make it a replacement too.
+    to a replaced template). It is a replacement instead when its type replaces on any
+    change (an instance template reading a replaced file system's address), or when a
+    replacement-forcing input of it holds the replaced resource's id.
     """
     old_by_key = {r.key: r for r in old.resources}
     new_by_key = {r.key: r for r in new.resources}
@@ -132,9 +137,10 @@ def _propagate_replacements(new: Plan, changes: dict[tuple[str, str], ResourceCh
                 continue
             if current is not None and set(hit) <= set(current.replaced_dependencies):
                 continue
-            forced = any(forces_replacement(res.type, _normalise(path))
-                         for path, value in _leaves(res.inputs)
-                         if isinstance(value, str) and any(mock_id(n) in value for n in hit))
+            forced = replaced_on_any_change(res.type) or any(
+                forces_replacement(res.type, _normalise(path))
+                for path, value in _leaves(res.inputs)
+                if isinstance(value, str) and any(mock_id(n) in value for n in hit))
             own = current.inputs if current else ()
             changes[res.key] = ResourceChange("replace" if forced else "update", res.type,
                                               res.name, own, hit)

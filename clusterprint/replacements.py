@@ -168,6 +168,12 @@ def is_data_bearing(type_: str) -> bool:
     return rule is not None and rule.data_bearing
 
 
+def replaced_on_any_change(type_: str) -> bool:
+    """True for types with almost nothing updatable (templates, policies, IAM members)."""
+    rule = RULES.get(type_)
+    return rule is not None and rule.replace_on == ("*",)
+
+
 def forces_replacement(type_: str, path: str, old: Any = None, new: Any = None) -> bool:
     """Whether changing the input at ``path`` (dotted, no list indexes) replaces it."""
     rule = RULES.get(type_)

@@ -3,13 +3,14 @@
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 
 import pytest
 
 from clusterprint.cli import main
 from clusterprint.diff import diff_plans
-from clusterprint.plan import Plan, PlannedResource
+from clusterprint.plan import Plan, PlannedResource, plan_blueprint
 from clusterprint.replacements import RULES, forces_replacement
 
 LUSTRE = "gcp:lustre/instance:Instance"
@@ -18,6 +19,7 @@ BUCKET = "gcp:storage/bucket:Bucket"
 TEMPLATE = "gcp:compute/instanceTemplate:InstanceTemplate"
 MIG = "gcp:compute/instanceGroupManager:InstanceGroupManager"
 SUBNET = "gcp:compute/subnetwork:Subnetwork"
+A3MEGA = Path(__file__).resolve().parents[2] / "blueprints" / "a3mega.yaml"
 
 
 def saved_plan() -> dict:
@@ -183,3 +185,80 @@ def test_every_table_type_is_a_real_pulumi_gcp_token():
         module = type_.split(":")[1].split("/")[0]
         sources = "".join(p.read_text() for p in (package / module).glob("*.py"))
         assert f"'{type_}'" in sources, type_
+
+
+@pytest.fixture(scope="module")
+def a3mega_plan(tmp_path_factory) -> str:
+    """The reference blueprint's plan, saved once as `plan --json` writes it."""
+    path = tmp_path_factory.mktemp("plans") / "a3mega.json"
+    path.write_text(plan_blueprint(str(A3MEGA)).json_text())
+    return str(path)
+
+
+def diff_blueprint(tmp_path, capsys, a3mega_plan, old: str, new: str, *flags: str):
+    """Diff the saved reference plan against the reference blueprint with one edit."""
+    text = A3MEGA.read_text()
+    edited_text = re.sub(old, new, text)
+    assert edited_text != text, f"{old!r} is not in the reference blueprint"
+    changed = write(tmp_path, "changed.yaml", edited_text)
+    code = main(["diff", a3mega_plan, changed, "--json", *flags])
+    return code, json.loads(capsys.readouterr().out)
+
+
+def by_name(report: dict) -> dict:
+    return {c["name"]: c for c in report["changes"]}
+
+
+def test_blueprint_lustre_tier_change_replaces_the_instance_and_exits_3(
+        tmp_path, capsys, a3mega_plan):
+    code, report = diff_blueprint(tmp_path, capsys, a3mega_plan,
+                                  r"performance_tier: 500", "performance_tier: 1000")
+    assert code == 3
+    lustre = by_name(report)["a3mega-storage-scratch"]
+    assert (lustre["action"], lustre["dataLoss"]) == ("replace", True)
+    assert {"path": "perUnitStorageThroughput", "old": "500", "new": "1000",
+            "forcesReplacement": True} in lustre["inputs"]
+
+
+def test_blueprint_filestore_tier_change_exits_3_unless_allowed(tmp_path, capsys, a3mega_plan):
+    edit = (r"tier: ZONAL", "tier: REGIONAL")
+    code, report = diff_blueprint(tmp_path, capsys, a3mega_plan, *edit)
+    assert code == 3
+    assert by_name(report)["a3mega-storage-home"]["action"] == "replace"
+    code, report = diff_blueprint(tmp_path, capsys, a3mega_plan, *edit, "--allow-data-loss")
+    assert code == 0 and report["dataLoss"] is True
+
+
+def test_blueprint_nodeset_resize_updates_the_instance_group(tmp_path, capsys, a3mega_plan):
+    code, report = diff_blueprint(tmp_path, capsys, a3mega_plan,
+                                  r"count: 16\n      max_count: 16",
+                                  "count: 32\n      max_count: 32")
+    assert code == 0 and report["dataLoss"] is False
+    group = by_name(report)["a3mega-nodeset-a3mega-group"]
+    assert group["action"] == "update"
+    assert {"path": "targetSize", "old": 16, "new": 32,
+            "forcesReplacement": False} in group["inputs"]
+
+
+def test_blueprint_removing_a_created_bucket_deletes_it_and_exits_3(
+        tmp_path, capsys, a3mega_plan):
+    code, report = diff_blueprint(tmp_path, capsys, a3mega_plan,
+                                  r"  buckets:\n(    .*\n|      .*\n)+", "  buckets: []\n")
+    assert code == 3
+    bucket = next(c for c in report["changes"] if c["type"] == BUCKET)
+    assert (bucket["action"], bucket["dataLoss"]) == ("delete", True)
+
+
+def test_a_blueprint_against_itself_shows_no_change(capsys):
+    assert main(["diff", str(A3MEGA), str(A3MEGA)]) == 0
+    out = capsys.readouterr().out
+    assert "No changes." in out
+    assert "`pulumi preview --diff` on the real stack is the authority" in out
+
+
+def test_an_invalid_blueprint_exits_1_with_the_validator_lines(tmp_path, capsys, a3mega_plan):
+    bad = write(tmp_path, "bad.yaml", A3MEGA.read_text().replace("capacity_gib: 18000",
+                                                                "capacity_gib: 20000"))
+    assert main(["diff", a3mega_plan, bad]) == 1
+    err = capsys.readouterr().err
+    assert "error: storage.lustre[0].capacity_gib" in err and "Traceback" not in err

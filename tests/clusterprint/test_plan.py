@@ -3,11 +3,16 @@
 from __future__ import annotations
 
 import json
+from pathlib import Path
 
 import pytest
 
 from clusterprint.cli import main
 from clusterprint.plan import SECRET, UNKNOWN, Plan, plan_program
+from clusterprint.replacements import RULES
+
+ROOT = Path(__file__).resolve().parents[2]
+REFERENCE = sorted(p.name for p in (ROOT / "blueprints").glob("*.yaml"))
 
 MUNGE_KEY = "hunter2-do-not-print"
 
@@ -110,3 +115,46 @@ def test_an_invalid_blueprint_prints_the_validator_lines_and_exits_1(tmp_path, c
 def test_an_unreadable_file_exits_2(tmp_path, capsys, flags):
     assert main(["plan", str(tmp_path / "absent.yaml"), *flags]) == 2
     assert "no such file" in capsys.readouterr().err
+
+
+def plan_cli(capsys, path: str, *flags: str) -> str:
+    assert main(["plan", path, *flags]) == 0
+    return capsys.readouterr().out
+
+
+@pytest.mark.parametrize("blueprint", REFERENCE)
+def test_every_reference_blueprint_plans_resources_the_diff_table_knows(capsys, blueprint):
+    data = json.loads(plan_cli(capsys, str(ROOT / "blueprints" / blueprint), "--json"))
+    resources = data["resources"]
+    names = [r["name"] for r in resources]
+    assert len(names) == len(set(names)), "logical names must be unique for parent references"
+    assert resources[0]["type"] == "clusterprint:index:TrainingCluster"
+    assert all(r["parent"] in names for r in resources[1:])
+    assert all(dep in names for r in resources for dep in r["dependencies"])
+    unknown_types = {r["type"] for r in resources if r["type"].startswith("gcp:")} - set(RULES)
+    assert not unknown_types, "add these types to clusterprint/replacements.py"
+
+
+def test_a_reference_blueprint_plans_to_the_same_bytes_twice(capsys):
+    path = str(ROOT / "blueprints" / "a3mega.yaml")
+    assert plan_cli(capsys, path, "--json") == plan_cli(capsys, path, "--json")
+
+
+def test_the_default_output_is_a_tree_with_key_inputs(capsys):
+    text = plan_cli(capsys, str(ROOT / "blueprints" / "a3mega.yaml"))
+    assert text.startswith("└─ a3mega  clusterprint:index:TrainingCluster\n")
+    assert ("a3mega-nodeset-a3mega-group  gcp:compute/instanceGroupManager:InstanceGroupManager"
+            "  (targetSize=16, zone=us-central1-a)") in text
+    assert "perUnitStorageThroughput=500" in text
+
+
+def test_node_count_does_not_change_the_resource_count(tmp_path, capsys):
+    text = (ROOT / "blueprints" / "a3mega.yaml").read_text()
+    large = tmp_path / "large.yaml"
+    large.write_text(text.replace("count: 16\n      max_count: 16",
+                                  "count: 4096\n      max_count: 4096"))
+    small = json.loads(plan_cli(capsys, str(ROOT / "blueprints" / "a3mega.yaml"), "--json"))
+    big = json.loads(plan_cli(capsys, str(large), "--json"))
+    assert len(big["resources"]) == len(small["resources"])
+    group = next(r for r in big["resources"] if r["name"] == "a3mega-nodeset-a3mega-group")
+    assert group["inputs"]["targetSize"] == 4096
