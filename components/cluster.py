@@ -63,6 +63,11 @@ def gpu_ranges(blueprint: Blueprint) -> tuple[list[str], list[str]]:
     return carved[:count], carved[count:]
 
 
+def iap_ssh_command(instance: str, zone: str, project: str) -> str:
+    """How a user reaches a node that has no external IP: SSH through IAP."""
+    return f"gcloud compute ssh {instance} --zone {zone} --project {project} --tunnel-through-iap"
+
+
 class TrainingCluster(pulumi.ComponentResource):
     """A Slurm training cluster in one zone, composed from the blueprint's parts.
 
@@ -153,10 +158,6 @@ class TrainingCluster(pulumi.ComponentResource):
             "munge_secret": controller.munge_secret_id,
         }
         if login.instance_names:
-            self.exports["ssh"] = (f"gcloud compute ssh {login.instance_names[0]} "
-                                   f"--zone {bp.zone} --project {project} --tunnel-through-iap")
-        if observability.tensorboard is not None:
-            self.exports["tensorboard"] = observability.tensorboard
-        if observability.dashboard is not None:
-            self.exports["dashboard"] = observability.dashboard
+            self.exports["ssh"] = iap_ssh_command(login.instance_names[0], bp.zone, project)
+        self.exports |= observability.exports
         self.register_outputs(self.exports)

@@ -54,4 +54,8 @@ class Observability(pulumi.ComponentResource):
             self.dashboard = gcp.monitoring.Dashboard(
                 f"{name}-dashboard", project=project, dashboard_json=dashboard_json(cluster),
                 opts=child).id
-        self.register_outputs({"tensorboard": self.tensorboard, "dashboard": self.dashboard})
+        #: The exports a cluster adds to its own: only what was asked for.
+        self.exports = {key: value for key, value in
+                        (("tensorboard", self.tensorboard), ("dashboard", self.dashboard))
+                        if value is not None}
+        self.register_outputs(self.exports)

@@ -6,13 +6,14 @@ import pulumi
 
 from clusterprint.validate import InvalidBlueprint, load_checked
 from components.cluster import TrainingCluster
+from components.managed import ManagedTrainingCluster
 
 #: The stack config key naming the blueprint file, relative to the project directory.
 BLUEPRINT_KEY = "blueprint"
 DEFAULT_BLUEPRINT = "blueprints/a3mega.yaml"
 
 
-def build(blueprint_path: str) -> TrainingCluster:
+def build(blueprint_path: str) -> TrainingCluster | ManagedTrainingCluster:
     """Load and check the blueprint, then declare its cluster and export what users need.
 
     A blueprint that ``clusterprint validate`` refuses is refused here with the same
@@ -22,13 +23,14 @@ def build(blueprint_path: str) -> TrainingCluster:
         blueprint = load_checked(blueprint_path)
     except InvalidBlueprint as exc:
         raise pulumi.RunError(f"{blueprint_path} is not a valid blueprint:\n{exc}") from exc
-    cluster = TrainingCluster(blueprint.name, blueprint)
+    kind = ManagedTrainingCluster if blueprint.orchestrator == "managed" else TrainingCluster
+    cluster = kind(blueprint.name, blueprint)
     for key, value in cluster.exports.items():
         pulumi.export(key, value)
     return cluster
 
 
-def main() -> TrainingCluster:
+def main() -> TrainingCluster | ManagedTrainingCluster:
     """The program ``pulumi up`` runs: the blueprint named by ``clusterprint:blueprint``."""
     path = pulumi.Config("clusterprint").get(BLUEPRINT_KEY) or DEFAULT_BLUEPRINT
     return build(path)

@@ -1,0 +1,178 @@
+"""TrainingCluster on each reference blueprint: what a reviewer of the stack checks."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from clusterprint.model import Blueprint
+from components.cluster import TrainingCluster, gpu_networking, gpu_ranges
+from tests.components.conftest import reference_blueprint
+
+REFERENCES = ["a3mega", "a3ultra", "a4", "cpu-small"]
+TEMPLATE = "gcp:compute/instanceTemplate:InstanceTemplate"
+GROUP = "gcp:compute/instanceGroupManager:InstanceGroupManager"
+DATA = {"gcp:filestore/instance:Instance", "gcp:lustre/instance:Instance",
+        "gcp:storage/bucket:Bucket"}
+#: NICs per VM of each reference blueprint's nodesets.
+NICS = {"a3mega": {"a3mega": 9}, "a3ultra": {"a3ultra": 10}, "a4": {"a4": 10, "a4spot": 10},
+        "cpu-small": {"cpu": 1}}
+
+
+def build(cloud, blueprint: Blueprint) -> dict:
+    """Declare the cluster of a blueprint; return its resolved exports."""
+    return cloud.run(lambda: TrainingCluster(blueprint.name, blueprint).exports)
+
+
+def with_count(blueprint: Blueprint, count: int) -> Blueprint:
+    data = blueprint.model_dump(by_alias=True)
+    for ns in data["slurm"]["nodesets"]:
+        ns["count"] = ns["max_count"] = count
+    return Blueprint.model_validate_json(json.dumps(data))
+
+
+def templates(cloud) -> dict[str, dict]:
+    return {t.inputs["metadata"]["clusterprint-nodeset"]: t.inputs
+            for t in cloud.of_type(TEMPLATE)}
+
+
+@pytest.mark.parametrize("name", REFERENCES)
+def test_every_resource_hangs_under_the_cluster(cloud, name):
+    bp = reference_blueprint(name)
+    build(cloud, bp)
+    components = {r.name for r in cloud.resources if not r.custom}
+    top = [r for r in cloud.resources if r.typ == "clusterprint:index:TrainingCluster"]
+    assert len(top) == 1
+    assert all(r.parent in components for r in cloud.resources if r is not top[0])
+    assert all(r.name.startswith(bp.name) for r in cloud.resources)
+
+
+@pytest.mark.parametrize("name", REFERENCES)
+def test_every_vpc_carries_the_blueprint_mtu(cloud, name):
+    bp = reference_blueprint(name)
+    build(cloud, bp)
+    vpcs = cloud.of_type("gcp:compute/network:Network")
+    assert vpcs and {v.inputs["mtu"] for v in vpcs} == {bp.mtu}
+
+
+@pytest.mark.parametrize("name", REFERENCES)
+def test_every_zonal_resource_is_in_the_zone(cloud, name):
+    bp = reference_blueprint(name)
+    build(cloud, bp)
+    zonal = [r for r in cloud.resources if "zone" in r.inputs]
+    assert zonal and {r.inputs["zone"] for r in zonal} == {bp.zone}
+    for lustre in cloud.of_type("gcp:lustre/instance:Instance"):
+        assert lustre.inputs["location"] == bp.zone
+    for filestore in cloud.of_type("gcp:filestore/instance:Instance"):
+        assert filestore.inputs["location"] == bp.zone  # every reference uses a zonal tier
+
+
+@pytest.mark.parametrize("name", REFERENCES)
+def test_nic_counts_follow_the_machine_family(cloud, name):
+    build(cloud, reference_blueprint(name))
+    counts = {ns: len(t["networkInterfaces"]) for ns, t in templates(cloud).items()}
+    assert counts == NICS[name]
+
+
+@pytest.mark.parametrize("name", REFERENCES)
+def test_no_vm_gets_an_external_ip(cloud, name):
+    build(cloud, reference_blueprint(name))
+    vms = cloud.of_type(TEMPLATE) + cloud.of_type("gcp:compute/instance:Instance")
+    nics = [nic for vm in vms for nic in vm.inputs["networkInterfaces"]]
+    assert nics and not [nic for nic in nics if nic.get("accessConfigs")]
+
+
+@pytest.mark.parametrize("name", REFERENCES)
+def test_groups_keep_the_static_count(cloud, name):
+    bp = reference_blueprint(name)
+    build(cloud, bp)
+    sizes = {g.inputs["baseInstanceName"]: g.inputs["targetSize"] for g in cloud.of_type(GROUP)}
+    assert sizes == {f"{bp.name}-{n.name}": n.count for n in bp.slurm.nodesets}
+
+
+@pytest.mark.parametrize("name", REFERENCES)
+def test_data_is_protected_as_the_blueprint_says(cloud, name):
+    bp = reference_blueprint(name)
+    build(cloud, bp)
+    data = [r for r in cloud.resources if r.typ in DATA]
+    assert data and {r.protect for r in data} == {bp.storage.protect}
+    assert not [r for r in cloud.resources if r.protect and r.typ not in DATA]
+
+
+@pytest.mark.parametrize("name", ["a3mega", "a3ultra"])
+def test_reservations_are_consumed_by_name(cloud, name):
+    bp = reference_blueprint(name)
+    build(cloud, bp)
+    for ns in bp.slurm.nodesets:
+        affinity = templates(cloud)[ns.name]["reservationAffinity"]
+        assert affinity["specificReservation"]["values"] == [ns.reservation]
+
+
+def test_a4_spot_nodeset_and_reserved_nodeset_differ_only_where_they_should(cloud):
+    build(cloud, reference_blueprint("a4"))
+    reserved, spot = templates(cloud)["a4"], templates(cloud)["a4spot"]
+    assert reserved["scheduling"]["provisioningModel"] == "STANDARD"
+    assert spot["scheduling"]["provisioningModel"] == "SPOT"
+    assert "reservationAffinity" not in spot
+    assert reserved["networkInterfaces"] == spot["networkInterfaces"]
+
+
+@pytest.mark.parametrize("name", ["a3mega", "a3ultra"])
+def test_resource_count_does_not_grow_with_nodes(cloud, name):
+    bp = reference_blueprint(name)
+    build(cloud, with_count(bp, 4))
+    small = sorted((r.typ, r.name) for r in cloud.resources)
+    build(cloud, with_count(bp, 4096))
+    large = sorted((r.typ, r.name) for r in cloud.resources[len(small):])
+    assert small and large == small
+    assert {g.inputs["targetSize"] for g in cloud.of_type(GROUP)} == {4, 4096}
+
+
+@pytest.mark.parametrize("name", REFERENCES)
+def test_the_munge_key_is_never_an_input(cloud, name):
+    build(cloud, reference_blueprint(name))
+    assert not [r for r in cloud.resources if "secretVersion" in r.typ]
+    text = json.dumps([r.inputs for r in cloud.resources], default=str).lower()
+    assert "secretdata" not in text
+    secret = cloud.one("gcp:secretmanager/secret:Secret")
+    assert secret.inputs["secretId"] == f"{reference_blueprint(name).name}-munge-key"
+
+
+def test_exports_say_where_to_log_in_and_what_is_mounted(cloud):
+    exports = build(cloud, reference_blueprint("a3mega"))
+    assert exports["controller"] == "a3mega-controller"
+    assert exports["login_nodes"] == ["a3mega-login-0"]
+    assert exports["ssh"] == ("gcloud compute ssh a3mega-login-0 --zone us-central1-a "
+                              "--project my-project --tunnel-through-iap")
+    assert exports["mounts"] == {"/home": "nfs:10.200.0.2:/home",
+                                 "/lustre": "lustre:10.200.0.3@tcp:/scratch",
+                                 "/gcs/checkpoints": "gs://my-project-a3mega-ckpts"}
+    assert exports["partitions"] == {"a3mega": ["a3mega"]}
+    assert {"tensorboard", "dashboard"} <= exports.keys()
+
+
+def test_lustre_home_reaches_the_nodes_as_metadata(cloud):
+    exports = build(cloud, reference_blueprint("a4"))
+    assert exports["mounts"]["/home"] == "lustre:10.200.0.3@tcp:/shared"
+    assert not cloud.of_type("gcp:filestore/instance:Instance")
+    for template in templates(cloud).values():
+        metadata = template["metadata"]
+        assert metadata["clusterprint-home-source"] == "lustre:10.200.0.3@tcp:/shared"
+        assert metadata["clusterprint-lustre-shared"] == "10.200.0.3@tcp:/shared"
+        assert metadata["clusterprint-munge-secret"] == (
+            "projects/test-project/secrets/a4-munge-key")
+
+
+def test_rdma_ranges_are_carved_without_overlap():
+    bp = reference_blueprint("a3ultra")
+    gpu, gvnic = gpu_ranges(bp)
+    assert gpu_networking(bp) == "rdma" and len(gpu) == 8 and len(gvnic) == 1
+    assert len(set(gpu + gvnic)) == 9
+
+
+def test_mixed_gpu_fabrics_are_refused():
+    data = reference_blueprint("a4").model_dump(by_alias=True)
+    data["slurm"]["nodesets"][1]["machine_type"] = "a3-megagpu-8g"
+    with pytest.raises(ValueError, match="mix GPU networking kinds rdma, tcpxo"):
+        gpu_networking(Blueprint.model_validate_json(json.dumps(data)))

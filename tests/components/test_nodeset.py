@@ -1,0 +1,123 @@
+"""GpuNodeset on its own: NICs, provisioning, placement, and the instance group."""
+
+from __future__ import annotations
+
+import pytest
+
+from clusterprint.model import Nodeset
+from components.images import CPU_IMAGE, GPU_IMAGE
+from components.nodeset import FLEX_START_MAX_RUN_S, GpuNodeset
+
+TEMPLATE = "gcp:compute/instanceTemplate:InstanceTemplate"
+GROUP = "gcp:compute/instanceGroupManager:InstanceGroupManager"
+POLICY = "gcp:compute/resourcePolicy:ResourcePolicy"
+SYSTEM = ["sys-0", "sys-1"]
+GPU = [f"gpu-{i}" for i in range(8)]
+
+
+def nodeset(cloud, **fields) -> dict:
+    """Declare one GpuNodeset from plain Nodeset fields; return its template's inputs."""
+    spec = Nodeset(**{"name": "ns", "machine_type": "a3-megagpu-8g", "count": 4, **fields})
+    cloud.run(lambda: GpuNodeset(
+        "ns", nodeset=spec, cluster="c1", project="p-roject", region="us-central1",
+        zone="us-central1-a", system_subnetworks=SYSTEM, gpu_subnetworks=GPU,
+        service_account_email="sa@p-roject.iam.gserviceaccount.com",
+        startup_script="#!/bin/bash\n", metadata={"k": "v"}, tags=["c1"]).template.id)
+    return cloud.one(TEMPLATE).inputs
+
+
+@pytest.mark.parametrize(("machine_type", "expected"), [
+    ("a3-megagpu-8g", ["GVNIC"] + ["GVNIC"] * 8),
+    ("a3-highgpu-8g", ["GVNIC"] + ["GVNIC"] * 4),
+    ("a3-ultragpu-8g", ["GVNIC"] * 2 + ["MRDMA"] * 8),
+    ("a4-highgpu-8g", ["GVNIC"] * 2 + ["MRDMA"] * 8),
+    ("n2-standard-4", [None]),
+])
+def test_nics_follow_the_machine_family(cloud, machine_type, expected):
+    nics = nodeset(cloud, machine_type=machine_type)["networkInterfaces"]
+    assert [nic.get("nicType") for nic in nics] == expected
+    assert nics[0]["subnetwork"] == "sys-0"
+    assert all("accessConfigs" not in nic for nic in nics)
+
+
+def test_rdma_nics_use_both_system_subnets_then_the_gpu_subnets(cloud):
+    nics = nodeset(cloud, machine_type="a4-highgpu-8g")["networkInterfaces"]
+    assert [nic["subnetwork"] for nic in nics] == SYSTEM + GPU
+
+
+def test_reservation_is_consumed_by_name(cloud):
+    template = nodeset(cloud, provisioning="reservation",
+                       reservation="projects/p-roject/reservations/r1")
+    assert template["reservationAffinity"] == {
+        "type": "SPECIFIC_RESERVATION",
+        "specificReservation": {"key": "compute.googleapis.com/reservation-name",
+                                "values": ["projects/p-roject/reservations/r1"]}}
+    assert template["scheduling"]["provisioningModel"] == "STANDARD"
+    assert template["scheduling"]["onHostMaintenance"] == "TERMINATE"
+
+
+def test_spot_vms_are_preemptible_and_never_restart(cloud):
+    scheduling = nodeset(cloud, provisioning="spot")["scheduling"]
+    assert scheduling["provisioningModel"] == "SPOT" and scheduling["preemptible"] is True
+    assert scheduling["automaticRestart"] is False
+    assert scheduling["onHostMaintenance"] == "TERMINATE"
+
+
+def test_flex_start_has_a_run_duration_and_no_reservation(cloud):
+    template = nodeset(cloud, provisioning="flex-start")
+    assert template["scheduling"]["provisioningModel"] == "FLEX_START"
+    assert template["scheduling"]["maxRunDuration"] == {"seconds": FLEX_START_MAX_RUN_S}
+    assert template["reservationAffinity"] == {"type": "NO_RESERVATION"}
+
+
+def test_on_demand_gpu_vms_terminate_on_maintenance(cloud):
+    template = nodeset(cloud)
+    assert template["scheduling"]["provisioningModel"] == "STANDARD"
+    assert template["scheduling"]["onHostMaintenance"] == "TERMINATE"
+    assert "reservationAffinity" not in template
+
+
+def test_compact_placement_is_attached_to_the_template(cloud):
+    template = nodeset(cloud, placement="compact")
+    policy = cloud.one(POLICY)
+    assert policy.inputs["groupPlacementPolicy"] == {"collocation": "COLLOCATED"}
+    assert template["resourcePolicies"].endswith(policy.name)
+
+
+def test_no_placement_policy_unless_compact(cloud):
+    assert "resourcePolicies" not in nodeset(cloud)
+    assert not cloud.of_type(POLICY)
+
+
+def test_the_group_keeps_count_vms_of_the_auto_named_template(cloud):
+    template = nodeset(cloud, count=16, max_count=32)
+    assert "name" not in template
+    group = cloud.one(GROUP).inputs
+    assert group["targetSize"] == 16 and group["zone"] == "us-central1-a"
+    assert group["baseInstanceName"] == "c1-ns"
+    assert group["versions"][0]["instanceTemplate"].endswith("ns-template?id=1")
+    assert group["updatePolicy"]["type"] == "OPPORTUNISTIC"
+
+
+def test_boot_disk_image_metadata_and_identity(cloud):
+    template = nodeset(cloud, machine_type="a4-highgpu-8g")
+    disk = template["disks"][0]
+    assert disk["diskType"] == "hyperdisk-balanced" and disk["sourceImage"] == GPU_IMAGE
+    assert template["metadata"]["startup-script"] == "#!/bin/bash\n"
+    assert template["metadata"]["clusterprint-role"] == "compute"
+    assert template["metadata"]["clusterprint-nodeset"] == "ns"
+    assert template["metadata"]["k"] == "v"
+    assert template["serviceAccount"]["email"] == "sa@p-roject.iam.gserviceaccount.com"
+    assert template["tags"] == ["c1"]
+
+
+def test_a_cpu_nodeset_boots_the_cpu_image(cloud):
+    disk = nodeset(cloud, machine_type="n2-standard-4")["disks"][0]
+    assert disk["sourceImage"] == CPU_IMAGE and disk["diskType"] == "pd-balanced"
+
+
+@pytest.mark.parametrize("count", [4, 4096])
+def test_resources_do_not_grow_with_the_node_count(cloud, count):
+    nodeset(cloud, count=count, placement="compact")
+    assert sorted(r.typ for r in cloud.resources) == sorted(
+        ["clusterprint:index:GpuNodeset", POLICY, TEMPLATE, GROUP])

@@ -1,0 +1,29 @@
+"""The stack program: config in, checked blueprint, cluster and exports out."""
+
+from __future__ import annotations
+
+import pulumi
+import pytest
+
+from components import program
+from tests.components.conftest import ROOT
+
+
+def test_the_configured_blueprint_is_built_and_exported(cloud, monkeypatch):
+    monkeypatch.chdir(ROOT)  # `pulumi up` runs the program in the project directory
+    monkeypatch.setitem(pulumi.runtime.config.CONFIG.get(), "clusterprint:blueprint",
+                        "blueprints/cpu-small.yaml")
+    controller = cloud.run(lambda: program.main().exports["controller"])
+    assert controller == "cpu-small-controller"
+    assert cloud.one("clusterprint:index:TrainingCluster").name == "cpu-small"
+
+
+def test_an_invalid_blueprint_is_refused_with_the_validator_lines(cloud, tmp_path):
+    bad = tmp_path / "bad.yaml"
+    text = (ROOT / "blueprints" / "cpu-small.yaml").read_text()
+    bad.write_text(text.replace("capacity_gib: 1024", "capacity_gib: 10"))
+    with pytest.raises(pulumi.RunError) as refused:
+        cloud.run(lambda: program.build(str(bad)))
+    assert f"{bad}:" in str(refused.value)
+    assert "storage.home.filestore.capacity_gib: 10 is below 1024" in str(refused.value)
+    assert not cloud.resources

@@ -1,0 +1,52 @@
+"""SlurmController on its own: the VM, its roles and the munge secret without a key."""
+
+from __future__ import annotations
+
+from components.slurm_controller import SlurmController
+
+INSTANCE = "gcp:compute/instance:Instance"
+SECRET = "gcp:secretmanager/secret:Secret"
+
+
+def controller(cloud) -> str:
+    """Declare a controller; return its munge secret's name."""
+    return cloud.run(lambda: SlurmController(
+        "ctl", cluster="c1", project="p-roject", zone="us-central1-a",
+        subnetwork="projects/p-roject/regions/us-central1/subnetworks/s",
+        startup_script="#!/bin/bash\n", machine_type="n2-standard-2", disk_size_gb=50,
+        tags=["c1"], buckets={"ckpt": "ckpt"}).munge_secret_id)
+
+
+def test_the_controller_vm_is_named_private_and_in_the_zone(cloud):
+    controller(cloud)
+    vm = cloud.one(INSTANCE).inputs
+    assert vm["name"] == "c1-controller" and vm["zone"] == "us-central1-a"
+    assert vm["machineType"] == "n2-standard-2"
+    assert vm["bootDisk"]["initializeParams"]["size"] == 50
+    assert all("accessConfigs" not in nic for nic in vm["networkInterfaces"])
+    assert vm["metadata"]["clusterprint-role"] == "controller"
+
+
+def test_the_munge_secret_has_no_version_and_only_its_name_travels(cloud):
+    secret_name = controller(cloud)
+    secret = cloud.one(SECRET).inputs
+    assert secret["secretId"] == "c1-munge-key"
+    assert secret_name == "projects/test-project/secrets/c1-munge-key"
+    assert not cloud.of_type("gcp:secretmanager/secretVersion:SecretVersion")
+    assert cloud.one(INSTANCE).inputs["metadata"]["clusterprint-munge-secret"] == secret_name
+
+
+def test_the_controller_may_write_the_key_and_replace_nodes(cloud):
+    controller(cloud)
+    project_roles = {r.inputs["role"] for r in cloud.of_type("gcp:projects/iAMMember:IAMMember")}
+    assert project_roles == {"roles/logging.logWriter", "roles/monitoring.metricWriter",
+                             "roles/compute.instanceAdmin.v1"}
+    secret_roles = {r.inputs["role"] for r in
+                    cloud.of_type("gcp:secretmanager/secretIamMember:SecretIamMember")}
+    assert secret_roles == {"roles/secretmanager.secretVersionAdder",
+                            "roles/secretmanager.secretAccessor"}
+    account = cloud.one("gcp:serviceaccount/account:Account").inputs
+    email = f"{account['accountId']}@test-project.iam.gserviceaccount.com"
+    assert cloud.one(INSTANCE).inputs["serviceAccount"]["email"] == email
+    bucket = cloud.one("gcp:storage/bucketIAMMember:BucketIAMMember").inputs
+    assert bucket["bucket"] == "ckpt" and bucket["role"] == "roles/storage.objectUser"
