@@ -155,10 +155,13 @@ RULES: dict[str, ReplacementRule] = {
                    "gcp:storage/bucketIAMMember:BucketIAMMember",
                    "gcp:secretmanager/secretIamMember:SecretIamMember",
                    "gcp:serviceaccount/iAMMember:IAMMember")},
+    # The managed cluster creates its Filestore, Lustre and buckets itself
+    # (storage_resources), so replacing or deleting it is counted as data loss.
     "gcp:hypercomputecluster/cluster:Cluster": ReplacementRule(
         ("clusterId", "location", "project"),
         TF + "hypercomputecluster/resource_hypercomputecluster_cluster.go: ForceNew on "
-        "cluster_id, location, project"),
+        "cluster_id, location, project (other fields not checked field by field)",
+        data_bearing=True),
 }
 
 

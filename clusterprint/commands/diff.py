@@ -8,8 +8,9 @@ table in clusterprint/replacements.py names its source for each type). This is a
 offline estimate; `pulumi preview --diff` on the real stack is the authority.
 
 Exit status: 0 nothing data-bearing is replaced or deleted; 3 a Filestore instance,
-Lustre instance or bucket would be replaced or deleted (data loss), unless
---allow-data-loss (then 0, still flagged); 1 invalid blueprint or unreadable plan.
+Lustre instance or bucket (or a managed cluster holding them) would be replaced or
+deleted (data loss), unless --allow-data-loss (then 0, still flagged); 1 invalid
+blueprint or unreadable plan.
 """
 
 from __future__ import annotations

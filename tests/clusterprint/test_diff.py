@@ -156,7 +156,8 @@ def test_every_table_entry_names_its_source():
     for type_, rule in RULES.items():
         assert "terraform-provider-google" in rule.source, type_
         assert rule.replace_on, type_
-    assert {t for t, r in RULES.items() if r.data_bearing} == {LUSTRE, FILESTORE, BUCKET}
+    assert {t for t, r in RULES.items() if r.data_bearing} == {
+        LUSTRE, FILESTORE, BUCKET, "gcp:hypercomputecluster/cluster:Cluster"}
 
 
 @pytest.mark.parametrize("content", [
