@@ -159,8 +159,9 @@ def plan_program(program: Callable[[], object], config: dict[str, str] | None = 
     settings.SETTINGS.outputs.clear()
     set_all_config(dict(config or {}), [])
     try:
-        pulumi.runtime.set_mocks(_EchoMocks(), project=PROJECT, stack=STACK, preview=True,
-                                 monitor=recorder.monitor())
+        monitor = recorder.monitor()
+        pulumi.runtime.set_mocks(monitor.mocks, project=PROJECT, stack=STACK, preview=True,
+                                 monitor=monitor)
         _sync_await(run_pulumi_func(program))
     finally:
         settings.ROOT.set(None)
@@ -182,7 +183,7 @@ def plan_blueprint(path: str) -> Plan:
 
 
 class _EchoMocks:
-    """Mocks that echo a resource's inputs back as its state, with an id from its name.
+    """Mocks that echo a resource's plain inputs back as its state, with an id from its name.
 
     Pulumi's ``Mocks`` base class is abstract only to name the two methods, so a plain
     class keeps this module free of a module-level Pulumi import.
