@@ -12,6 +12,8 @@ from clusterprint.model import Bucket, FilestoreHome, Lustre
 
 #: The Filestore file share exported as /home.
 HOME_SHARE = "home"
+#: Why the API refuses to delete a protected instance, as the console shows it.
+PROTECTION_REASON = "clusterprint storage.protect: /home of a training cluster"
 #: LNet: Lustre servers open connections back to their clients on this port
 #: (cloud.google.com/managed-lustre/docs/vpc, with gke_support_enabled off).
 LNET_PORT = "988"
@@ -22,7 +24,8 @@ class SharedStorage(pulumi.ComponentResource):
 
     Every data-bearing resource is ``protect``-ed in Pulumi and, where the API has its
     own guard, protected there too (Filestore deletion protection; buckets never
-    ``force_destroy``, so a bucket with objects refuses deletion), so neither a stray
+    ``force_destroy``, so a bucket with objects refuses deletion; Managed Lustre has no
+    such flag, so Pulumi's ``protect`` is its guard), so neither a stray
     ``pulumi destroy`` nor a replacing diff loses data silently. Filestore and Lustre
     live on private service access: pass its connection in ``depends_on`` and its range
     in ``service_range``.
@@ -55,7 +58,9 @@ class SharedStorage(pulumi.ComponentResource):
                 networks=[gcp.filestore.InstanceNetworkArgs(
                     network=network, modes=["MODE_IPV4"],
                     connect_mode="PRIVATE_SERVICE_ACCESS")],
-                deletion_protection_enabled=protect, labels=labels, opts=data)
+                deletion_protection_enabled=protect,
+                deletion_protection_reason=PROTECTION_REASON if protect else None,
+                labels=labels, opts=data)
             self.filestore_source = instance.networks.apply(
                 lambda nets: f"nfs:{nets[0].ip_addresses[0]}:/{HOME_SHARE}")
 

@@ -47,6 +47,10 @@ def _urn_name(urn: str) -> str:
 
 def _computed(typ: str, name: str, inputs: dict[str, Any]) -> dict[str, Any]:
     """What the provider would compute for the resources whose outputs the code reads."""
+    if typ == "gcp:compute/network:Network":
+        return {"id": f"projects/{inputs['project']}/global/networks/{name}"}
+    if typ == "gcp:compute/subnetwork:Subnetwork":
+        return {"id": f"projects/{inputs['project']}/regions/{inputs['region']}/subnetworks/{name}"}
     if typ == "gcp:compute/globalAddress:GlobalAddress":
         return {"address": inputs.get("address", "10.200.0.0")}
     if typ == "gcp:filestore/instance:Instance":

@@ -176,3 +176,28 @@ def test_mixed_gpu_fabrics_are_refused():
     data["slurm"]["nodesets"][1]["machine_type"] = "a3-megagpu-8g"
     with pytest.raises(ValueError, match="mix GPU networking kinds rdma, tcpxo"):
         gpu_networking(Blueprint.model_validate_json(json.dumps(data)))
+
+
+@pytest.mark.parametrize("name", ["a3mega", "cpu-small"])
+def test_every_vm_and_data_resource_carries_the_cluster_label(cloud, name):
+    bp = reference_blueprint(name)
+    build(cloud, bp)
+    labelled = [r for r in cloud.resources if r.custom and r.typ in DATA | {
+        TEMPLATE, "gcp:compute/instance:Instance", "gcp:secretmanager/secret:Secret"}]
+    assert labelled
+    for resource in labelled:
+        assert resource.inputs["labels"]["clusterprint-cluster"] == bp.name
+        assert bp.labels.items() <= resource.inputs["labels"].items()
+
+
+def test_file_systems_sit_on_the_full_system_network_name(cloud):
+    bp = reference_blueprint("a3mega")
+    build(cloud, bp)
+    full = "projects/my-project/global/networks/a3mega-network-vpc"
+    filestore = cloud.one("gcp:filestore/instance:Instance").inputs
+    assert filestore["networks"][0]["network"] == full
+    assert (filestore["tier"], filestore["fileShares"]["capacityGb"]) == ("ZONAL", 2560)
+    lustre = cloud.one("gcp:lustre/instance:Instance").inputs
+    assert lustre["network"] == full
+    assert (lustre["perUnitStorageThroughput"], lustre["capacityGib"]) == ("500", "18000")
+    assert cloud.one("gcp:servicenetworking/connection:Connection").inputs["network"] == full

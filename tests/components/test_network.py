@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import pytest
+
 from clusterprint.model import Peering
 from components.network import ClusterNetwork
 
@@ -99,3 +101,8 @@ def test_peerings_point_at_their_peer(cloud):
     assert peering.inputs["peerNetwork"] == peer
     assert peering.inputs["importCustomRoutes"] is True
     assert peering.inputs["exportCustomRoutes"] is False
+
+
+def test_an_existing_network_needs_its_subnetwork(cloud):
+    with pytest.raises(ValueError, match="come together"):
+        network(cloud, existing_network="projects/p-roject/global/networks/shared")
