@@ -1,0 +1,41 @@
+"""List the resources `pulumi up` would create, offline, under Pulumi's mocks.
+
+The stack program of __main__.py runs in-process against a mock engine: no
+credentials, no network, no Pulumi CLI. Values only the cloud knows print as
+[unknown], ids as [id of NAME], secrets as [secret]. Same blueprint, same output.
+
+--json prints {"resources": [{"type", "name", "parent", "inputs", "dependencies"}]}:
+type is Pulumi's type token, name the logical name, parent the parent's logical name
+(null at the top), inputs as the engine receives them (camelCase), dependencies the
+logical names of the resources it waits for. Save it for `clusterprint diff`.
+
+Exit status: 0 planned, 1 invalid blueprint (the validator's lines on stderr),
+2 usage error or unreadable file.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    """plan FILE [--json]."""
+    parser.add_argument("file", metavar="FILE", help="blueprint file (.yaml or .json)")
+    parser.add_argument("--json", action="store_true",
+                        help="print the plan as JSON (the input `clusterprint diff` reads)")
+
+
+def run(args: argparse.Namespace) -> int:
+    """Check the blueprint, then plan it; problems go to stderr like `validate` prints them."""
+    from clusterprint.plan import plan_blueprint
+    from clusterprint.validate import check_file
+
+    checked = check_file(args.file)
+    for finding in checked.findings:
+        print(finding.line_text(), file=sys.stderr)
+    if not checked.ok:
+        return checked.exit_code
+    plan = plan_blueprint(args.file)
+    sys.stdout.write(plan.json_text() if args.json else plan.tree_text())
+    return 0

@@ -1,0 +1,210 @@
+"""What changes between two plans: create, update, replace or delete, input by input.
+
+Resources match by (type, logical name), as Pulumi's URNs do. A changed input that
+the provider cannot update in place makes the change a replacement; which inputs
+those are comes from ``clusterprint.replacements``. A replaced or deleted
+Filestore, Lustre or bucket loses its data: the diff says so loudly and the CLI
+exits non-zero. This is a review aid worked out offline; `pulumi preview --diff`
+against the real stack is the authority.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from typing import Any, Literal
+
+from clusterprint.findings import format_path
+from clusterprint.plan import Plan, mock_id
+from clusterprint.replacements import (
+    forces_replacement,
+    is_data_bearing,
+    replaced_on_any_change,
+)
+
+Action = Literal["create", "update", "replace", "delete"]
+#: The order changes are listed in: what destroys data reads first.
+ACTION_ORDER: tuple[Action, ...] = ("delete", "replace", "update", "create")
+#: A path inside a resource's inputs: keys and list indexes.
+InputPath = tuple[str | int, ...]
+#: Marks a side of an input change where the input is not set.
+ABSENT = None
+
+
+@dataclass(frozen=True)
+class InputChange:
+    """One input whose value differs, at a leaf path such as ``fileShares[0].capacityGb``."""
+
+    path: str
+    old: Any
+    new: Any
+    forces_replacement: bool
+
+    def as_json(self) -> dict[str, Any]:
+        """The change as ``diff --json`` prints it."""
+        return {"path": self.path, "old": self.old, "new": self.new,
+                "forcesReplacement": self.forces_replacement}
+
+
+@dataclass(frozen=True)
+class ResourceChange:
+    """What happens to one resource, and why."""
+
+    action: Action
+    type: str
+    name: str
+    inputs: tuple[InputChange, ...] = ()
+    #: For an update caused only by a replaced dependency: the dependencies' names.
+    replaced_dependencies: tuple[str, ...] = ()
+
+    @property
+    def data_loss(self) -> bool:
+        """A data-bearing resource that is replaced or deleted loses what it holds."""
+        return self.action in ("replace", "delete") and is_data_bearing(self.type)
+
+    def as_json(self) -> dict[str, Any]:
+        """The change as ``diff --json`` prints it."""
+        return {"action": self.action, "type": self.type, "name": self.name,
+                "dataLoss": self.data_loss, "inputs": [c.as_json() for c in self.inputs],
+                "replacedDependencies": list(self.replaced_dependencies)}
+
+
+@dataclass
+class PlanDiff:
+    """Every change between two plans, data-losing changes first."""
+
+    changes: list[ResourceChange] = field(default_factory=list)
+    unchanged: int = 0
+
+    @property
+    def data_loss(self) -> list[ResourceChange]:
+        """The changes that replace or delete a Filestore, Lustre or bucket."""
+        return [c for c in self.changes if c.data_loss]
+
+    def counts(self) -> dict[str, int]:
+        """How many resources each action touches, plus the unchanged ones."""
+        out = {a: sum(1 for c in self.changes if c.action == a) for a in ACTION_ORDER}
+        out["unchanged"] = self.unchanged
+        return out
+
+    def as_json(self) -> dict[str, Any]:
+        """The ``diff --json`` object."""
+        return {"summary": self.counts(), "dataLoss": bool(self.data_loss),
+                "changes": [c.as_json() for c in self.changes]}
+
+
+def diff_plans(old: Plan, new: Plan) -> PlanDiff:
+    """Compare two plans resource by resource.
+
+    A resource whose own inputs did not change but that depends on a replaced one is
+    listed as an update: it will point at the new resource (an instance group moving
+    to a replaced template). It is a replacement instead when its type replaces on any
+    change (an instance template reading a replaced file system's address), or when a
+    replacement-forcing input of it holds the replaced resource's id.
+    """
+    old_by_key = {r.key: r for r in old.resources}
+    new_by_key = {r.key: r for r in new.resources}
+    changes: dict[tuple[str, str], ResourceChange] = {}
+    for key, res in old_by_key.items():
+        if key not in new_by_key:
+            changes[key] = ResourceChange("delete", res.type, res.name)
+    for key, res in new_by_key.items():
+        before = old_by_key.get(key)
+        if before is None:
+            changes[key] = ResourceChange("create", res.type, res.name)
+            continue
+        inputs = _input_changes(res.type, before.inputs, res.inputs)
+        if inputs:
+            action: Action = ("replace" if any(c.forces_replacement for c in inputs)
+                              else "update")
+            changes[key] = ResourceChange(action, res.type, res.name, inputs)
+    _propagate_replacements(new, changes)
+    ordered = sorted(changes.values(), key=lambda c: (ACTION_ORDER.index(c.action),
+                                                      not c.data_loss, c.type, c.name))
+    return PlanDiff(ordered, len(new_by_key) - sum(
+        1 for c in ordered if c.action != "delete"))
+
+
+def _propagate_replacements(new: Plan, changes: dict[tuple[str, str], ResourceChange]) -> None:
+    """Dependents of a replaced resource change too, until nothing more changes."""
+    while True:
+        replaced = {c.name for c in changes.values() if c.action == "replace"}
+        grew = False
+        for res in new.resources:
+            hit = tuple(sorted(replaced.intersection(res.dependencies)))
+            current = changes.get(res.key)
+            if not hit or (current is not None and current.action in ("replace", "create")):
+                continue
+            if current is not None and set(hit) <= set(current.replaced_dependencies):
+                continue
+            forced = replaced_on_any_change(res.type) or any(
+                forces_replacement(res.type, _normalise(path))
+                for path, value in _leaves(res.inputs)
+                if isinstance(value, str) and any(mock_id(n) in value for n in hit))
+            own = current.inputs if current else ()
+            changes[res.key] = ResourceChange("replace" if forced else "update", res.type,
+                                              res.name, own, hit)
+            grew = True
+        if not grew:
+            return
+
+
+def _input_changes(type_: str, old: dict, new: dict) -> tuple[InputChange, ...]:
+    old_leaves = dict(_leaves(old)) if old else {}
+    new_leaves = dict(_leaves(new)) if new else {}
+    out = []
+    for path in sorted(old_leaves.keys() | new_leaves.keys(), key=_sort_key):
+        before, after = old_leaves.get(path, ABSENT), new_leaves.get(path, ABSENT)
+        if before != after or type(before) is not type(after):
+            text = format_path(path)
+            out.append(InputChange(text, before, after,
+                                   forces_replacement(type_, _normalise(path), before, after)))
+    return tuple(out)
+
+
+def _leaves(value: Any, path: InputPath = ()) -> list[tuple[InputPath, Any]]:
+    """Every scalar (and every empty dict or list) in nested inputs, with its path."""
+    if isinstance(value, dict) and value:
+        return [leaf for k, v in value.items() for leaf in _leaves(v, (*path, k))]
+    if isinstance(value, list) and value:
+        return [leaf for i, v in enumerate(value) for leaf in _leaves(v, (*path, i))]
+    return [(path, value)]
+
+
+def _sort_key(path: InputPath) -> tuple:
+    return tuple((0, p, "") if isinstance(p, int) else (1, 0, p) for p in path)
+
+
+def _normalise(path: InputPath) -> str:
+    """``fileShares[0].name`` as ``fileShares.name``: the replacement table's form."""
+    return ".".join(p for p in path if isinstance(p, str))
+
+
+class DiffInputError(Exception):
+    """An OLD or NEW argument that is neither a valid blueprint nor a saved plan."""
+
+
+def load_plan(path: str) -> Plan:
+    """A saved plan (JSON with a top-level "resources" key), or the plan of a blueprint."""
+    from clusterprint.loader import LoadError, read_text
+    from clusterprint.plan import PlanFormatError, plan_blueprint
+    from clusterprint.validate import check_text
+
+    try:
+        text = read_text(path)
+    except LoadError as exc:
+        raise DiffInputError(f"{path}: {exc.message}") from None
+    if not path.lower().endswith((".yaml", ".yml")):
+        try:
+            data = json.loads(text)
+        except ValueError:
+            data = None
+        if isinstance(data, dict) and "resources" in data:
+            try:
+                return Plan.from_json(data)
+            except PlanFormatError as exc:
+                raise DiffInputError(f"{path}: not a saved plan: {exc}") from None
+    checked = check_text(path, text, is_json=path.lower().endswith(".json"))
+    if not checked.ok:
+        raise DiffInputError("\n".join(f.line_text() for f in checked.findings))
+    return plan_blueprint(path)

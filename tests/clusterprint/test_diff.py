@@ -1,0 +1,265 @@
+"""clusterprint diff: what a reviewer is told, and the exit status CI acts on."""
+
+from __future__ import annotations
+
+import json
+import re
+from pathlib import Path
+
+import pytest
+
+from clusterprint.cli import main
+from clusterprint.diff import diff_plans
+from clusterprint.plan import Plan, PlannedResource, plan_blueprint
+from clusterprint.replacements import RULES, forces_replacement
+
+LUSTRE = "gcp:lustre/instance:Instance"
+FILESTORE = "gcp:filestore/instance:Instance"
+BUCKET = "gcp:storage/bucket:Bucket"
+TEMPLATE = "gcp:compute/instanceTemplate:InstanceTemplate"
+MIG = "gcp:compute/instanceGroupManager:InstanceGroupManager"
+SUBNET = "gcp:compute/subnetwork:Subnetwork"
+A3MEGA = Path(__file__).resolve().parents[2] / "blueprints" / "a3mega.yaml"
+
+
+def saved_plan() -> dict:
+    """A small plan as `plan --json` writes it: storage, a nodeset template and its group."""
+    return {"resources": [
+        {"type": "clusterprint:index:TrainingCluster", "name": "c", "parent": None,
+         "inputs": {}, "dependencies": []},
+        {"type": LUSTRE, "name": "c-scratch", "parent": "c", "dependencies": [],
+         "inputs": {"capacityGib": "18000", "perUnitStorageThroughput": "500",
+                    "filesystem": "scratch", "location": "us-central1-a"}},
+        {"type": FILESTORE, "name": "c-home", "parent": "c", "dependencies": [],
+         "inputs": {"tier": "ZONAL", "location": "us-central1-a",
+                    "fileShares": {"name": "home", "capacityGb": 2560}}},
+        {"type": BUCKET, "name": "c-ckpts", "parent": "c", "dependencies": [],
+         "inputs": {"name": "my-ckpts", "location": "US-CENTRAL1"}},
+        {"type": TEMPLATE, "name": "c-gpu-template", "parent": "c", "dependencies": [],
+         "inputs": {"machineType": "a3-megagpu-8g"}},
+        {"type": MIG, "name": "c-gpu-group", "parent": "c",
+         "dependencies": ["c-gpu-template"],
+         "inputs": {"targetSize": 16, "zone": "us-central1-a", "baseInstanceName": "c-gpu",
+                    "versions": [{"instanceTemplate": "[unknown]"}]}},
+    ]}
+
+
+def edited(change) -> dict:
+    data = saved_plan()
+    change({r["name"]: r for r in data["resources"]}, data)
+    return data
+
+
+def write(tmp_path: Path, name: str, data) -> str:
+    path = tmp_path / name
+    path.write_text(data if isinstance(data, str) else json.dumps(data))
+    return str(path)
+
+
+def run_diff(tmp_path: Path, capsys, new: dict, *flags: str) -> tuple[int, str]:
+    old_file = write(tmp_path, "old.json", saved_plan())
+    new_file = write(tmp_path, "new.json", new)
+    code = main(["diff", old_file, new_file, *flags])
+    return code, capsys.readouterr().out
+
+
+def set_input(name: str, key: str, value):
+    return lambda by_name, _: by_name[name]["inputs"].__setitem__(key, value)
+
+
+def test_changing_the_lustre_tier_is_a_replacement_and_exits_3(tmp_path, capsys):
+    code, out = run_diff(tmp_path, capsys, edited(
+        set_input("c-scratch", "perUnitStorageThroughput", "1000")), "--json")
+    assert code == 3
+    report = json.loads(out)
+    assert report["dataLoss"] is True
+    change = next(c for c in report["changes"] if c["name"] == "c-scratch")
+    assert change["action"] == "replace"
+    assert change["inputs"] == [{"path": "perUnitStorageThroughput", "old": "500",
+                                 "new": "1000", "forcesReplacement": True}]
+
+
+def test_changing_the_filestore_tier_exits_3(tmp_path, capsys):
+    code, out = run_diff(tmp_path, capsys, edited(set_input("c-home", "tier", "REGIONAL")))
+    assert code == 3
+    assert "DATA LOSS" in out
+    assert "replace  c-home" in out
+
+
+def test_allow_data_loss_exits_0_but_still_flags_it(tmp_path, capsys):
+    code, out = run_diff(tmp_path, capsys, edited(set_input("c-home", "tier", "REGIONAL")),
+                         "--allow-data-loss")
+    assert code == 0
+    assert "DATA LOSS" in out and "allowed by --allow-data-loss" in out
+
+
+def test_growing_lustre_capacity_is_an_update(tmp_path, capsys):
+    code, out = run_diff(tmp_path, capsys, edited(set_input("c-scratch", "capacityGib", "36000")),
+                         "--json")
+    assert code == 0
+    (change,) = json.loads(out)["changes"]
+    assert (change["action"], change["name"]) == ("update", "c-scratch")
+
+
+def test_resizing_a_nodeset_updates_its_instance_group(tmp_path, capsys):
+    code, out = run_diff(tmp_path, capsys, edited(set_input("c-gpu-group", "targetSize", 32)))
+    assert code == 0
+    assert "update   c-gpu-group" in out
+    assert "targetSize: 16 -> 32" in out
+
+
+def test_identical_plans_show_no_change(tmp_path, capsys):
+    code, out = run_diff(tmp_path, capsys, saved_plan(), "--json")
+    assert code == 0
+    report = json.loads(out)
+    assert report["changes"] == []
+    assert report["summary"]["unchanged"] == len(saved_plan()["resources"])
+
+
+def test_removing_a_created_bucket_is_a_delete_and_exits_3(tmp_path, capsys):
+    def drop_bucket(_, data):
+        data["resources"] = [r for r in data["resources"] if r["type"] != BUCKET]
+
+    code, out = run_diff(tmp_path, capsys, edited(drop_bucket), "--format", "markdown")
+    assert code == 3
+    assert "[!CAUTION]" in out and "**delete** `c-ckpts`" in out
+
+
+def test_a_changed_template_is_replaced_and_its_group_only_updated():
+    old = Plan.from_json(saved_plan())
+    new = Plan.from_json(edited(set_input("c-gpu-template", "machineType", "a3-ultragpu-8g")))
+    changes = {c.name: c for c in diff_plans(old, new).changes}
+    assert changes["c-gpu-template"].action == "replace"
+    assert changes["c-gpu-group"].action == "update"
+    assert changes["c-gpu-group"].replaced_dependencies == ("c-gpu-template",)
+    assert not diff_plans(old, new).data_loss
+
+
+def test_a_replaced_dependency_referenced_by_id_in_a_forcing_input_cascades():
+    net = PlannedResource("gcp:compute/network:Network", "n", None, {"networkProfile": "a"})
+    sub = PlannedResource(SUBNET, "s", None, {"network": "[id of n]"}, ("n",))
+    new_net = PlannedResource(net.type, "n", None, {"networkProfile": "b"})
+    changes = {c.name: c.action for c in diff_plans(Plan([net, sub]), Plan([new_net, sub])).changes}
+    assert changes == {"n": "replace", "s": "replace"}
+
+
+@pytest.mark.parametrize(("old", "new", "replaced"), [
+    ("10.0.0.0/20", "10.0.0.0/19", False),   # expansion: in place
+    ("10.0.0.0/20", "10.0.0.0/21", True),    # shrinking
+    ("10.0.0.0/20", "10.1.0.0/20", True),    # moving
+])
+def test_a_subnet_range_only_grows_in_place(old, new, replaced):
+    assert forces_replacement(SUBNET, "ipCidrRange", old, new) is replaced
+
+
+def test_every_table_entry_names_its_source():
+    for type_, rule in RULES.items():
+        assert "terraform-provider-google" in rule.source, type_
+        assert rule.replace_on, type_
+    assert {t for t, r in RULES.items() if r.data_bearing} == {
+        LUSTRE, FILESTORE, BUCKET, "gcp:hypercomputecluster/cluster:Cluster"}
+
+
+@pytest.mark.parametrize("content", [
+    "{not json", '{"resources": 5}', '{"resources": [{"name": "x"}]}', "[1, 2]", "",
+])
+def test_garbage_input_exits_1_without_a_traceback(tmp_path, capsys, content):
+    good = write(tmp_path, "good.json", saved_plan())
+    bad = write(tmp_path, "bad.json", content)
+    assert main(["diff", good, bad]) == 1
+    captured = capsys.readouterr()
+    assert "Traceback" not in captured.err and captured.err.strip()
+    assert captured.out == ""
+
+
+def test_a_missing_file_exits_1(tmp_path, capsys):
+    good = write(tmp_path, "good.json", saved_plan())
+    assert main(["diff", good, str(tmp_path / "absent.json")]) == 1
+    assert "no such file" in capsys.readouterr().err
+
+
+def test_every_table_type_is_a_real_pulumi_gcp_token():
+    import pulumi_gcp
+
+    package = Path(pulumi_gcp.__file__).parent
+    for type_ in RULES:
+        module = type_.split(":")[1].split("/")[0]
+        sources = "".join(p.read_text() for p in (package / module).glob("*.py"))
+        assert f"'{type_}'" in sources, type_
+
+
+@pytest.fixture(scope="module")
+def a3mega_plan(tmp_path_factory) -> str:
+    """The reference blueprint's plan, saved once as `plan --json` writes it."""
+    path = tmp_path_factory.mktemp("plans") / "a3mega.json"
+    path.write_text(plan_blueprint(str(A3MEGA)).json_text())
+    return str(path)
+
+
+def diff_blueprint(tmp_path, capsys, a3mega_plan, old: str, new: str, *flags: str):
+    """Diff the saved reference plan against the reference blueprint with one edit."""
+    text = A3MEGA.read_text()
+    edited_text = re.sub(old, new, text)
+    assert edited_text != text, f"{old!r} is not in the reference blueprint"
+    changed = write(tmp_path, "changed.yaml", edited_text)
+    code = main(["diff", a3mega_plan, changed, "--json", *flags])
+    return code, json.loads(capsys.readouterr().out)
+
+
+def by_name(report: dict) -> dict:
+    return {c["name"]: c for c in report["changes"]}
+
+
+def test_blueprint_lustre_tier_change_replaces_the_instance_and_exits_3(
+        tmp_path, capsys, a3mega_plan):
+    code, report = diff_blueprint(tmp_path, capsys, a3mega_plan,
+                                  r"performance_tier: 500", "performance_tier: 1000")
+    assert code == 3
+    lustre = by_name(report)["a3mega-storage-scratch"]
+    assert (lustre["action"], lustre["dataLoss"]) == ("replace", True)
+    assert {"path": "perUnitStorageThroughput", "old": "500", "new": "1000",
+            "forcesReplacement": True} in lustre["inputs"]
+
+
+def test_blueprint_filestore_tier_change_exits_3_unless_allowed(tmp_path, capsys, a3mega_plan):
+    edit = (r"tier: ZONAL", "tier: REGIONAL")
+    code, report = diff_blueprint(tmp_path, capsys, a3mega_plan, *edit)
+    assert code == 3
+    assert by_name(report)["a3mega-storage-home"]["action"] == "replace"
+    code, report = diff_blueprint(tmp_path, capsys, a3mega_plan, *edit, "--allow-data-loss")
+    assert code == 0 and report["dataLoss"] is True
+
+
+def test_blueprint_nodeset_resize_updates_the_instance_group(tmp_path, capsys, a3mega_plan):
+    code, report = diff_blueprint(tmp_path, capsys, a3mega_plan,
+                                  r"count: 16\n      max_count: 16",
+                                  "count: 32\n      max_count: 32")
+    assert code == 0 and report["dataLoss"] is False
+    group = by_name(report)["a3mega-nodeset-a3mega-group"]
+    assert group["action"] == "update"
+    assert {"path": "targetSize", "old": 16, "new": 32,
+            "forcesReplacement": False} in group["inputs"]
+
+
+def test_blueprint_removing_a_created_bucket_deletes_it_and_exits_3(
+        tmp_path, capsys, a3mega_plan):
+    code, report = diff_blueprint(tmp_path, capsys, a3mega_plan,
+                                  r"  buckets:\n(    .*\n|      .*\n)+", "  buckets: []\n")
+    assert code == 3
+    bucket = next(c for c in report["changes"] if c["type"] == BUCKET)
+    assert (bucket["action"], bucket["dataLoss"]) == ("delete", True)
+
+
+def test_a_blueprint_against_itself_shows_no_change(capsys):
+    assert main(["diff", str(A3MEGA), str(A3MEGA)]) == 0
+    out = capsys.readouterr().out
+    assert "No changes." in out
+    assert "`pulumi preview --diff` on the real stack is the authority" in out
+
+
+def test_an_invalid_blueprint_exits_1_with_the_validator_lines(tmp_path, capsys, a3mega_plan):
+    bad = write(tmp_path, "bad.yaml", A3MEGA.read_text().replace("capacity_gib: 18000",
+                                                                "capacity_gib: 20000"))
+    assert main(["diff", a3mega_plan, bad]) == 1
+    err = capsys.readouterr().err
+    assert "error: storage.lustre[0].capacity_gib" in err and "Traceback" not in err
