@@ -37,13 +37,17 @@ def _command_module(name: str):
 
 
 def build_parser(only: str | None = None) -> argparse.ArgumentParser:
-    """The argument parser; ``only`` loads the arguments of one command alone."""
+    """The argument parser; only the command ``only`` loads its module and arguments.
+
+    With no command chosen (``clusterprint --help``) no command module is imported: the
+    top-level help needs only the names, and stays fast and independent of Pulumi.
+    """
     parser = argparse.ArgumentParser(
         prog="clusterprint", description=DESCRIPTION,
         formatter_class=argparse.RawDescriptionHelpFormatter)
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
     for name, help_text in COMMANDS.items():
-        if only not in (None, name):
+        if name != only:
             sub.add_parser(name, help=help_text)
             continue
         module = _command_module(name)
