@@ -9,14 +9,16 @@ from __future__ import annotations
 
 import json
 import os
+import re
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from clusterprint.findings import KeyPath
 
-#: Larger files are refused: no real blueprint comes near it, and parsing one costs memory.
-MAX_FILE_BYTES = 4 * 1024 * 1024
+#: Larger files are refused: no real blueprint comes near it, and the pure-Python YAML
+#: parser takes about 7 s per MiB, so a stray large file must not look like a hang.
+MAX_FILE_BYTES = 1024 * 1024
 #: Nodes after alias expansion; stops "billion laughs" style documents.
 MAX_NODES = 200_000
 MAX_DEPTH = 64
@@ -93,9 +95,10 @@ def parse(text: str, is_json: bool) -> Document:
     if not text.strip():
         raise LoadError("file is empty; a blueprint is a mapping starting with "
                         "`apiVersion: clusterprint/v1`", 1, 1, rule="file.empty")
+    _check_nesting(text)
     if is_json:
         _check_strict_json(text)
-    return _parse_yaml(text)
+    return _parse_yaml(text, "JSON" if is_json else "YAML")
 
 
 def load_document(path: str) -> Document:
@@ -103,25 +106,43 @@ def load_document(path: str) -> Document:
     return parse(read_text(path), path.lower().endswith(".json"))
 
 
+def _line_col(text: str, index: int) -> tuple[int, int]:
+    return text.count("\n", 0, index) + 1, index - text.rfind("\n", 0, index)
+
+
+def _check_nesting(text: str) -> None:
+    """Refuse flow nesting deeper than MAX_DEPTH before the parser spends seconds on it.
+
+    ruamel's scanner is quadratic in flow depth (``a: [[[[...``), so a few KiB of
+    brackets cost seconds; a real blueprint nests a handful of levels.
+    """
+    if text.count("[") + text.count("{") <= MAX_DEPTH:
+        return
+    depth = 0
+    for match in re.finditer(r"[\[\]{}]", text):
+        depth = depth + 1 if match.group() in "[{" else max(depth - 1, 0)
+        if depth > MAX_DEPTH:
+            raise LoadError(f"document nests deeper than {MAX_DEPTH} levels",
+                            *_line_col(text, match.start()), rule="file.size")
+
+
 def _check_strict_json(text: str) -> None:
-    def no_duplicates(pairs: list[tuple[str, Any]]) -> dict:
-        keys = [k for k, _ in pairs]
-        dup = next((k for k in keys if keys.count(k) > 1), None)
-        if dup is not None:
-            raise ValueError(f"duplicate key {dup!r}")
-        return dict(pairs)
-
+    """JSON syntax errors, as strict JSON sees them; duplicate keys are left to the YAML
+    parser, which reports them with their line."""
     try:
-        json.loads(text, object_pairs_hook=no_duplicates)
+        json.loads(text)
     except json.JSONDecodeError as exc:
+        before = text[: exc.pos].rstrip()
+        if before.endswith(",") and text[exc.pos: exc.pos + 1] in ("}", "]"):
+            raise LoadError(f"invalid JSON: trailing comma before `{text[exc.pos]}`",
+                            *_line_col(text, len(before) - 1)) from None
         raise LoadError(f"invalid JSON: {exc.msg}", exc.lineno, exc.colno) from None
-    except ValueError as exc:
-        raise LoadError(f"invalid JSON: {exc}", 1, 1) from None
     except RecursionError:
-        raise LoadError("JSON nests too deeply", 1, 1) from None
+        raise LoadError("document nests too deeply", 1, 1, rule="file.size") from None
 
 
-def _parse_yaml(text: str) -> Document:
+def _parse_yaml(text: str, syntax: str) -> Document:
+    """Parse YAML (JSON is YAML too); ``syntax`` names the format in error messages."""
     from ruamel.yaml import YAML
     from ruamel.yaml.error import MarkedYAMLError, YAMLError
 
@@ -134,9 +155,11 @@ def _parse_yaml(text: str) -> Document:
         if "duplicate key" in problem:
             problem = problem.split(" with value")[0]
         line, col = (mark.line + 1, mark.column + 1) if mark else (1, 1)
-        raise LoadError(f"invalid YAML: {problem}", line, col) from None
-    except (YAMLError, RecursionError) as exc:
-        raise LoadError(f"invalid YAML: {exc}", 1, 1) from None
+        raise LoadError(f"invalid {syntax}: {problem}", line, col) from None
+    except RecursionError:
+        raise LoadError("document nests too deeply", 1, 1, rule="file.size") from None
+    except YAMLError as exc:
+        raise LoadError(f"invalid {syntax}: {exc}", 1, 1) from None
     if root is None:
         raise LoadError("file holds no blueprint (only comments or an empty document)", 1, 1,
                         rule="file.empty")
