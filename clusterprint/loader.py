@@ -152,6 +152,8 @@ def _parse_yaml(text: str, syntax: str) -> Document:
     except MarkedYAMLError as exc:
         mark = exc.problem_mark or exc.context_mark
         problem = exc.problem or exc.context or "invalid YAML"
+        if problem.startswith("but ") and exc.context:  # "but found another document"
+            problem = f"{exc.context}, {problem}"
         if "duplicate key" in problem:
             problem = problem.split(" with value")[0]
         line, col = (mark.line + 1, mark.column + 1) if mark else (1, 1)
@@ -188,7 +190,7 @@ def _plain(node: Any, path: KeyPath, doc: Document, count: list[int]) -> Any:
                 doc.key_positions[child] = spot
                 doc.positions[child] = spot
                 if not isinstance(value, dict | list):
-                    doc.positions[child] = _value_position(node, key) or spot
+                    doc.positions[child] = _scalar_position(node, key, value, spot)
             out[key] = _plain(value, child, doc, count)
         return out
     if isinstance(node, list):
@@ -219,6 +221,16 @@ def _value_position(node: Any, key: Any) -> tuple[int, int] | None:
     except (AttributeError, KeyError, TypeError):
         return None
     return (line + 1, col + 1)
+
+
+def _scalar_position(node: Any, key: Any, value: Any, key_spot: tuple[int, int]
+                     ) -> tuple[int, int]:
+    """Where a key's scalar value is written; an empty value (``zone:``) has no place of
+    its own (ruamel gives the next token's, often a line below), so its key's is used."""
+    spot = _value_position(node, key)
+    if spot is None or (value is None and spot[0] != key_spot[0]):
+        return key_spot
+    return spot
 
 
 def _plain_scalar(value: Any) -> Any:
