@@ -6,6 +6,7 @@ path, what was wrong and what would be right ("did you mean `mtu`?").
 
 from __future__ import annotations
 
+import datetime
 import difflib
 import types
 import typing
@@ -50,9 +51,11 @@ _TYPE_WORDS = {
 def describe(value: Any) -> str:
     """A short name for what the user wrote, for "expected X, got Y"."""
     names = {bool: "a boolean", int: "an integer", float: "a number", str: "a string",
-             list: "a list", dict: "a mapping", type(None): "nothing (null)"}
-    word = names.get(type(value), type(value).__name__)
-    if isinstance(value, bool | int | float | str):
+             list: "a list", dict: "a mapping", type(None): "nothing (null)",
+             datetime.date: "a date", datetime.datetime: "a timestamp", bytes: "binary data"}
+    # Anything else came from a YAML tag (``!foo bar``); its class name means nothing to a user.
+    word = names.get(type(value), "a tagged YAML value")
+    if isinstance(value, bool | int | float | str | datetime.date):
         return f"{word} ({_show(value)})"
     return word
 
