@@ -301,7 +301,9 @@ class Blueprint(Strict):
                       description="Prefixes every resource; the Slurm ClusterName.")
     labels: dict[Annotated[str, Field(pattern=LABEL_KEY_PATTERN)],
                  Annotated[str, Field(pattern=LABEL_VALUE_PATTERN)]] = Field(
-        default_factory=dict, max_length=64, description="GCE labels on every resource.")
+        default_factory=dict, max_length=64, description="GCE labels on every resource.",
+        # Without it, JSON Schema lets keys that miss the key pattern through unchecked.
+        json_schema_extra={"additionalProperties": False})
     project: str | None = Field(None, pattern=PROJECT_PATTERN,
                                 description="Default: the stack's gcp:project.")
     region: str = Field(pattern=REGION_PATTERN)
