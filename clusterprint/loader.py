@@ -183,15 +183,14 @@ def _plain(node: Any, path: KeyPath, doc: Document, count: list[int]) -> Any:
             if not isinstance(key, str | int | float | bool) or key is None:
                 line, col = _key_position(node, key) or doc.position(path)
                 raise LoadError("mapping keys must be plain strings", line, col)
-            key = str(key) if not isinstance(key, str) else key
-            child = (*path, key)
+            child = (*path, str(key))  # ruamel's positions go by the original key
             spot = _key_position(node, key)
             if spot:
                 doc.key_positions[child] = spot
                 doc.positions[child] = spot
                 if not isinstance(value, dict | list):
                     doc.positions[child] = _scalar_position(node, key, value, spot)
-            out[key] = _plain(value, child, doc, count)
+            out[str(key)] = _plain(value, child, doc, count)
         return out
     if isinstance(node, list):
         out_list = []

@@ -194,3 +194,10 @@ def test_empty_value_is_reported_on_its_own_line(check):
 def test_yaml_only_values_are_named_in_words(check, value, got):
     [found] = check(blueprint_text().replace('name: "demo"', f"name: {value}")).findings
     assert found.finding.message == f"expected a string, got {got}"
+
+
+def test_number_key_is_an_unknown_key_on_its_line(check):
+    text = blueprint_text() + "network:\n  mtu: 8244\n  1: x\n"
+    [found] = check(text).findings
+    assert (found.line, found.column) == (len(text.splitlines()), 3)
+    assert (found.finding.path, found.finding.message) == (("network", "1"), "unknown key")
