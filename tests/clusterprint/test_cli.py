@@ -59,3 +59,17 @@ def test_validate_does_not_import_pulumi(tmp_path):
     result = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True,
                             text=True, timeout=60)
     assert result.stdout.strip() == "[]", result.stderr
+
+
+def test_reader_going_away_is_never_success(tmp_path):
+    """`validate ... | head -1` on invalid files must not turn into exit 0."""
+    bad = tmp_path / "bad.yaml"
+    bad.write_text("apiVersion: clusterprint/v1\nkind: Cluster\nname: X\nzone: 1\n")
+    argv = [sys.executable, "-m", "clusterprint.cli", "validate", "--format", "json",
+            *[str(bad)] * 400]  # far more output than a pipe buffer holds
+    with subprocess.Popen(argv, cwd=ROOT, stdout=subprocess.PIPE,
+                          stderr=subprocess.PIPE) as process:
+        assert process.stdout.read(1) == b"["
+        process.stdout.close()
+        assert process.wait(timeout=60) == 141
+        assert process.stderr.read() == b""
