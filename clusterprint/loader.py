@@ -8,7 +8,6 @@ key path while it turns ruamel's round-trip nodes into plain dicts, lists and sc
 from __future__ import annotations
 
 import json
-import os
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -68,14 +67,15 @@ def read_text(path: str) -> str:
     """The file's text, or a LoadError that says why it cannot be read."""
     p = Path(path)
     try:
-        size = os.stat(p).st_size
         if p.is_dir():
             raise LoadError("is a directory, not a blueprint file", unreadable=True,
                             rule="file.unreadable")
-        if size > MAX_FILE_BYTES:
-            raise LoadError(f"file is {size} bytes; blueprints are limited to "
-                            f"{MAX_FILE_BYTES // (1024 * 1024)} MiB", 1, 1, rule="file.size")
-        raw = p.read_bytes()
+        # Read at most one byte past the limit: /dev/zero or a FIFO has no size to stat.
+        with p.open("rb") as stream:
+            raw = stream.read(MAX_FILE_BYTES + 1)
+        if len(raw) > MAX_FILE_BYTES:
+            raise LoadError(f"file is over {MAX_FILE_BYTES // (1024 * 1024)} MiB, the limit for "
+                            f"a blueprint", 1, 1, rule="file.size")
     except FileNotFoundError:
         raise LoadError("no such file", unreadable=True, rule="file.unreadable") from None
     except PermissionError:

@@ -126,7 +126,14 @@ def test_file_over_the_limit_is_refused_before_parsing(tmp_path):
     found = only_finding(check_file(str(path)))
     assert time.monotonic() - start < QUICK_S
     assert found.finding.rule == "file.size"
-    assert "limited to 1 MiB" in found.finding.message
+    assert found.finding.message == "file is over 1 MiB, the limit for a blueprint"
+
+
+def test_endless_device_is_refused_not_read_forever():
+    start = time.monotonic()
+    found = only_finding(check_file("/dev/zero"))
+    assert time.monotonic() - start < QUICK_S
+    assert found.finding.rule == "file.size"
 
 
 def test_billion_laughs_is_refused_quickly(check):
