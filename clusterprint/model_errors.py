@@ -142,6 +142,9 @@ def _finding(err: dict) -> Finding:
         choices = [c.strip().strip("'") for c in expected.replace(" or ", ", ").split(",")]
         hint = _suggest(str(value), choices) if isinstance(value, str) else None
         return bad("schema.enum", f"{_show(value)} is not one of {expected}", hint)
+    if kind == "string_unicode":  # JSON can escape half a surrogate pair: "\ud800"
+        return bad("schema.type", "is not valid Unicode text",
+                   "remove the unpaired \\uD800-\\uDFFF escape")
     if kind in _TYPE_WORDS:
         return bad("schema.type", f"expected {_TYPE_WORDS[kind]}, got {describe(value)}")
     if kind == "string_pattern_mismatch":

@@ -93,3 +93,11 @@ def test_every_problem_in_one_run_in_line_order(make_text, check):
 def test_valid_minimal_blueprint_has_no_findings(make_text, check):
     checked = check(make_text())
     assert (checked.exit_code, checked.findings) == (0, [])
+
+
+def test_json_lone_surrogate_is_named(check):
+    text = '{"apiVersion": "clusterprint/v1", "kind": "TrainingCluster", "name": "\\ud800"}'
+    found = [f for f in check(text, is_json=True).findings if f.finding.path == ("name",)]
+    assert [(f.finding.rule, f.line_text()) for f in found] == [(
+        "schema.type", "bp.json:1:70: error: name: is not valid Unicode text "
+                       "(remove the unpaired \\uD800-\\uDFFF escape)")]
