@@ -141,6 +141,8 @@ def _finding(err: dict) -> Finding:
         expected = ctx.get("expected", "")
         choices = [c.strip().strip("'") for c in expected.replace(" or ", ", ").split(",")]
         hint = _suggest(str(value), choices) if isinstance(value, str) else None
+        if isinstance(value, str) and value in choices and f"'{value}'" not in expected:
+            hint = f"write {value} without quotes: it is a number"  # performance_tier: "500"
         return bad("schema.enum", f"{_show(value)} is not one of {expected}", hint)
     if kind == "string_unicode":  # JSON can escape half a surrogate pair: "\ud800"
         return bad("schema.type", "is not valid Unicode text",

@@ -36,6 +36,10 @@ CASES = [
     ({f"{NS}.provisioning": Here("spott")}, "schema.enum", f"{NS}.provisioning",
      "'spott' is not one of 'on-demand', 'spot', 'flex-start' or 'reservation'",
      "did you mean `spot`?"),
+    ({"storage.lustre[0]": {"name": "s", "filesystem": "s", "capacity_gib": 18000,
+                            "performance_tier": Here("500")}}, "schema.enum",
+     "storage.lustre[0].performance_tier", "'500' is not one of 125, 250, 500 or 1000",
+     "write 500 without quotes: it is a number"),
     ({"name": Here("Demo_1")}, "schema.pattern", "name", "'Demo_1' is not valid",
      "expected 2 to 20 lowercase letters, digits or hyphens, starting with a letter and not "
      "ending with a hyphen"),
