@@ -1,7 +1,10 @@
 """Model errors in words: the key path, what was wrong and what would be right."""
 
 import pytest
+from pydantic import BaseModel
 
+from clusterprint import model
+from clusterprint.model_errors import PATTERN_MEANINGS
 from tests.clusterprint.blueprint_texts import DROP, Here, describe
 
 NS = "slurm.nodesets[0]"
@@ -43,6 +46,9 @@ CASES = [
     ({"name": Here("Demo_1")}, "schema.pattern", "name", "'Demo_1' is not valid",
      "expected 2 to 20 lowercase letters, digits or hyphens, starting with a letter and not "
      "ending with a hyphen"),
+    ({"slurm.partitions[0].name": Here("Debug")}, "schema.pattern",
+     "slurm.partitions[0].name", "'Debug' is not valid",
+     "expected 1 to 31 lowercase letters, digits or hyphens, starting with a letter"),
     ({"zone": Here("us-central1")}, "schema.pattern", "zone", "'us-central1' is not valid",
      "expected a zone such as us-central1-a"),
     ({f"{NS}.reservation": Here("projects/p/reservations/r")}, "schema.pattern",
@@ -97,6 +103,14 @@ def test_every_problem_in_one_run_in_line_order(make_text, check):
 def test_valid_minimal_blueprint_has_no_findings(make_text, check):
     checked = check(make_text())
     assert (checked.exit_code, checked.findings) == (0, [])
+
+
+def test_every_model_pattern_is_explained_in_words():
+    patterns = {m.pattern for cls in vars(model).values()
+                if isinstance(cls, type) and issubclass(cls, BaseModel)
+                for f in cls.model_fields.values() for m in f.metadata if hasattr(m, "pattern")}
+    patterns |= {model.LABEL_KEY_PATTERN, model.LABEL_VALUE_PATTERN}
+    assert patterns - set(PATTERN_MEANINGS) == set()
 
 
 def test_json_lone_surrogate_is_named(check):
