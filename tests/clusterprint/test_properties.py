@@ -6,19 +6,21 @@ partial result.
 """
 
 import copy
+import io
 import json
 from pathlib import Path
 
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from ruamel.yaml import YAML
 
 from clusterprint.loader import parse
 from clusterprint.validate import check_text
 from tests.clusterprint.blueprint_texts import LINE_FORMAT, to_yaml
 
 ROOT = Path(__file__).resolve().parents[2]
-REFERENCES = {p.name: parse(p.read_text(), False).data
-              for p in sorted((ROOT / "blueprints").glob("*.yaml"))}
+TEXTS = {p.name: p.read_text() for p in sorted((ROOT / "blueprints").glob("*.yaml"))}
+REFERENCES = {name: parse(text, False).data for name, text in TEXTS.items()}
 
 #: Keys whose values name or place an entry; list items (a partition's nodesets) count too.
 REFERENCE_KEYS = {"lustre", "partition", "name", "bucket", "mount", "reservation"}
@@ -55,9 +57,15 @@ def value_at(data, path):
 
 @st.composite
 def mutated(draw):
-    """A reference blueprint with one to three mutations, as YAML or JSON text."""
+    """A reference blueprint with one to three mutations, as YAML or JSON text.
+
+    "original" edits the reference file itself (ruamel round trip: its comments and flow
+    mappings stay), "block" rewrites it one key per line, "json" as JSON.
+    """
     name = draw(st.sampled_from(sorted(REFERENCES)))
-    data = copy.deepcopy(REFERENCES[name])
+    form = draw(st.sampled_from(["original", "block", "json"]))
+    yaml = YAML(typ="rt", pure=True)
+    data = yaml.load(TEXTS[name]) if form == "original" else copy.deepcopy(REFERENCES[name])
     for _ in range(draw(st.integers(1, 3))):
         everything = list(paths(data))
         if not everything:
@@ -70,7 +78,8 @@ def mutated(draw):
         elif kind == "wrong-type":
             holder[last] = draw(WRONG_VALUES)
         elif kind == "out-of-range":
-            numbers = [p for p in everything if type(value_at(data, p)) is int]
+            numbers = [p for p in everything if isinstance(value_at(data, p), int)
+                       and not isinstance(value_at(data, p), bool)]
             if numbers:
                 target = draw(st.sampled_from(numbers))
                 parent_of(data, target)[target[-1]] = draw(OUT_OF_RANGE)
@@ -83,8 +92,11 @@ def mutated(draw):
                 parent_of(data, target)[target[-1]] = draw(st.sampled_from(
                     [value + "x", value[:-1], value.upper(), "/" + value, "gpu", "scratch",
                      "/home", "a3mega"]))
-    as_json = draw(st.booleans())
-    return (json.dumps(data, indent=2) if as_json else to_yaml(data)), as_json
+    if form == "original":
+        out = io.StringIO()
+        yaml.dump(data, out)
+        return out.getvalue(), False
+    return (json.dumps(data, indent=2), True) if form == "json" else (to_yaml(data), False)
 
 
 @settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
