@@ -136,7 +136,8 @@ FILESTORE_BASIC_TIERS = frozenset({"BASIC_HDD", "BASIC_SSD"})
 class LustreTier:
     """One Managed Lustre performance tier: throughput per TiB and its capacity steps.
 
-    Capacities step by ``step`` up to ``threshold`` and by ``step_above`` past it.
+    Capacities step by ``step`` up to ``threshold``; past it they are multiples of
+    ``step_above`` (the maximum is one: 20,016,000 = 139 x 144,000 for tier 500).
     """
 
     throughput: int
@@ -150,8 +151,9 @@ class LustreTier:
         """The tier's allowed capacities as bands."""
         if self.threshold is None or self.step_above is None:
             return (CapacityBand(self.minimum, self.maximum, self.step),)
+        first_above = -(-(self.threshold + 1) // self.step_above) * self.step_above
         return (CapacityBand(self.minimum, self.threshold, self.step),
-                CapacityBand(self.threshold, self.maximum, self.step_above))
+                CapacityBand(first_above, self.maximum, self.step_above))
 
 
 # cloud.google.com/managed-lustre/docs/performance-tiers and .../increase-capacity.

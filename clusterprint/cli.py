@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import argparse
 import importlib
+import os
 import sys
 
 #: Command name -> one-line help. The module ``clusterprint.commands.<name>`` implements it.
@@ -22,6 +23,8 @@ COMMANDS = {
 
 #: Exit status for usage errors and unreadable files (argparse's own choice too).
 EXIT_USAGE = 2
+#: Exit status when the reader of stdout goes away, as for a process killed by SIGPIPE.
+EXIT_BROKEN_PIPE = 141
 
 DESCRIPTION = """\
 Slurm GPU training clusters on Google Cloud from one blueprint.
@@ -37,13 +40,17 @@ def _command_module(name: str):
 
 
 def build_parser(only: str | None = None) -> argparse.ArgumentParser:
-    """The argument parser; ``only`` loads the arguments of one command alone."""
+    """The argument parser; only the command ``only`` loads its module and arguments.
+
+    With no command chosen (``clusterprint --help``) no command module is imported: the
+    top-level help needs only the names, and stays fast and independent of Pulumi.
+    """
     parser = argparse.ArgumentParser(
         prog="clusterprint", description=DESCRIPTION,
         formatter_class=argparse.RawDescriptionHelpFormatter)
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
     for name, help_text in COMMANDS.items():
-        if only not in (None, name):
+        if name != only:
             sub.add_parser(name, help=help_text)
             continue
         module = _command_module(name)
@@ -67,8 +74,10 @@ def main(argv: list[str] | None = None) -> int:
     except KeyboardInterrupt:
         return 130
     except BrokenPipeError:
-        sys.stderr.close()
-        return 0
+        # The reader left (`| head`): the result is unknown, so never report success.
+        # stdout goes to /dev/null so the interpreter's final flush stays quiet.
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return EXIT_BROKEN_PIPE
 
 
 if __name__ == "__main__":

@@ -8,15 +8,16 @@ key path while it turns ruamel's round-trip nodes into plain dicts, lists and sc
 from __future__ import annotations
 
 import json
-import os
+import re
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from clusterprint.findings import KeyPath
 
-#: Larger files are refused: no real blueprint comes near it, and parsing one costs memory.
-MAX_FILE_BYTES = 4 * 1024 * 1024
+#: Larger files are refused: no real blueprint comes near it, and the pure-Python YAML
+#: parser takes about 7 s per MiB, so a stray large file must not look like a hang.
+MAX_FILE_BYTES = 1024 * 1024
 #: Nodes after alias expansion; stops "billion laughs" style documents.
 MAX_NODES = 200_000
 MAX_DEPTH = 64
@@ -66,14 +67,15 @@ def read_text(path: str) -> str:
     """The file's text, or a LoadError that says why it cannot be read."""
     p = Path(path)
     try:
-        size = os.stat(p).st_size
         if p.is_dir():
             raise LoadError("is a directory, not a blueprint file", unreadable=True,
                             rule="file.unreadable")
-        if size > MAX_FILE_BYTES:
-            raise LoadError(f"file is {size} bytes; blueprints are limited to "
-                            f"{MAX_FILE_BYTES // (1024 * 1024)} MiB", 1, 1, rule="file.size")
-        raw = p.read_bytes()
+        # Read at most one byte past the limit: /dev/zero or a FIFO has no size to stat.
+        with p.open("rb") as stream:
+            raw = stream.read(MAX_FILE_BYTES + 1)
+        if len(raw) > MAX_FILE_BYTES:
+            raise LoadError(f"file is over {MAX_FILE_BYTES // (1024 * 1024)} MiB, the limit for "
+                            f"a blueprint", 1, 1, rule="file.size")
     except FileNotFoundError:
         raise LoadError("no such file", unreadable=True, rule="file.unreadable") from None
     except PermissionError:
@@ -93,9 +95,10 @@ def parse(text: str, is_json: bool) -> Document:
     if not text.strip():
         raise LoadError("file is empty; a blueprint is a mapping starting with "
                         "`apiVersion: clusterprint/v1`", 1, 1, rule="file.empty")
+    _check_nesting(text)
     if is_json:
         _check_strict_json(text)
-    return _parse_yaml(text)
+    return _parse_yaml(text, "JSON" if is_json else "YAML")
 
 
 def load_document(path: str) -> Document:
@@ -103,25 +106,44 @@ def load_document(path: str) -> Document:
     return parse(read_text(path), path.lower().endswith(".json"))
 
 
+def _line_col(text: str, index: int) -> tuple[int, int]:
+    return text.count("\n", 0, index) + 1, index - text.rfind("\n", 0, index)
+
+
+def _check_nesting(text: str) -> None:
+    """Refuse flow nesting deeper than MAX_DEPTH before the parser spends seconds on it.
+
+    ruamel takes about 3 s on a few KiB of ``a: [[[[...`` before it fails with a
+    recursion error. Brackets are counted anywhere, in quotes and comments too: a real
+    blueprint never leaves anywhere near MAX_DEPTH of them open.
+    """
+    if text.count("[") + text.count("{") <= MAX_DEPTH:
+        return
+    depth = 0
+    for match in re.finditer(r"[\[\]{}]", text):
+        depth = depth + 1 if match.group() in "[{" else max(depth - 1, 0)
+        if depth > MAX_DEPTH:
+            raise LoadError(f"document nests deeper than {MAX_DEPTH} levels",
+                            *_line_col(text, match.start()), rule="file.size")
+
+
 def _check_strict_json(text: str) -> None:
-    def no_duplicates(pairs: list[tuple[str, Any]]) -> dict:
-        keys = [k for k, _ in pairs]
-        dup = next((k for k in keys if keys.count(k) > 1), None)
-        if dup is not None:
-            raise ValueError(f"duplicate key {dup!r}")
-        return dict(pairs)
-
+    """JSON syntax errors, as strict JSON sees them; duplicate keys are left to the YAML
+    parser, which reports them with their line."""
     try:
-        json.loads(text, object_pairs_hook=no_duplicates)
+        json.loads(text)
     except json.JSONDecodeError as exc:
+        before = text[: exc.pos].rstrip()
+        if before.endswith(",") and text[exc.pos: exc.pos + 1] in ("}", "]"):
+            raise LoadError(f"invalid JSON: trailing comma before `{text[exc.pos]}`",
+                            *_line_col(text, len(before) - 1)) from None
         raise LoadError(f"invalid JSON: {exc.msg}", exc.lineno, exc.colno) from None
-    except ValueError as exc:
-        raise LoadError(f"invalid JSON: {exc}", 1, 1) from None
     except RecursionError:
-        raise LoadError("JSON nests too deeply", 1, 1) from None
+        raise LoadError("document nests too deeply", 1, 1, rule="file.size") from None
 
 
-def _parse_yaml(text: str) -> Document:
+def _parse_yaml(text: str, syntax: str) -> Document:
+    """Parse YAML (JSON is YAML too); ``syntax`` names the format in error messages."""
     from ruamel.yaml import YAML
     from ruamel.yaml.error import MarkedYAMLError, YAMLError
 
@@ -131,12 +153,16 @@ def _parse_yaml(text: str) -> Document:
     except MarkedYAMLError as exc:
         mark = exc.problem_mark or exc.context_mark
         problem = exc.problem or exc.context or "invalid YAML"
+        if problem.startswith("but ") and exc.context:  # "but found another document"
+            problem = f"{exc.context}, {problem}"
         if "duplicate key" in problem:
             problem = problem.split(" with value")[0]
         line, col = (mark.line + 1, mark.column + 1) if mark else (1, 1)
-        raise LoadError(f"invalid YAML: {problem}", line, col) from None
-    except (YAMLError, RecursionError) as exc:
-        raise LoadError(f"invalid YAML: {exc}", 1, 1) from None
+        raise LoadError(f"invalid {syntax}: {problem}", line, col) from None
+    except RecursionError:
+        raise LoadError("document nests too deeply", 1, 1, rule="file.size") from None
+    except YAMLError as exc:
+        raise LoadError(f"invalid {syntax}: {exc}", 1, 1) from None
     if root is None:
         raise LoadError("file holds no blueprint (only comments or an empty document)", 1, 1,
                         rule="file.empty")
@@ -158,15 +184,14 @@ def _plain(node: Any, path: KeyPath, doc: Document, count: list[int]) -> Any:
             if not isinstance(key, str | int | float | bool) or key is None:
                 line, col = _key_position(node, key) or doc.position(path)
                 raise LoadError("mapping keys must be plain strings", line, col)
-            key = str(key) if not isinstance(key, str) else key
-            child = (*path, key)
+            child = (*path, str(key))  # ruamel's positions go by the original key
             spot = _key_position(node, key)
             if spot:
                 doc.key_positions[child] = spot
                 doc.positions[child] = spot
                 if not isinstance(value, dict | list):
-                    doc.positions[child] = _value_position(node, key) or spot
-            out[key] = _plain(value, child, doc, count)
+                    doc.positions[child] = _scalar_position(node, key, value, spot)
+            out[str(key)] = _plain(value, child, doc, count)
         return out
     if isinstance(node, list):
         out_list = []
@@ -196,6 +221,16 @@ def _value_position(node: Any, key: Any) -> tuple[int, int] | None:
     except (AttributeError, KeyError, TypeError):
         return None
     return (line + 1, col + 1)
+
+
+def _scalar_position(node: Any, key: Any, value: Any, key_spot: tuple[int, int]
+                     ) -> tuple[int, int]:
+    """Where a key's scalar value is written; an empty value (``zone:``) has no place of
+    its own (ruamel gives the next token's, often a line below), so its key's is used."""
+    spot = _value_position(node, key)
+    if spot is None or (value is None and spot[0] != key_spot[0]):
+        return key_spot
+    return spot
 
 
 def _plain_scalar(value: Any) -> Any:

@@ -15,6 +15,8 @@ from clusterprint import catalog
 
 NAME_PATTERN = r"^[a-z][a-z0-9-]{0,18}[a-z0-9]$"
 LIST_NAME_PATTERN = r"^[a-z](?:[a-z0-9-]{0,14}[a-z0-9])?$"
+PARTITION_NAME_PATTERN = r"^[a-z](?:[a-z0-9-]{0,30})$"
+IMAGE_FAMILY_PATTERN = r"^[a-z](?:[-a-z0-9]{0,61}[a-z0-9])?$"
 PROJECT_PATTERN = r"^[a-z][a-z0-9-]{4,28}[a-z0-9]$"
 REGION_PATTERN = r"^[a-z]+-[a-z]+[0-9]+$"
 ZONE_PATTERN = r"^[a-z]+-[a-z]+[0-9]+-[a-z]$"
@@ -189,7 +191,7 @@ class Image(Strict):
     """A custom boot image, by family."""
 
     project: str = Field(pattern=PROJECT_PATTERN)
-    family: str = Field(pattern=r"^[a-z](?:[-a-z0-9]{0,61}[a-z0-9])?$")
+    family: str = Field(pattern=IMAGE_FAMILY_PATTERN)
 
 
 Provisioning = Literal["on-demand", "spot", "flex-start", "reservation"]
@@ -231,7 +233,7 @@ class Nodeset(Strict):
 class Partition(Strict):
     """A Slurm partition over one or more nodesets."""
 
-    name: str = Field(pattern=r"^[a-z](?:[a-z0-9-]{0,30})$")
+    name: str = Field(pattern=PARTITION_NAME_PATTERN)
     nodesets: list[str] = Field(min_length=1, description="Names of `slurm.nodesets` entries.")
     default: bool | None = Field(None, description="Default partition; the first one when "
                                                    "none is marked.")
@@ -301,7 +303,9 @@ class Blueprint(Strict):
                       description="Prefixes every resource; the Slurm ClusterName.")
     labels: dict[Annotated[str, Field(pattern=LABEL_KEY_PATTERN)],
                  Annotated[str, Field(pattern=LABEL_VALUE_PATTERN)]] = Field(
-        default_factory=dict, max_length=64, description="GCE labels on every resource.")
+        default_factory=dict, max_length=64, description="GCE labels on every resource.",
+        # Without it, JSON Schema lets keys that miss the key pattern through unchecked.
+        json_schema_extra={"additionalProperties": False})
     project: str | None = Field(None, pattern=PROJECT_PATTERN,
                                 description="Default: the stack's gcp:project.")
     region: str = Field(pattern=REGION_PATTERN)

@@ -6,6 +6,7 @@ path, what was wrong and what would be right ("did you mean `mtu`?").
 
 from __future__ import annotations
 
+import datetime
 import difflib
 import types
 import typing
@@ -22,6 +23,10 @@ PATTERN_MEANINGS = {
                         "and not ending with a hyphen",
     model.LIST_NAME_PATTERN: "1 to 16 lowercase letters, digits or hyphens, starting with a "
                              "letter and not ending with a hyphen",
+    model.PARTITION_NAME_PATTERN: "1 to 31 lowercase letters, digits or hyphens, starting "
+                                  "with a letter",
+    model.IMAGE_FAMILY_PATTERN: "an image family: lowercase letters, digits or hyphens, "
+                                "starting with a letter, at most 63",
     model.PROJECT_PATTERN: "a project id: 6 to 30 lowercase letters, digits or hyphens, "
                            "starting with a letter",
     model.REGION_PATTERN: "a region such as us-central1",
@@ -50,9 +55,11 @@ _TYPE_WORDS = {
 def describe(value: Any) -> str:
     """A short name for what the user wrote, for "expected X, got Y"."""
     names = {bool: "a boolean", int: "an integer", float: "a number", str: "a string",
-             list: "a list", dict: "a mapping", type(None): "nothing (null)"}
-    word = names.get(type(value), type(value).__name__)
-    if isinstance(value, bool | int | float | str):
+             list: "a list", dict: "a mapping", type(None): "nothing (null)",
+             datetime.date: "a date", datetime.datetime: "a timestamp", bytes: "binary data"}
+    # Anything else came from a YAML tag (``!foo bar``); its class name means nothing to a user.
+    word = names.get(type(value), "a tagged YAML value")
+    if isinstance(value, bool | int | float | str | datetime.date):
         return f"{word} ({_show(value)})"
     return word
 
@@ -138,7 +145,12 @@ def _finding(err: dict) -> Finding:
         expected = ctx.get("expected", "")
         choices = [c.strip().strip("'") for c in expected.replace(" or ", ", ").split(",")]
         hint = _suggest(str(value), choices) if isinstance(value, str) else None
+        if isinstance(value, str) and value in choices and f"'{value}'" not in expected:
+            hint = f"write {value} without quotes: it is a number"  # performance_tier: "500"
         return bad("schema.enum", f"{_show(value)} is not one of {expected}", hint)
+    if kind == "string_unicode":  # JSON can escape half a surrogate pair: "\ud800"
+        return bad("schema.type", "is not valid Unicode text",
+                   "remove the unpaired \\uD800-\\uDFFF escape")
     if kind in _TYPE_WORDS:
         return bad("schema.type", f"expected {_TYPE_WORDS[kind]}, got {describe(value)}")
     if kind == "string_pattern_mismatch":

@@ -6,7 +6,7 @@ import ipaddress
 from collections.abc import Iterator
 
 from clusterprint import catalog
-from clusterprint.findings import Finding, KeyPath, error, warning
+from clusterprint.findings import Finding, KeyPath, error, format_path, warning
 from clusterprint.model import Blueprint
 from clusterprint.rules.registry import rule
 
@@ -68,16 +68,16 @@ def check_cidrs_parse(bp: Blueprint) -> Iterator[Finding]:
 def check_cidr_overlaps(bp: Blueprint) -> Iterator[Finding]:
     """The subnet, the PSA range and the GPU subnets must not overlap one another."""
     ranges: list[tuple[KeyPath, str, ipaddress.IPv4Network]] = []
-    for path, text in _cidrs(bp)[:3]:
+    for path, text in _cidrs(bp):
         parsed, _, _ = parse_cidr(text)
-        if parsed is None or (path[-1] == "gpu_subnets_cidr" and gpu_subnet_count(bp) == 0):
+        if parsed is None or path[1] == "ssh_source_ranges" or (
+                path[-1] == "gpu_subnets_cidr" and gpu_subnet_count(bp) == 0):
             continue
         ranges.append((path, text, parsed))
     for i, (path, text, cidr) in enumerate(ranges):
         for other_path, other_text, other in ranges[:i]:
             if cidr.overlaps(other):
-                yield error(path, f"{text} overlaps {other_text} of "
-                                  f"{'.'.join(map(str, other_path))}",
+                yield error(path, f"{text} overlaps {other_text} of {format_path(other_path)}",
                             "choose ranges that do not overlap")
 
 

@@ -6,7 +6,7 @@ import posixpath
 from collections.abc import Iterator
 
 from clusterprint import catalog
-from clusterprint.findings import Finding, KeyPath, error
+from clusterprint.findings import Finding, KeyPath, error, format_path
 from clusterprint.model import Blueprint
 from clusterprint.rules.names import unknown_reference
 from clusterprint.rules.registry import rule
@@ -123,6 +123,6 @@ def check_mounts(bp: Blueprint) -> Iterator[Finding]:
         for other_path, other in mounts[:i]:
             if mount == other:
                 yield error(path, f"{mount} is already the mount of "
-                                  f"{'.'.join(map(str, other_path[:-1]))}", "use another path")
+                                  f"{format_path(other_path[:-1])}", "use another path")
             elif _inside(mount, other) or _inside(other, mount):
                 yield error(path, f"{mount} and {other} are nested", "use sibling paths")

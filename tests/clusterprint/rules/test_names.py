@@ -1,0 +1,81 @@
+"""names.* rules: unique names, resolving references, one default partition."""
+
+import pytest
+
+from tests.clusterprint.blueprint_texts import Here, table_tests
+
+CPU = {"machine_type": "n2-standard-4", "count": 1}
+GPU = {"slurm.nodesets[0].machine_type": "a3-megagpu-8g"}
+LUSTRE = {"filesystem": "fs", "capacity_gib": 18000}
+
+REFUSED = [
+    pytest.param("names.unique", "slurm.nodesets[1].name",
+                 {"slurm.nodesets[1]": Here({"name": "cpu", **CPU})}, "error",
+                 id="nodeset-twice"),
+    pytest.param("names.unique", "slurm.partitions[1].name",
+                 {"slurm.partitions[1]": Here({"name": "debug", "nodesets": ["cpu"]})}, "error",
+                 id="partition-twice"),
+    pytest.param("names.unique", "storage.lustre[1].name",
+                 {"storage.lustre": [{"name": "s", **LUSTRE, "mount": "/a"},
+                                     Here({"name": "s", **LUSTRE, "mount": "/b"})]}, "error",
+                 id="lustre-twice"),
+    pytest.param("names.unique", "storage.buckets[1].bucket",
+                 {"storage.buckets": [{"bucket": "ckpts", "mount": "/gcs/a"},
+                                      Here({"bucket": "ckpts", "mount": "/gcs/b"})]}, "error",
+                 id="bucket-twice"),
+    pytest.param("names.unique", "network.peerings[1].name",
+                 {"network.peerings": [
+                     {"name": "p", "peer_network": "projects/other-proj/global/networks/a"},
+                     Here({"name": "p", "peer_network": "projects/other-proj/global/networks/b"})]},
+                 "error", id="peering-twice"),
+    pytest.param("names.unique", "recipes[1].name",
+                 {**GPU, "recipes": [{"name": "gemma-2b-sft", "partition": "debug"},
+                                     Here({"name": "gemma-2b-sft", "partition": "debug"})]},
+                 "error", id="recipe-twice"),
+    pytest.param("names.partition-nodesets", "slurm.partitions[0].nodesets[1]",
+                 {"slurm.partitions[0].nodesets[1]": Here("gpu")}, "error",
+                 id="unknown-nodeset"),
+    pytest.param("names.default-partition", "slurm.partitions[1].default",
+                 {"slurm.partitions[0].default": True,
+                  "slurm.partitions[1]": {"name": "other", "nodesets": ["cpu"],
+                                          "default": Here(True)}}, "error",
+                 id="two-defaults"),
+    pytest.param("names.unused-nodeset", "slurm.nodesets[1].name",
+                 {"slurm.nodesets[1]": Here({"name": "spare", **CPU})}, "warning",
+                 id="nodeset-in-no-partition"),
+]
+
+ACCEPTED = [
+    pytest.param("names.unique", {"slurm.nodesets[1]": {"name": "cpu2", **CPU},
+                                  "slurm.partitions[1]": {"name": "two", "nodesets": ["cpu2"]}},
+                 id="distinct-names"),
+    pytest.param("names.partition-nodesets", {"slurm.nodesets[1]": {"name": "cpu2", **CPU},
+                                              "slurm.partitions[0].nodesets[1]": "cpu2"},
+                 id="listed-nodesets"),
+    pytest.param("names.default-partition",
+                 {"slurm.partitions[1]": {"name": "b", "nodesets": ["cpu"], "default": True},
+                  "slurm.partitions[0].default": False}, id="one-default"),
+    pytest.param("names.default-partition",
+                 {"slurm.partitions[1]": {"name": "b", "nodesets": ["cpu"]}}, id="none-marked"),
+    pytest.param("names.unused-nodeset", {}, id="every-nodeset-used"),
+]
+
+test_refused, test_accepted = table_tests(REFUSED, ACCEPTED)
+
+
+def test_unknown_nodeset_suggests_the_closest_name(rules_check):
+    hit = rules_check.refused({"slurm.partitions[0].nodesets[0]": Here("cpus")},
+                              "names.partition-nodesets", "slurm.partitions[0].nodesets[0]")
+    assert hit.finding.message == "'cpus' is not a listed nodeset"
+    assert hit.finding.hint == "did you mean 'cpu'?"
+
+
+def test_default_partition_is_the_first_when_none_is_marked(make_text, check):
+    checked = check(make_text({"slurm.partitions[1]": {"name": "b", "nodesets": ["cpu"]}}))
+    assert checked.blueprint.slurm.default_partition.name == "debug"
+
+
+def test_a_warning_alone_keeps_the_blueprint_valid(make_text, check):
+    checked = check(make_text({"slurm.nodesets[1]": {"name": "spare", **CPU}}))
+    assert checked.exit_code == 0
+    assert [f.finding.severity for f in checked.findings] == ["warning"]

@@ -1,0 +1,103 @@
+"""network.* rules: CIDRs that parse and never overlap, MTU advice, existing networks."""
+
+import pytest
+
+from tests.clusterprint.blueprint_texts import Here, table_tests
+
+A3MEGA = {"slurm.nodesets[0].machine_type": "a3-megagpu-8g"}
+A3ULTRA = {"slurm.nodesets[0].machine_type": "a3-ultragpu-8g"}
+NETWORK = "projects/my-project/global/networks/net"
+SUBNETWORK = "projects/my-project/regions/us-central1/subnetworks/sub"
+
+REFUSED = [
+    pytest.param("network.cidr", "network.subnet_cidr",
+                 {"network.subnet_cidr": Here("10.0.0.1/20")}, "error", id="host-bits-set"),
+    pytest.param("network.cidr", "network.subnet_cidr",
+                 {"network.subnet_cidr": Here("fd00::/8")}, "error", id="ipv6-is-not-ipv4"),
+    pytest.param("network.cidr", "network.gpu_subnets_cidr",
+                 {"network.gpu_subnets_cidr": Here("10.300.0.0/16")}, "error",
+                 id="not-an-address"),
+    pytest.param("network.cidr", "network.ssh_source_ranges[1]",
+                 {"network.ssh_source_ranges": ["35.235.240.0/20", Here("my-office")]}, "error",
+                 id="ssh-source-not-a-cidr"),
+    pytest.param("network.cidr", "network.private_service_access.range",
+                 {"network.private_service_access.range": Here("10.200.0.0/33")}, "error",
+                 id="psa-prefix-too-long"),
+    pytest.param("network.cidr-overlap", "network.gpu_subnets_cidr",
+                 {**A3MEGA, "network.subnet_cidr": "10.128.0.0/20",
+                  "network.gpu_subnets_cidr": Here("10.128.0.0/16")}, "error",
+                 id="gpu-range-covers-subnet"),
+    pytest.param("network.cidr-overlap", "network.private_service_access.range",
+                 {"network.private_service_access.range": Here("10.0.8.0/21")}, "error",
+                 id="psa-inside-default-subnet"),
+    pytest.param("network.gpu-subnets-size", "network.gpu_subnets_cidr",
+                 {**A3MEGA, "network.gpu_subnets_cidr": Here("10.128.0.0/27")}, "error",
+                 id="/27-cannot-hold-8-/29s"),
+    pytest.param("network.gpu-subnets-size", "network.gpu_subnets_cidr",
+                 {**A3ULTRA, "network.gpu_subnets_cidr": Here("10.128.0.0/28")}, "error",
+                 id="roce-subnets-too-small"),
+    pytest.param("network.mtu-recommended", "network.mtu",
+                 {**A3MEGA, "network.mtu": Here(8896)}, "warning", id="a3mega-at-8896"),
+    pytest.param("network.mtu-recommended", "network.mtu",
+                 {**A3ULTRA, "network.mtu": Here(1460)}, "warning", id="a3ultra-at-1460"),
+    pytest.param("network.existing", "network.existing",
+                 {"network.existing": Here(NETWORK)}, "error", id="network-without-subnetwork"),
+    pytest.param("network.existing", "network.existing_subnetwork",
+                 {"network.existing_subnetwork": Here(SUBNETWORK)}, "error",
+                 id="subnetwork-without-network"),
+    pytest.param("network.psa", "network.private_service_access",
+                 {"network.private_service_access": Here(
+                     {"prefix_length": 20, "range": "10.200.0.0/20"})}, "error",
+                 id="prefix-and-range"),
+]
+
+ACCEPTED = [
+    pytest.param("network.cidr", {"network.subnet_cidr": "10.1.0.0/16",
+                                  "network.ssh_source_ranges": ["0.0.0.0/0"]}, id="cidrs"),
+    pytest.param("network.cidr-overlap", {"network.subnet_cidr": "10.128.0.0/20"},
+                 id="cpu-only-needs-no-gpu-range"),
+    pytest.param("network.cidr-overlap", {"network.ssh_source_ranges": ["10.0.0.0/8"]},
+                 id="ssh-sources-may-cover-the-subnet"),
+    pytest.param("network.cidr-overlap", {**A3MEGA, "network.private_service_access.range":
+                                          "10.200.0.0/20"}, id="disjoint-ranges"),
+    pytest.param("network.gpu-subnets-size",
+                 {**A3MEGA, "network.gpu_subnets_cidr": "10.128.0.0/26"}, id="8-/29s-in-a-/26"),
+    pytest.param("network.gpu-subnets-size",
+                 {**A3MEGA, "network.gpu_networks": "none", "network.gpu_subnets_cidr":
+                  "10.128.0.0/28"}, id="no-gpu-networks"),
+    pytest.param("network.mtu-recommended", {**A3MEGA, "network.mtu": 8244},
+                 id="a3mega-at-8244"),
+    pytest.param("network.mtu-recommended", {**A3MEGA}, id="mtu-unset"),
+    pytest.param("network.mtu-recommended", {"network.mtu": 1300}, id="cpu-at-range-minimum"),
+    pytest.param("network.mtu-recommended", {"network.mtu": 8896}, id="cpu-at-range-maximum"),
+    pytest.param("network.existing", {"network.existing": NETWORK,
+                                      "network.existing_subnetwork": SUBNETWORK}, id="pair"),
+    pytest.param("network.psa", {"network.private_service_access.range": "10.200.0.0/20"},
+                 id="range-only"),
+]
+
+test_refused, test_accepted = table_tests(REFUSED, ACCEPTED)
+
+
+@pytest.mark.parametrize("mtu", [1299, 8897])
+def test_mtu_outside_the_vpc_range_is_refused_by_the_model(rules_check, mtu):
+    hit = rules_check.refused({"network.mtu": Here(mtu)}, "schema.range", "network.mtu")
+    assert hit.finding.message == f"{mtu} is out of range"
+
+
+def test_host_bits_hint_gives_the_network_address(rules_check):
+    hit = rules_check.refused({"network.subnet_cidr": Here("10.0.0.1/20")}, "network.cidr",
+                              "network.subnet_cidr")
+    assert hit.finding.hint == "try 10.0.0.0/20"
+
+
+def test_overlap_names_the_other_key(rules_check):
+    hit = rules_check.refused({"network.private_service_access.range": Here("10.0.8.0/21")},
+                              "network.cidr-overlap", "network.private_service_access.range")
+    assert hit.finding.message == "10.0.8.0/21 overlaps 10.0.0.0/20 of network.subnet_cidr"
+
+
+def test_default_mtu_follows_the_gpu_family(make_text, check):
+    assert check(make_text(A3MEGA)).blueprint.mtu == 8244
+    assert check(make_text(A3ULTRA)).blueprint.mtu == 8896
+    assert check(make_text()).blueprint.mtu == 8896

@@ -1,0 +1,43 @@
+"""recipes.* rules: a recipe runs on an existing partition that can hold it."""
+
+import pytest
+
+from tests.clusterprint.blueprint_texts import Here, table_tests
+
+GPU = {"slurm.nodesets[0].machine_type": "a3-megagpu-8g", "slurm.nodesets[0].max_count": 4}
+
+REFUSED = [
+    pytest.param("recipes.partition", "recipes[0].partition",
+                 {**GPU, "recipes": [{"name": "gemma-2b-sft", "partition": Here("gpu")}]},
+                 "error", id="unknown-partition"),
+    pytest.param("recipes.partition", "recipes[0].nodes",
+                 {**GPU, "recipes": [{"name": "gemma-2b-sft", "partition": "debug",
+                                      "nodes": Here(5)}]}, "error", id="more-nodes-than-max"),
+    pytest.param("recipes.partition", "recipes[0].partition",
+                 {"recipes": [{"name": "llama3-8b-pretrain", "partition": Here("debug")}]},
+                 "error", id="gpu-recipe-on-cpu"),
+]
+
+ACCEPTED = [
+    pytest.param("recipes.partition",
+                 {**GPU, "recipes": [{"name": "llama3-8b-pretrain", "partition": "debug",
+                                      "nodes": 4}]}, id="fits-max-count"),
+    pytest.param("recipes.partition", {}, id="no-recipes"),
+]
+
+test_refused, test_accepted = table_tests(REFUSED, ACCEPTED)
+
+
+def test_node_count_message(rules_check):
+    hit = rules_check.refused({**GPU, "recipes": [{"name": "gemma-2b-sft", "partition": "debug",
+                                                   "nodes": Here(5)}]},
+                              "recipes.partition", "recipes[0].nodes")
+    assert hit.finding.message == "5 nodes is more than partition debug holds (4)"
+    assert hit.finding.hint == "use at most 4"
+
+
+def test_unknown_recipe_is_refused_by_the_model(rules_check):
+    hit = rules_check.refused({**GPU, "recipes": [{"name": Here("gemma-2b-sfd"),
+                                                   "partition": "debug"}]},
+                              "schema.enum", "recipes[0].name")
+    assert hit.finding.hint == "did you mean `gemma-2b-sft`?"

@@ -1,0 +1,73 @@
+"""slurm.* rules: provisioning, node counts, machine types, boot disks, placement."""
+
+import pytest
+
+from tests.clusterprint.blueprint_texts import Here, table_tests
+
+NS = "slurm.nodesets[0]"
+RESERVATION = "projects/my-project/reservations/res"
+ULTRA = {f"{NS}.machine_type": "a3-ultragpu-8g"}
+
+REFUSED = [
+    pytest.param("slurm.reservation", f"{NS}.provisioning",
+                 {f"{NS}.provisioning": Here("reservation")}, "error", id="no-reservation"),
+    *[pytest.param("slurm.reservation", f"{NS}.reservation",
+                   {f"{NS}.provisioning": kind, f"{NS}.reservation": Here(RESERVATION)}, "error",
+                   id=f"reservation-with-{kind}")
+      for kind in ("on-demand", "spot", "flex-start")],
+    pytest.param("slurm.reservation", f"{NS}.reservation",
+                 {f"{NS}.reservation": Here("res")}, "error", id="reservation-default-on-demand"),
+    pytest.param("slurm.max-count", f"{NS}.max_count", {f"{NS}.max_count": Here(1)}, "error",
+                 id="max-below-count"),
+    pytest.param("slurm.max-count", f"{NS}.count", {f"{NS}.count": Here(0)}, "error",
+                 id="count-0-without-max"),
+    pytest.param("slurm.machine-type", f"{NS}.machine_type",
+                 {f"{NS}.machine_type": Here("a3-megagpu-16g")}, "warning",
+                 id="gpu-type-not-in-catalog"),
+    pytest.param("slurm.boot-disk", f"{NS}.boot_disk.type",
+                 {**ULTRA, f"{NS}.boot_disk.type": Here("pd-ssd")}, "error",
+                 id="a3ultra-on-pd-ssd"),
+    pytest.param("slurm.boot-disk", f"{NS}.boot_disk.type",
+                 {f"{NS}.machine_type": "a4-highgpu-8g", f"{NS}.boot_disk.type":
+                  Here("pd-balanced")}, "error", id="a4-on-pd-balanced"),
+    pytest.param("slurm.placement", f"{NS}.placement",
+                 {f"{NS}.count": 1, f"{NS}.placement": Here("compact")}, "warning",
+                 id="compact-single-node"),
+]
+
+ACCEPTED = [
+    pytest.param("slurm.reservation", {f"{NS}.provisioning": "reservation",
+                                       f"{NS}.reservation": RESERVATION}, id="reservation"),
+    pytest.param("slurm.reservation",
+                 {f"{NS}.provisioning": "reservation", f"{NS}.reservation":
+                  "res/reservationBlocks/b1/reservationSubBlocks/s1"}, id="sub-block"),
+    pytest.param("slurm.reservation", {f"{NS}.provisioning": "flex-start"}, id="flex-start"),
+    pytest.param("slurm.max-count", {f"{NS}.count": 0, f"{NS}.max_count": 4}, id="dynamic"),
+    pytest.param("slurm.max-count", {f"{NS}.max_count": 2}, id="max-equals-count"),
+    pytest.param("slurm.machine-type", {f"{NS}.machine_type": "a3-highgpu-8g"},
+                 id="catalog-gpu"),
+    pytest.param("slurm.machine-type", {}, id="cpu"),
+    pytest.param("slurm.boot-disk", {**ULTRA, f"{NS}.boot_disk.type": "hyperdisk-balanced"},
+                 id="a3ultra-on-hyperdisk"),
+    pytest.param("slurm.boot-disk", {**ULTRA}, id="a3ultra-default"),
+    pytest.param("slurm.boot-disk", {f"{NS}.boot_disk.type": "pd-ssd"}, id="cpu-on-pd-ssd"),
+    pytest.param("slurm.placement", {f"{NS}.placement": "compact"}, id="compact-two-nodes"),
+    pytest.param("slurm.placement", {f"{NS}.count": 1, f"{NS}.max_count": 2,
+                                     f"{NS}.placement": "compact"}, id="compact-up-to-two"),
+]
+
+test_refused, test_accepted = table_tests(REFUSED, ACCEPTED)
+
+
+def test_defaults_follow_the_contract(make_text, check):
+    ns = check(make_text(ULTRA)).blueprint.slurm.nodesets[0]
+    assert (ns.upper_bound, ns.provisioning, ns.placement) == (2, "on-demand", "none")
+    assert (ns.boot_disk_type, ns.boot_disk.size_gb, ns.gpus) == ("hyperdisk-balanced", 200, 8)
+    cpu = check(make_text()).blueprint.slurm.nodesets[0]
+    assert (cpu.boot_disk_type, cpu.gpus) == ("pd-balanced", 0)
+
+
+def test_unknown_gpu_type_suggests_the_closest(rules_check):
+    hit = rules_check.refused({f"{NS}.machine_type": Here("a3-megagpu-16g")},
+                              "slurm.machine-type", f"{NS}.machine_type", "warning")
+    assert hit.finding.hint == "did you mean a3-megagpu-8g?"

@@ -1,0 +1,72 @@
+"""The catalog's tables match reference/gcp-facts.md, number for number."""
+
+import pytest
+
+from clusterprint import catalog
+
+
+@pytest.mark.parametrize(("tier", "minimum", "step", "threshold", "step_above", "maximum"), [
+    (1000, 9_000, 9_000, 1_530_000, 72_000, 10_008_000),
+    (500, 18_000, 18_000, 3_060_000, 144_000, 20_016_000),
+    (250, 36_000, 36_000, 6_120_000, 288_000, 40_032_000),
+    (125, 72_000, 72_000, None, None, 12_240_000),
+])
+def test_lustre_tiers(tier, minimum, step, threshold, step_above, maximum):
+    t = catalog.LUSTRE_TIERS[tier]
+    assert (t.minimum, t.step, t.threshold, t.step_above, t.maximum) == (
+        minimum, step, threshold, step_above, maximum)
+    assert any(b.allows(minimum) for b in t.bands())
+    assert any(b.allows(maximum) for b in t.bands())
+
+
+def test_lustre_above_threshold_steps_are_multiples_of_the_large_step():
+    bands = catalog.LUSTRE_TIERS[500].bands()
+
+    def allowed(capacity):
+        return any(b.allows(capacity) for b in bands)
+
+    assert allowed(3_060_000) and allowed(3_168_000) and allowed(20_016_000 - 144_000)
+    assert not allowed(3_078_000) and not allowed(3_204_000)
+
+
+@pytest.mark.parametrize(("tier", "bands"), [
+    ("ZONAL", [(1024, 9984, 256), (10240, 102400, 2560)]),
+    ("REGIONAL", [(1024, 9984, 256), (10240, 102400, 2560)]),
+    ("ENTERPRISE", [(1024, 10240, 256)]),
+    ("HIGH_SCALE_SSD", [(10240, 102400, 2560)]),
+    ("BASIC_HDD", [(1024, 65433, 1)]),
+    ("BASIC_SSD", [(2560, 65433, 1)]),
+])
+def test_filestore_tiers(tier, bands):
+    assert [(b.minimum, b.maximum, b.step) for b in catalog.FILESTORE_TIERS[tier]] == bands
+
+
+def test_vpc_mtu_range():
+    assert (catalog.MTU_MIN, catalog.MTU_MAX) == (1300, 8896)
+
+
+@pytest.mark.parametrize(("machine", "gpus", "nics", "networking", "mtu", "disk", "managed"), [
+    ("a3-highgpu-8g", 8, 1 + 4, "tcpx", 8244, "pd-balanced", False),
+    ("a3-megagpu-8g", 8, 1 + 8, "tcpxo", 8244, "pd-balanced", True),
+    ("a3-ultragpu-8g", 8, 2 + 8, "rdma", 8896, "hyperdisk-balanced", True),
+    ("a4-highgpu-8g", 8, 2 + 8, "rdma", 8896, "hyperdisk-balanced", True),
+])
+def test_gpu_machines(machine, gpus, nics, networking, mtu, disk, managed):
+    f = catalog.gpu_family(machine)
+    assert (f.gpus, f.system_nics + f.gpu_nics, f.networking, f.recommended_mtu,
+            f.boot_disk_type, f.managed) == (gpus, nics, networking, mtu, disk, managed)
+
+
+def test_cpu_machines_have_no_family():
+    assert catalog.gpu_family("n2-standard-4") is None
+    assert catalog.gpu_count("n2-standard-4") == 0
+    assert catalog.boot_disk_type("n2-standard-4") == "pd-balanced"
+
+
+def test_capacity_band_nearest_values():
+    band = catalog.CapacityBand(18_000, 3_060_000, 18_000)
+    assert band.nearest(20_000) == [18_000, 36_000]
+    assert band.nearest(36_000) == [36_000]
+    assert band.nearest(1) == [18_000]
+    assert band.nearest(9_999_999) == [3_060_000]
+

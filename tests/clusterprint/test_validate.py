@@ -1,0 +1,37 @@
+"""load_checked: what the stack program and plan use, refusing exactly as validate does."""
+
+from pathlib import Path
+
+import pytest
+
+from clusterprint.validate import InvalidBlueprint, check_file, load_checked
+from tests.clusterprint.blueprint_texts import blueprint_text
+
+A3MEGA = str(Path(__file__).resolve().parents[2] / "blueprints" / "a3mega.yaml")
+
+
+def test_valid_file_gives_the_blueprint():
+    bp = load_checked(A3MEGA)
+    assert (bp.name, bp.zone, bp.mtu) == ("a3mega", "us-central1-a", 8244)
+
+
+def test_invalid_file_raises_with_the_validators_lines(tmp_path):
+    path = tmp_path / "bp.yaml"
+    path.write_text(blueprint_text({"zone": "us-east1-b", "network.mtu": 9000}))
+    with pytest.raises(InvalidBlueprint) as exc:
+        load_checked(str(path))
+    assert str(exc.value) == "\n".join(f.line_text() for f in check_file(str(path)).findings)
+    assert str(exc.value) == f"{path}:16:8: error: network.mtu: 9000 is out of range " \
+                             "(must be at most 8896)"
+
+
+def test_warnings_do_not_stop_a_program(tmp_path):
+    path = tmp_path / "bp.yaml"
+    path.write_text(blueprint_text({"slurm.nodesets[1]": {
+        "name": "spare", "machine_type": "n2-standard-4", "count": 1}}))
+    assert load_checked(str(path)).slurm.nodesets[1].name == "spare"
+
+
+def test_unreadable_file_raises_too(tmp_path):
+    with pytest.raises(InvalidBlueprint, match="no such file"):
+        load_checked(str(tmp_path / "missing.yaml"))
