@@ -2,14 +2,12 @@
 
 from __future__ import annotations
 
-import ipaddress
-
 import pulumi
 
-from clusterprint import catalog, node_metadata
+from clusterprint import node_metadata
+from clusterprint.gpu_fabric import gpu_networking, gpu_ranges
 from clusterprint.model import Blueprint
 from clusterprint.render import node_scripts
-from clusterprint.rules.network import gpu_subnet_count, gpu_subnets
 from components.identity import NodeServiceAccount
 from components.login import LoginNodes
 from components.network import ClusterNetwork
@@ -30,37 +28,6 @@ def project_of(blueprint: Blueprint) -> str:
         raise ValueError("no project: set `project` in the blueprint or "
                          "`pulumi config set gcp:project PROJECT`")
     return project
-
-
-def gpu_networking(blueprint: Blueprint) -> catalog.GpuNetworking:
-    """The one kind of GPU network the cluster builds (none with gpu_networks: none).
-
-    One cluster has one GPU fabric: TCPX(O) VPCs and a RoCE VPC cannot serve a mix.
-    """
-    if blueprint.network.gpu_networks == "none":
-        return "none"
-    kinds = sorted({f.networking for n in blueprint.slurm.nodesets
-                    if (f := catalog.gpu_family(n.machine_type))})
-    if len(kinds) > 1:
-        raise ValueError(f"nodesets mix GPU networking kinds {', '.join(kinds)}; one cluster "
-                         f"builds one kind of GPU network (or set network.gpu_networks: none)")
-    return kinds[0] if kinds else "none"
-
-
-def gpu_ranges(blueprint: Blueprint) -> tuple[list[str], list[str]]:
-    """The CIDRs of the GPU subnets and of the extra gVNIC subnets, carved together.
-
-    Both come from ``network.gpu_subnets_cidr`` so no NIC of a VM overlaps another:
-    first one range per GPU NIC, then one per gVNIC beyond the first (A3 Ultra, A4: 1).
-    """
-    if gpu_networking(blueprint) == "none":
-        return [], []
-    count = gpu_subnet_count(blueprint)
-    extra = max(f.system_nics for n in blueprint.slurm.nodesets
-                if (f := catalog.gpu_family(n.machine_type))) - 1
-    carved = [str(c) for c in gpu_subnets(
-        ipaddress.IPv4Network(blueprint.network.gpu_subnets_cidr), count + extra)]
-    return carved[:count], carved[count:]
 
 
 def iap_ssh_command(instance: str, zone: str, project: str) -> str:

@@ -7,6 +7,7 @@ from collections.abc import Iterator
 
 from clusterprint import catalog
 from clusterprint.findings import Finding, KeyPath, error, format_path, warning
+from clusterprint.gpu_fabric import fabric_kinds, subnets_needed
 from clusterprint.model import Blueprint
 from clusterprint.rules.registry import rule
 
@@ -25,22 +26,6 @@ def parse_cidr(text: str) -> tuple[ipaddress.IPv4Network | None, str | None, str
     except ValueError:
         return None, f"{text!r} is not an IPv4 CIDR block", "e.g. 10.0.0.0/20"
     return None, f"{text} has host bits set", f"try {loose}"
-
-
-def gpu_subnet_count(bp: Blueprint) -> int:
-    """How many GPU subnets the blueprint's GPU families need (0 with gpu_networks: none)."""
-    if bp.network.gpu_networks == "none":
-        return 0
-    return max((f.gpu_nics for n in bp.slurm.nodesets if (f := catalog.gpu_family(n.machine_type))
-                and f.networking != "none"), default=0)
-
-
-def gpu_subnets(cidr: ipaddress.IPv4Network, count: int) -> list[ipaddress.IPv4Network]:
-    """``count`` equal subnets carved from ``cidr`` (the first power of two that fits)."""
-    if count == 0:
-        return []
-    extra_bits = (count - 1).bit_length()
-    return list(cidr.subnets(prefixlen_diff=extra_bits))[:count]
 
 
 def _cidrs(bp: Blueprint) -> list[tuple[KeyPath, str]]:
@@ -71,7 +56,7 @@ def check_cidr_overlaps(bp: Blueprint) -> Iterator[Finding]:
     for path, text in _cidrs(bp):
         parsed, _, _ = parse_cidr(text)
         if parsed is None or path[1] == "ssh_source_ranges" or (
-                path[-1] == "gpu_subnets_cidr" and gpu_subnet_count(bp) == 0):
+                path[-1] == "gpu_subnets_cidr" and subnets_needed(bp) == 0):
             continue
         ranges.append((path, text, parsed))
     for i, (path, text, cidr) in enumerate(ranges):
@@ -83,16 +68,33 @@ def check_cidr_overlaps(bp: Blueprint) -> Iterator[Finding]:
 
 @rule("network.gpu-subnets-size")
 def check_gpu_subnets_size(bp: Blueprint) -> Iterator[Finding]:
-    """gpu_subnets_cidr must split into one subnet per GPU NIC of at least /29."""
-    count = gpu_subnet_count(bp)
+    """gpu_subnets_cidr must split into a /29 or larger per GPU NIC and extra gVNIC."""
+    count = subnets_needed(bp)
     cidr, _, _ = parse_cidr(bp.network.gpu_subnets_cidr)
-    if count == 0 or cidr is None:
+    if count == 0 or cidr is None or len(fabric_kinds(bp)) > 1:
         return
     needed = (count - 1).bit_length()
     if cidr.prefixlen + needed > SMALLEST_GPU_SUBNET:
         yield error(("network", "gpu_subnets_cidr"),
                     f"{cidr} is too small to split into {count} GPU subnets",
                     f"use a prefix of /{SMALLEST_GPU_SUBNET - needed} or larger")
+
+
+@rule("network.gpu-fabric")
+def check_one_gpu_fabric(bp: Blueprint) -> Iterator[Finding]:
+    """One cluster builds one GPU fabric: TCPX(O) VPCs or a RoCE VPC, not both."""
+    if len(fabric_kinds(bp)) < 2:
+        return
+    gpu_sets = [(i, f) for i, n in enumerate(bp.slurm.nodesets)
+                if (f := catalog.gpu_family(n.machine_type))]
+    first_index, first = gpu_sets[0]
+    for index, family in gpu_sets[1:]:
+        if family.networking != first.networking:
+            yield error(("slurm", "nodesets", index, "machine_type"),
+                        f"{family.machine_type} needs {family.networking} GPU networking, "
+                        f"nodesets[{first_index}] needs {first.networking}",
+                        "one GPU fabric per cluster: split it in two, or set "
+                        "network.gpu_networks: none")
 
 
 @rule("network.mtu-recommended")

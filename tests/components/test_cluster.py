@@ -7,7 +7,7 @@ import json
 import pytest
 
 from clusterprint.model import Blueprint
-from components.cluster import TrainingCluster, gpu_networking, gpu_ranges
+from components.cluster import TrainingCluster
 from tests.components.conftest import reference_blueprint
 
 REFERENCES = ["a3mega", "a3ultra", "a4", "cpu-small"]
@@ -162,20 +162,6 @@ def test_lustre_home_reaches_the_nodes_as_metadata(cloud):
         assert metadata["clusterprint-lustre-shared"] == "10.200.0.3@tcp:/shared"
         assert metadata["clusterprint-munge-secret"] == (
             "projects/test-project/secrets/a4-munge-key")
-
-
-def test_rdma_ranges_are_carved_without_overlap():
-    bp = reference_blueprint("a3ultra")
-    gpu, gvnic = gpu_ranges(bp)
-    assert gpu_networking(bp) == "rdma" and len(gpu) == 8 and len(gvnic) == 1
-    assert len(set(gpu + gvnic)) == 9
-
-
-def test_mixed_gpu_fabrics_are_refused():
-    data = reference_blueprint("a4").model_dump(by_alias=True)
-    data["slurm"]["nodesets"][1]["machine_type"] = "a3-megagpu-8g"
-    with pytest.raises(ValueError, match="mix GPU networking kinds rdma, tcpxo"):
-        gpu_networking(Blueprint.model_validate_json(json.dumps(data)))
 
 
 @pytest.mark.parametrize("name", ["a3mega", "cpu-small"])

@@ -36,6 +36,14 @@ REFUSED = [
     pytest.param("network.gpu-subnets-size", "network.gpu_subnets_cidr",
                  {**A3ULTRA, "network.gpu_subnets_cidr": Here("10.128.0.0/28")}, "error",
                  id="roce-subnets-too-small"),
+    pytest.param("network.gpu-subnets-size", "network.gpu_subnets_cidr",
+                 {**A3ULTRA, "network.gpu_subnets_cidr": Here("10.128.0.0/26")}, "error",
+                 id="roce-needs-9-subnets-with-the-extra-gvnic"),
+    pytest.param("network.gpu-fabric", "slurm.nodesets[1].machine_type",
+                 {**A3MEGA, "slurm.nodesets[1]": {"name": "ultra", "count": 1,
+                                                  "machine_type": Here("a3-ultragpu-8g")},
+                  "slurm.partitions[0].nodesets": ["cpu", "ultra"]}, "error",
+                 id="tcpxo-and-rdma-in-one-cluster"),
     pytest.param("network.mtu-recommended", "network.mtu",
                  {**A3MEGA, "network.mtu": Here(8896)}, "warning", id="a3mega-at-8896"),
     pytest.param("network.mtu-recommended", "network.mtu",
@@ -52,6 +60,11 @@ REFUSED = [
 ]
 
 ACCEPTED = [
+    pytest.param("network.gpu-fabric",
+                 {**A3ULTRA, "slurm.nodesets[1]": {"name": "b200", "count": 1,
+                                                   "machine_type": "a4-highgpu-8g"},
+                  "slurm.partitions[0].nodesets": ["cpu", "b200"]},
+                 id="a3ultra-and-a4-share-the-roce-fabric"),
     pytest.param("network.cidr", {"network.subnet_cidr": "10.1.0.0/16",
                                   "network.ssh_source_ranges": ["0.0.0.0/0"]}, id="cidrs"),
     pytest.param("network.cidr-overlap", {"network.subnet_cidr": "10.128.0.0/20"},
