@@ -111,7 +111,8 @@ def _suggest(word: str, choices: list[str]) -> str | None:
     return f"did you mean `{close[0]}`?" if close else None
 
 
-def _clean_loc(loc: tuple) -> KeyPath:
+def clean_loc(loc: tuple) -> KeyPath:
+    """pydantic's error location as a blueprint key path (validator wrappers left out)."""
     return tuple(p for p in loc if isinstance(p, int) or not str(p).startswith("function-"))
 
 
@@ -122,7 +123,7 @@ def findings_from(exc: ValidationError) -> list[Finding]:
 
 def _finding(err: dict) -> Finding:
     kind = err["type"]
-    path = _clean_loc(err["loc"])
+    path = clean_loc(err["loc"])
     value = err.get("input")
     ctx = err.get("ctx") or {}
 

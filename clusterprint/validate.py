@@ -6,9 +6,13 @@ refused by ``clusterprint validate`` is refused the same way by ``pulumi up``.
 
 from __future__ import annotations
 
+import copy
 from dataclasses import dataclass, field
+from typing import Any
 
-from clusterprint.findings import Finding, Located
+from pydantic import ValidationError
+
+from clusterprint.findings import Finding, KeyPath, Located
 from clusterprint.loader import Document, LoadError, load_document, parse
 from clusterprint.model import Blueprint
 
@@ -44,8 +48,6 @@ class InvalidBlueprint(Exception):
 
 def check_document(file: str, doc: Document) -> Checked:
     """Validate loaded data: the model first, then the rules on a model that built."""
-    from pydantic import ValidationError
-
     from clusterprint import rules
     from clusterprint.model_errors import findings_from
 
@@ -60,7 +62,7 @@ def check_document(file: str, doc: Document) -> Checked:
         try:
             result.blueprint = Blueprint.model_validate(doc.data)
         except ValidationError as exc:
-            found = findings_from(exc)
+            found = findings_from(exc) + rule_findings_despite(doc.data, exc)
         else:
             found = rules.check(result.blueprint)
     for finding in found:
@@ -69,6 +71,48 @@ def check_document(file: str, doc: Document) -> Checked:
         result.findings.append(Located(file, line, column, finding))
     result.findings.sort(key=lambda f: (f.line or 0, f.column or 0))
     return result
+
+
+def rule_findings_despite(data: dict, exc: ValidationError) -> list[Finding]:
+    """Rule findings on the data with the model's bad keys left out.
+
+    A typo'd key and a Lustre size off its step should both show in one run. Each key
+    the model refused is dropped (its default applies), and the rules run on what is
+    left. Findings inside an object that lost a value are dropped too, since that
+    value's default could be what they complain about; unknown keys cost nothing.
+    When dropping cannot repair the data (a missing key, a bad list item), the model's
+    findings stand alone.
+    """
+    from clusterprint import rules
+    from clusterprint.model_errors import clean_loc
+
+    repaired = copy.deepcopy(data)
+    shaken: list[KeyPath] = []
+    for err in exc.errors(include_url=False):
+        path = clean_loc(err["loc"])
+        unknown = err["type"] == "extra_forbidden" or path[-1:] == ("[key]",)
+        path = path[:-1] if path[-1:] == ("[key]",) else path
+        parent = _walk(repaired, path[:-1])
+        if err["type"] == "missing" or not isinstance(parent, dict) or path[-1] not in parent:
+            return []
+        del parent[path[-1]]
+        if not unknown:
+            shaken.append(path[:-1])
+    try:
+        blueprint = Blueprint.model_validate(repaired)
+    except ValidationError:
+        return []
+    return [f for f in rules.check(blueprint)
+            if not any(f.path[:len(owner)] == owner for owner in shaken)]
+
+
+def _walk(data: Any, path: KeyPath) -> Any:
+    for step in path:
+        try:
+            data = data[step]
+        except (KeyError, IndexError, TypeError):
+            return None
+    return data
 
 
 def check_file(file: str) -> Checked:

@@ -4,7 +4,7 @@ from pathlib import Path
 
 import pytest
 
-from clusterprint.validate import InvalidBlueprint, check_file, load_checked
+from clusterprint.validate import InvalidBlueprint, check_file, check_text, load_checked
 from tests.clusterprint.blueprint_texts import blueprint_text
 
 A3MEGA = str(Path(__file__).resolve().parents[2] / "blueprints" / "a3mega.yaml")
@@ -21,8 +21,32 @@ def test_invalid_file_raises_with_the_validators_lines(tmp_path):
     with pytest.raises(InvalidBlueprint) as exc:
         load_checked(str(path))
     assert str(exc.value) == "\n".join(f.line_text() for f in check_file(str(path)).findings)
-    assert str(exc.value) == f"{path}:16:8: error: network.mtu: 9000 is out of range " \
-                             "(must be at most 8896)"
+    assert str(exc.value).splitlines() == [
+        f"{path}:5:7: error: zone: zone us-east1-b is not in region us-central1 "
+        "(try us-central1-a, or region us-east1)",
+        f"{path}:16:8: error: network.mtu: 9000 is out of range (must be at most 8896)"]
+
+
+def test_model_errors_and_rule_errors_show_in_one_run(tmp_path):
+    text = blueprint_text({"network.mtux": 8244, "zone": "us-east1-b",
+                           "storage.lustre": [{"name": "scratch", "filesystem": "scratch",
+                                               "capacity_gib": 20000}]})
+    rules = [f.finding.rule for f in check_text("bp.yaml", text).findings]
+    assert sorted(rules) == ["location.zone-in-region", "schema.unknown-key",
+                             "storage.lustre-capacity"]
+
+
+def test_rules_next_to_a_refused_value_stay_quiet():
+    # provisioning falls back to on-demand while it is broken; "reservation only with
+    # provisioning reservation" would blame the wrong key.
+    text = blueprint_text({"slurm.nodesets[0].provisioning": "reserved",
+                           "slurm.nodesets[0].reservation": "projects/my-project/reservations/r"})
+    assert [f.finding.rule for f in check_text("bp.yaml", text).findings] == ["schema.enum"]
+
+
+def test_a_refused_required_value_leaves_the_rules_out():
+    text = blueprint_text({"slurm.nodesets[0].count": "2", "zone": "us-east1-b"})
+    assert [f.finding.rule for f in check_text("bp.yaml", text).findings] == ["schema.type"]
 
 
 def test_warnings_do_not_stop_a_program(tmp_path):
