@@ -21,6 +21,7 @@ def write_tree(files: dict[str, str], out: Path, replace: bool = False) -> None:
     An existing non-empty ``out`` is replaced only with ``replace``; scripts are
     made executable.
     """
+    out = out.resolve()
     if out.exists() and not out.is_dir():
         raise OutputExists(f"{out} exists and is not a folder")
     if out.is_dir() and any(out.iterdir()) and not replace:

@@ -17,14 +17,14 @@ names = st.from_regex(r"[a-z][a-z0-9]{0,6}", fullmatch=True)
 @st.composite
 def blueprints(draw) -> Blueprint:
     """A valid blueprint with several nodesets and partitions over them."""
-    nodeset_names = draw(st.lists(names, min_size=1, max_size=4, unique=True))
+    nodeset_names = draw(st.lists(names, min_size=2, max_size=4, unique=True))
     nodesets = []
     for name in nodeset_names:
         count = draw(st.integers(0, 64))
         nodesets.append({"name": name, "machine_type": draw(st.sampled_from(MACHINE_TYPES)),
                          "count": count, "max_count": draw(st.integers(max(count, 1), 256))})
     partitions = []
-    for name in draw(st.lists(names, min_size=1, max_size=4, unique=True)):
+    for name in draw(st.lists(names, min_size=2, max_size=4, unique=True)):
         members = draw(st.lists(st.sampled_from(nodeset_names), min_size=1, unique=True))
         partitions.append({"name": f"p{name}", "nodesets": members,
                            "max_time": draw(st.sampled_from(MAX_TIMES))})
