@@ -1,7 +1,7 @@
 """Rendering what the nodes run from a checked blueprint (jinja2, pure: same bytes every time).
 
-INTERFACE STUB: the node-software work replaces this module's body; the components
-depend only on ``NodeScripts`` and ``node_scripts``.
+``node_scripts`` is what the components put in each VM's ``startup-script`` metadata;
+``rendered_files`` is every file by the path ``clusterprint render`` writes it to.
 """
 
 from __future__ import annotations
@@ -9,6 +9,12 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from clusterprint.model import Blueprint
+from clusterprint.render.node_scripts import (
+    render_compute_script,
+    render_controller_script,
+    render_login_script,
+)
+from clusterprint.render.slurm_config import render_slurm_configs
 
 
 @dataclass(frozen=True)
@@ -23,5 +29,23 @@ class NodeScripts:
 
 def node_scripts(blueprint: Blueprint) -> NodeScripts:
     """Startup scripts for every role of the blueprint's cluster."""
-    stub = "#!/bin/bash\nset -euo pipefail\n"
-    return NodeScripts(stub, stub, {n.name: stub for n in blueprint.slurm.nodesets})
+    slurm_files = render_slurm_configs(blueprint)
+    return NodeScripts(
+        controller=render_controller_script(blueprint, slurm_files),
+        login=render_login_script(blueprint, slurm_files),
+        compute={n.name: render_compute_script(blueprint, n) for n in blueprint.slurm.nodesets})
+
+
+def compute_script_path(nodeset: str) -> str:
+    """Where a nodeset's compute script lands under ``clusterprint render --out``."""
+    return f"scripts/compute-{nodeset}.sh"
+
+
+def rendered_files(blueprint: Blueprint) -> dict[str, str]:
+    """Every rendered file by its path relative to the output folder."""
+    scripts = node_scripts(blueprint)
+    files = render_slurm_configs(blueprint)
+    files["scripts/controller.sh"] = scripts.controller
+    files["scripts/login.sh"] = scripts.login
+    files.update({compute_script_path(name): text for name, text in scripts.compute.items()})
+    return files

@@ -1,0 +1,49 @@
+"""Render what the nodes of a blueprint's cluster run, into a folder.
+
+Writes slurm.conf, gres.conf, cgroup.conf and scripts/<role>.sh (controller, login,
+compute-<nodeset>) into DIR, all at once: on any error nothing is left half-written.
+
+Exit status: 0 written, 1 invalid blueprint (the validator's lines on stderr),
+2 usage error, unreadable file, or DIR not empty without --force.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+
+from clusterprint.cli import EXIT_USAGE
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    """render FILE --out DIR [--force]."""
+    parser.add_argument("file", metavar="FILE", help="blueprint file (.yaml or .json)")
+    parser.add_argument("--out", required=True, metavar="DIR", type=Path,
+                        help="folder to write into; must be absent or empty")
+    parser.add_argument("--force", action="store_true",
+                        help="replace DIR even when it holds files")
+
+
+def run(args: argparse.Namespace) -> int:
+    """Check the blueprint, render it and write the folder."""
+    from clusterprint.render import rendered_files
+    from clusterprint.render.output import OutputExists, write_tree
+    from clusterprint.validate import check_file
+
+    checked = check_file(args.file)
+    for finding in checked.findings:
+        print(finding.line_text(), file=sys.stderr)
+    if not checked.ok or checked.blueprint is None:
+        return checked.exit_code
+    files = rendered_files(checked.blueprint)
+    try:
+        write_tree(files, args.out, replace=args.force)
+    except OutputExists as exc:
+        print(f"clusterprint render: {exc}", file=sys.stderr)
+        return EXIT_USAGE
+    except OSError as exc:
+        print(f"clusterprint render: cannot write {args.out}: {exc}", file=sys.stderr)
+        return EXIT_USAGE
+    print(f"{args.out}: wrote {len(files)} files", file=sys.stderr)
+    return 0

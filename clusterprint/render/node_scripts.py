@@ -1,0 +1,44 @@
+"""The startup script of each node role, rendered from the checked blueprint.
+
+What the blueprint fixes (mount paths, buckets, the nodeset's Slurm line, the Slurm
+files) is rendered in; what only exists once resources do (Filestore and Lustre
+addresses, the munge key's secret) is read from instance metadata at boot.
+"""
+
+from __future__ import annotations
+
+from clusterprint import node_metadata
+from clusterprint.model import Blueprint, Nodeset
+from clusterprint.render.environment import render
+from clusterprint.render.slurm_config import conf_server, dynamic_node_conf
+
+#: Metadata keys as the scripts' templates name them.
+METADATA_KEYS = {"home_source": node_metadata.HOME_SOURCE,
+                 "munge_secret": node_metadata.MUNGE_SECRET}
+
+
+def _common(blueprint: Blueprint, role: str) -> dict[str, object]:
+    scratch = [{"name": x.name, "mount": blueprint.mount_of(x),
+                "key": node_metadata.lustre_source(x.name)}
+               for x in blueprint.storage.lustre if blueprint.mount_of(x) != "/home"]
+    buckets = [{"name": b.bucket, "mount": b.mount_path} for b in blueprint.storage.buckets]
+    return {"role": role, "cluster": blueprint.name, "keys": METADATA_KEYS,
+            "scratch": scratch, "buckets": buckets}
+
+
+def render_controller_script(blueprint: Blueprint, slurm_files: dict[str, str]) -> str:
+    """The controller's script: /home, the munge key (created on first boot), slurmctld."""
+    return render("scripts/controller.sh.j2", files=slurm_files,
+                  **_common(blueprint, "controller"))
+
+
+def render_login_script(blueprint: Blueprint, slurm_files: dict[str, str]) -> str:
+    """A login node's script: storage, munge and the client configuration."""
+    return render("scripts/login.sh.j2", files=slurm_files, **_common(blueprint, "login"))
+
+
+def render_compute_script(blueprint: Blueprint, nodeset: Nodeset) -> str:
+    """A compute node's script: storage, munge, then slurmd as a dynamic node of ``nodeset``."""
+    return render("scripts/compute.sh.j2", nodeset=nodeset.name,
+                  node_conf=dynamic_node_conf(nodeset), conf_server=conf_server(blueprint),
+                  **_common(blueprint, f"compute-{nodeset.name}"))

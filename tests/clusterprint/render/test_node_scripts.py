@@ -1,0 +1,93 @@
+"""Every rendered startup script parses and passes shellcheck with nothing suppressed."""
+
+from __future__ import annotations
+
+import re
+import shutil
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from clusterprint.render import rendered_files
+from clusterprint.validate import load_checked
+
+BLUEPRINTS = sorted(Path("blueprints").glob("*.yaml"))
+SCRIPTS = [(path, name) for path in BLUEPRINTS
+           for name in rendered_files(load_checked(str(path))) if name.startswith("scripts/")]
+
+
+@pytest.fixture(scope="module")
+def script_dir(tmp_path_factory) -> Path:
+    """Every reference blueprint's scripts on disk, one folder per blueprint."""
+    root = tmp_path_factory.mktemp("scripts")
+    for path in BLUEPRINTS:
+        for name, text in rendered_files(load_checked(str(path))).items():
+            target = root / path.stem / name
+            target.parent.mkdir(parents=True, exist_ok=True)
+            target.write_text(text)
+    return root
+
+
+@pytest.mark.parametrize(("path", "name"), SCRIPTS, ids=lambda x: getattr(x, "stem", x))
+def test_script_parses_and_passes_shellcheck(path, name, script_dir):
+    script = script_dir / path.stem / name
+    parsed = subprocess.run(["bash", "-n", str(script)], capture_output=True, text=True)
+    assert parsed.returncode == 0, parsed.stderr
+    assert shutil.which("shellcheck"), "install shellcheck (make system-packages)"
+    checked = subprocess.run(["shellcheck", "--severity=style", "--shell=bash", str(script)],
+                             capture_output=True, text=True)
+    assert checked.returncode == 0, checked.stdout
+
+
+def test_scripts_suppress_no_shellcheck_warning(script_dir):
+    scripts = sorted(script_dir.glob("*/scripts/*.sh"))
+    assert len(scripts) == len(SCRIPTS)
+    suppressed = [s for s in scripts if re.search(r"#\s*shellcheck\s+disable", s.read_text())]
+    assert suppressed == []
+
+
+def scripts_of(blueprint_name: str) -> dict[str, str]:
+    """The rendered files of a reference blueprint."""
+    return rendered_files(load_checked(f"blueprints/{blueprint_name}.yaml"))
+
+
+def test_gpu_nodes_register_with_their_feature_and_gpus():
+    files = scripts_of("a4")
+    assert "readonly NODE_CONF='Feature=a4 Gres=gpu:8'" in files["scripts/compute-a4.sh"]
+    assert "readonly NODE_CONF='Feature=a4spot Gres=gpu:8'" in files["scripts/compute-a4spot.sh"]
+    assert "readonly CONF_SERVER=a4-controller:6817" in files["scripts/compute-a4.sh"]
+
+
+def test_cpu_nodes_register_without_gres():
+    assert "readonly NODE_CONF=Feature=cpu\n" in scripts_of("cpu-small")["scripts/compute-cpu.sh"]
+
+
+def test_only_controller_and_login_carry_slurm_conf():
+    files = scripts_of("a3mega")
+    assert files["slurm.conf"] in files["scripts/controller.sh"]
+    assert files["gres.conf"] in files["scripts/controller.sh"]
+    assert files["cgroup.conf"] in files["scripts/controller.sh"]
+    assert files["slurm.conf"] in files["scripts/login.sh"]
+    assert "ClusterName" not in files["scripts/compute-a3mega.sh"]
+
+
+def test_storage_mounts_follow_the_blueprint():
+    a3mega = scripts_of("a3mega")["scripts/compute-a3mega.sh"]
+    assert '"$(metadata clusterprint-lustre-scratch)" /lustre' in a3mega
+    bucket = "gcsfuse --implicit-dirs -o allow_other my-project-a3mega-ckpts /gcs/checkpoints"
+    assert bucket in a3mega
+    # a4 keeps /home on its only Lustre entry: /home is mounted once, from its source key.
+    a4 = scripts_of("a4")["scripts/login.sh"]
+    assert "clusterprint-lustre-shared" not in a4
+    assert "source=$(metadata clusterprint-home-source)" in a4
+
+
+def test_controller_creates_the_munge_key_only_in_secret_manager():
+    files = scripts_of("cpu-small")
+    controller = files["scripts/controller.sh"]
+    assert "gcloud secrets versions add" in controller
+    assert "metadata clusterprint-munge-secret" in controller
+    for name, text in files.items():
+        if name != "scripts/controller.sh":
+            assert "gcloud secrets versions add" not in text, name

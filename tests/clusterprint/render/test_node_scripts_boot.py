@@ -1,0 +1,145 @@
+"""The rendered scripts boot a node, run again unchanged after a reboot, and fail loudly.
+
+Each script runs as root in its own mount namespace: the folders it writes (/etc/munge,
+/etc/slurm, /etc/systemd/system, /var/spool, /home) are bind-mounted from a temp folder,
+and stubs stand in for the metadata server, Secret Manager, systemd and mounts.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import time
+from pathlib import Path
+
+import pytest
+
+from clusterprint import node_metadata
+from clusterprint.render import rendered_files
+from clusterprint.validate import load_checked
+
+STUBS = Path(__file__).parent / "stubs"
+SANDBOXED = ("/etc/munge", "/etc/slurm", "/etc/systemd/system", "/var/spool", "/home")
+SECRET = "projects/my-project/secrets/cpu-small-munge-key"
+
+
+class Node:
+    """One VM's disk and cloud, shared by the runs of its scripts."""
+
+    def __init__(self, root: Path) -> None:
+        self.root = root
+        self.fake = root / "fake"
+        for sub in ("metadata", "mounted", "secret"):
+            (self.fake / sub).mkdir(parents=True)
+        self.metadata(node_metadata.HOME_SOURCE, "nfs:10.1.2.3:/home")
+        self.metadata(node_metadata.MUNGE_SECRET, SECRET)
+        self.script_dir = root / "scripts"
+        self.script_dir.mkdir()
+
+    def metadata(self, key: str, value: str) -> None:
+        """Set an instance metadata value."""
+        (self.fake / "metadata" / key).write_text(value)
+
+    def boot(self, script: str) -> subprocess.CompletedProcess:
+        """Run a script as the VM's startup would, with the node's folders in place."""
+        path = self.script_dir / "startup.sh"
+        path.write_text(script)
+        binds = []
+        for target in SANDBOXED:
+            source = self.root / "disk" / target.strip("/").replace("/", "-")
+            source.mkdir(parents=True, exist_ok=True)
+            binds.append(f"mount --bind {source} {target}")
+        # The real mount makes the sandbox, and the stubs come into PATH only after it:
+        # a script must never run against this machine's own folders.
+        setup = "set -e; " + "; ".join(binds)
+        journal = self.fake / "journal"
+        journal.unlink(missing_ok=True)
+        env = {**os.environ, "FAKE": str(self.fake)}
+        done = subprocess.run(
+            ["unshare", "--mount", "--propagation", "private", "bash", "-c",
+             f'{setup}; PATH={STUBS}:$PATH exec bash "$0"', str(path)],
+            env=env, capture_output=True, text=True, timeout=60)
+        self.wait_for_journal(done.returncode)
+        return done
+
+    def wait_for_journal(self, returncode: int) -> None:
+        """The journal writer drains after the script exits: wait for its last line."""
+        last = "is up" if returncode == 0 else "FAILED"
+        deadline = time.monotonic() + 5
+        while last not in self.journal() and time.monotonic() < deadline:
+            time.sleep(0.05)
+
+    def journal(self) -> str:
+        """What the scripts logged."""
+        path = self.fake / "journal"
+        return path.read_text() if path.exists() else ""
+
+    def calls(self) -> list[str]:
+        """Every stubbed command the scripts ran, and clears the record."""
+        path = self.fake / "calls"
+        lines = path.read_text().splitlines() if path.exists() else []
+        path.unlink(missing_ok=True)
+        return lines
+
+    def file(self, path: str) -> Path:
+        """A file the scripts wrote, under the node's sandboxed folders."""
+        for target in SANDBOXED:
+            if path.startswith(target + "/"):
+                name = target.strip("/").replace("/", "-")
+                return self.root / "disk" / name / path[len(target) + 1:]
+        raise AssertionError(f"{path} is outside the sandbox")
+
+
+@pytest.fixture
+def node(tmp_path) -> Node:
+    """A fresh VM; unshare needs root, like the Slurm tests."""
+    assert os.geteuid() == 0 and shutil.which("unshare"), "these tests need root and unshare"
+    return Node(tmp_path)
+
+
+@pytest.fixture(scope="module")
+def files() -> dict[str, str]:
+    """The cpu-small blueprint's rendered files."""
+    return rendered_files(load_checked("blueprints/cpu-small.yaml"))
+
+
+def test_controller_creates_munge_key_once_and_is_unchanged_after_reboot(node, files):
+    first = node.boot(files["scripts/controller.sh"])
+    assert first.returncode == 0, node.journal()
+    calls = node.calls()
+    assert "mount -t nfs -o hard,timeo=600,retrans=3,_netdev 10.1.2.3:/home /home" in calls
+    assert sum(c.startswith("gcloud secrets versions add cpu-small-munge-key") for c in calls) == 1
+    key = node.file("/etc/munge/munge.key")
+    assert key.read_text() == (node.fake / "secret" / "1").read_text()
+    assert oct(key.stat().st_mode & 0o777) == "0o400"
+    assert node.file("/etc/slurm/slurm.conf").read_text() == files["slurm.conf"]
+    assert "systemctl restart slurmctld" in calls and "systemctl restart munge" in calls
+
+    again = node.boot(files["scripts/controller.sh"])
+    assert again.returncode == 0, node.journal()
+    calls = node.calls()
+    assert not [c for c in calls if c.startswith(("mount", "gcloud secrets versions add"))]
+    assert "systemctl start slurmctld" in calls and "systemctl restart slurmctld" not in calls
+    assert sorted(os.listdir(node.fake / "secret")) == ["1"]
+
+
+def test_compute_waits_for_home_then_starts_slurmd_as_dynamic_node(node, files):
+    (node.fake / "secret" / "1").write_text("key from the controller")
+    (node.fake / "unreachable").touch()
+    done = node.boot(files["scripts/compute-cpu.sh"])
+    assert done.returncode == 0, node.journal()
+    assert "mount Filestore 10.1.2.3:/home on /home: not yet, retrying" in node.journal()
+    assert node.file("/etc/munge/munge.key").read_text() == "key from the controller"
+    dropin = node.file("/etc/systemd/system/slurmd.service.d/clusterprint.conf").read_text()
+    assert ('-D -s -Z --conf-server cpu-small-controller:6817 --conf "Feature=cpu"'
+            in dropin)
+    assert "systemctl restart slurmd" in node.calls()
+
+
+def test_a_missing_metadata_value_fails_loudly(node, files):
+    (node.fake / "metadata" / node_metadata.HOME_SOURCE).unlink()
+    done = node.boot(files["scripts/login.sh"])
+    assert done.returncode != 0
+    assert "<3>FAILED" in node.journal()
+    assert not [c for c in node.calls() if c.startswith("mount")]

@@ -1,0 +1,57 @@
+"""slurm.conf, gres.conf and cgroup.conf say what the blueprint says, byte for byte."""
+
+from __future__ import annotations
+
+from clusterprint.model import Blueprint
+from clusterprint.render import rendered_files
+from clusterprint.render.slurm_config import render_slurm_conf
+from clusterprint.validate import load_checked
+
+
+def lines(text: str) -> list[str]:
+    return [line for line in text.splitlines() if line and not line.startswith("#")]
+
+
+def test_rendering_is_the_same_bytes_every_time():
+    first = rendered_files(load_checked("blueprints/a4.yaml"))
+    assert rendered_files(load_checked("blueprints/a4.yaml")) == first
+
+
+def test_a4_slurm_conf_names_cluster_controller_nodesets_and_partitions():
+    conf = lines(render_slurm_conf(load_checked("blueprints/a4.yaml")))
+    assert "ClusterName=a4" in conf
+    assert "SlurmctldHost=a4-controller" in conf
+    assert "SlurmctldParameters=enable_configless" in conf
+    assert "SelectType=select/cons_tres" in conf
+    assert "GresTypes=gpu" in conf
+    assert "MaxNodeCount=12" in conf  # a4: 4 static + a4spot: up to 8
+    assert "ReturnToService=2" in conf
+    assert [line for line in conf if line.startswith("NodeSet=")] == [
+        "NodeSet=a4 Feature=a4", "NodeSet=a4spot Feature=a4spot"]
+    assert [line for line in conf if line.startswith("PartitionName=")] == [
+        "PartitionName=a4 Nodes=a4 Default=YES DefaultTime=UNLIMITED MaxTime=UNLIMITED State=UP",
+        "PartitionName=a4spot Nodes=a4spot Default=NO DefaultTime=12:00:00 MaxTime=12:00:00 "
+        "State=UP",
+    ]
+
+
+def test_first_partition_is_default_when_none_is_marked():
+    blueprint = Blueprint.model_validate({
+        "apiVersion": "clusterprint/v1", "kind": "TrainingCluster", "name": "two",
+        "region": "us-central1", "zone": "us-central1-a",
+        "slurm": {"nodesets": [{"name": "a", "machine_type": "n2-standard-4", "count": 1},
+                               {"name": "b", "machine_type": "n2-standard-4", "count": 2,
+                                "max_count": 5}],
+                  "partitions": [{"name": "one", "nodesets": ["a", "b"]},
+                                 {"name": "two", "nodesets": ["b"], "max_time": "30"}]}})
+    conf = lines(render_slurm_conf(blueprint))
+    assert "MaxNodeCount=6" in conf
+    assert ("PartitionName=one Nodes=a,b Default=YES DefaultTime=UNLIMITED MaxTime=UNLIMITED "
+            "State=UP") in conf
+    assert "PartitionName=two Nodes=b Default=NO DefaultTime=30 MaxTime=30 State=UP" in conf
+
+
+def test_gres_detects_gpus_and_cgroups_confine_devices():
+    files = rendered_files(load_checked("blueprints/a3mega.yaml"))
+    assert lines(files["gres.conf"]) == ["AutoDetect=nvml"]
+    assert "ConstrainDevices=yes" in lines(files["cgroup.conf"])

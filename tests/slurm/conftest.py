@@ -1,0 +1,248 @@
+"""Real Slurm 22.05 daemons for the tests that prove rendered files.
+
+Every daemon runs in the foreground as a child of the test process, in its own temp
+folder, on free ports, and is stopped by its own PID; nothing is left running. The
+rendered slurm.conf changes only in host, port, path, auth and process-tracking lines.
+
+gres.conf is the rendered one (``AutoDetect=nvml``); this machine has no NVML, so Slurm
+falls back to gres.conf lines, and a GPU node gets the line NVML would find on a GPU VM,
+pointing at fake device files (character devices, like /dev/nvidia*) in a temp folder.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import shlex
+import shutil
+import signal
+import socket
+import stat
+import subprocess
+import tempfile
+import time
+from collections.abc import Callable, Iterator
+from pathlib import Path
+
+import pytest
+
+from clusterprint.model import Blueprint
+from clusterprint.render import compute_script_path, rendered_files
+
+#: The only slurm.conf keys a local run may change, by the reason they may.
+LOCAL_KEYS = {
+    "SlurmctldHost": "host", "SlurmctldPort": "port", "SlurmdPort": "port",
+    "StateSaveLocation": "path", "SlurmdSpoolDir": "path", "SlurmctldPidFile": "path",
+    "SlurmdPidFile": "path", "AuthInfo": "auth",
+    # cgroup confinement needs a systemd-managed host; CI containers have none.
+    "ProctrackType": "process tracking", "TaskPlugin": "process tracking",
+}
+#: The character device major number of NVIDIA GPUs (/dev/nvidia0 is 195, 0).
+NVIDIA_MAJOR = 195
+#: How long a daemon may take to answer before the test fails.
+START_TIMEOUT_S = 30
+
+
+def localize(slurm_conf: str, values: dict[str, str]) -> str:
+    """The rendered slurm.conf with ``values`` replacing (or added as) its local lines."""
+    unknown = set(values) - set(LOCAL_KEYS)
+    assert not unknown, f"not a host, port, path, auth or process-tracking key: {unknown}"
+    lines, seen = [], set()
+    for line in slurm_conf.splitlines():
+        key = line.split("=", 1)[0]
+        if key in values:
+            line = f"{key}={values[key]}"
+            seen.add(key)
+        lines.append(line)
+    lines += [f"{key}={value}" for key, value in values.items() if key not in seen]
+    return "\n".join(lines) + "\n"
+
+
+def node_conf_of(compute_script: str) -> str:
+    """The exact ``slurmd --conf`` line a rendered compute script starts slurmd with."""
+    assert 'slurmd -D -s -Z --conf-server $CONF_SERVER --conf "$NODE_CONF"' in compute_script
+    match = re.search(r"^readonly NODE_CONF=(.+)$", compute_script, re.MULTILINE)
+    assert match, "the compute script sets no NODE_CONF"
+    (value,) = shlex.split(match.group(1))
+    return value
+
+
+def free_port() -> int:
+    """A TCP port nothing listens on now."""
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+def wait_until(check: Callable[[], bool], what: str, log: Path | None = None,
+               timeout: float = START_TIMEOUT_S) -> None:
+    """Poll ``check`` until it holds; fail naming ``what`` and showing the daemon's log."""
+    deadline = time.monotonic() + timeout
+    while not check():
+        if time.monotonic() > deadline:
+            tail = log.read_text(errors="replace")[-3000:] if log and log.exists() else ""
+            pytest.fail(f"{what}: not within {timeout}s\n{tail}")
+        time.sleep(0.2)
+
+
+class Daemon:
+    """One daemon in the foreground, its output in a log file, stopped by its PID."""
+
+    def __init__(self, argv: list[str], log: Path, env: dict[str, str] | None = None) -> None:
+        self.log = log
+        with log.open("wb") as out:
+            self.process = subprocess.Popen(argv, stdout=out, stderr=subprocess.STDOUT,
+                                            stdin=subprocess.DEVNULL, env=env)
+
+    def running(self) -> bool:
+        """True while the process has not exited."""
+        return self.process.poll() is None
+
+    def stop(self) -> None:
+        """SIGTERM, then SIGKILL if it lingers; waits so no zombie is left."""
+        if not self.running():
+            return
+        os.kill(self.process.pid, signal.SIGTERM)
+        try:
+            self.process.wait(timeout=15)
+        except subprocess.TimeoutExpired:
+            os.kill(self.process.pid, signal.SIGKILL)
+            self.process.wait()
+
+
+def private_dir(parent: Path | None = None, owner: str | None = None) -> Path:
+    """A fresh folder other users can traverse (slurmctld runs as the slurm user)."""
+    path = Path(tempfile.mkdtemp(prefix="clusterprint-slurm-", dir=parent))
+    path.chmod(0o755)
+    if owner:
+        shutil.chown(path, owner, owner)
+    return path
+
+
+class LocalSlurm:
+    """A rendered cluster on this machine: slurmctld plus one dynamic slurmd at a time.
+
+    A dynamic node takes its port from SlurmdPort (``Port=`` is refused in ``--conf``),
+    so nodes run one after the other, each under its own name and spool folder.
+    """
+
+    def __init__(self, blueprint: Blueprint, munge_socket: Path) -> None:
+        self.blueprint = blueprint
+        self.files = rendered_files(blueprint)
+        self.root = private_dir()
+        self.daemons: list[Daemon] = []
+        state = private_dir(self.root, owner="slurm")
+        self.conf = self.root / "slurm.conf"
+        self.conf.write_text(localize(self.files["slurm.conf"], {
+            "SlurmctldHost": "localhost",
+            "SlurmctldPort": str(free_port()),
+            "SlurmdPort": str(free_port()),
+            "StateSaveLocation": str(state),
+            "SlurmdSpoolDir": str(self.root / "spool-%n"),
+            "SlurmctldPidFile": str(state / "slurmctld.pid"),
+            "SlurmdPidFile": str(self.root / "slurmd-%n.pid"),
+            "AuthInfo": f"socket={munge_socket}",
+            "ProctrackType": "proctrack/linuxproc",
+            "TaskPlugin": "task/none",
+        }))
+        (self.root / "cgroup.conf").write_text(self.files["cgroup.conf"])
+        self.env = {**os.environ, "SLURM_CONF": str(self.conf)}
+
+    def run(self, *argv: str, timeout: float = 60) -> str:
+        """A Slurm client command against this cluster; its stdout, failing loudly."""
+        done = subprocess.run(argv, env=self.env, capture_output=True, text=True,
+                              timeout=timeout)
+        assert done.returncode == 0, f"{shlex.join(argv)}: {done.returncode}\n{done.stderr}"
+        return done.stdout
+
+    def answers(self) -> bool:
+        """True when slurmctld answers a ping."""
+        ping = subprocess.run(["scontrol", "ping"], env=self.env, capture_output=True,
+                              text=True, timeout=10)
+        return "UP" in ping.stdout
+
+    def start_controller(self) -> None:
+        """slurmctld with the rendered (localized) configuration, until it answers."""
+        ctld = Daemon(["slurmctld", "-D", "-f", str(self.conf)],
+                      self.root / "slurmctld.log", self.env)
+        self.daemons.append(ctld)
+        wait_until(lambda: ctld.running() and self.answers(), "slurmctld answering", ctld.log)
+
+    def compute_node_conf(self, nodeset: str) -> str:
+        """The ``--conf`` line of the nodeset's rendered compute script."""
+        return node_conf_of(self.files[compute_script_path(nodeset)])
+
+    def fake_gpus(self, count: int) -> str:
+        """The gres.conf line NVML would detect for ``count`` GPUs, on fake device files."""
+        devices = self.root / "dev"
+        devices.mkdir(exist_ok=True)
+        for index in range(count):
+            device = devices / f"nvidia{index}"
+            if not device.exists():
+                os.mknod(device, 0o666 | stat.S_IFCHR, os.makedev(NVIDIA_MAJOR, index))
+        return f"Name=gpu File={devices}/nvidia[0-{count - 1}]\n"
+
+    def start_node(self, name: str, node_conf: str, gpus: int) -> Daemon:
+        """A dynamic slurmd registering as ``name`` with ``node_conf``, until it is idle.
+
+        slurmd reads gres.conf when it starts, so each node gets its own GPUs' line.
+        """
+        (self.root / f"spool-{name}").mkdir()
+        gres = self.files["gres.conf"] + (self.fake_gpus(gpus) if gpus else "")
+        (self.root / "gres.conf").write_text(gres)
+        slurmd = Daemon(["slurmd", "-D", "-Z", "-f", str(self.conf), "-N", name,
+                         "--conf", node_conf], self.root / f"slurmd-{name}.log", self.env)
+        self.daemons.append(slurmd)
+        wait_until(lambda: slurmd.running() and self.node_state(name) == "idle",
+                   f"node {name} registering idle", slurmd.log)
+        return slurmd
+
+    def node_state(self, name: str) -> str:
+        """The node's state as sinfo prints it, or "" while it is unknown."""
+        out = subprocess.run(["sinfo", "-h", "-N", "-n", name, "-o", "%T"], env=self.env,
+                             capture_output=True, text=True, timeout=10).stdout
+        return out.split()[0] if out.split() else ""
+
+    def stop(self) -> None:
+        """Every daemon this cluster started, newest first, then its folder."""
+        for daemon in reversed(self.daemons):
+            daemon.stop()
+        shutil.rmtree(self.root, ignore_errors=True)
+
+
+@pytest.fixture(scope="session")
+def munge_socket() -> Iterator[Path]:
+    """One munged with a temp key and socket for every local cluster of the session."""
+    missing = [b for b in ("munged", "slurmctld", "slurmd", "srun", "sbatch", "scontrol",
+                           "sinfo") if shutil.which(b) is None]
+    assert not missing, f"install Slurm and munge (make system-packages): missing {missing}"
+    assert os.geteuid() == 0, "slurmd runs jobs as their user: the Slurm tests need root"
+    root = private_dir()
+    key = root / "munge.key"
+    key.write_bytes(os.urandom(1024))
+    key.chmod(0o600)
+    sock = root / "munge.socket"
+    munged = Daemon(["munged", "--foreground", "--force", f"--socket={sock}",
+                     f"--key-file={key}", f"--pid-file={root / 'munged.pid'}",
+                     f"--seed-file={root / 'munged.seed'}", f"--log-file={root / 'munged.log'}"],
+                    root / "munged.out")
+    wait_until(lambda: munged.running() and sock.exists(), "munged socket", munged.log)
+    yield sock
+    munged.stop()
+    shutil.rmtree(root, ignore_errors=True)
+
+
+@pytest.fixture
+def local_slurm(munge_socket: Path) -> Iterator[Callable[[Blueprint], LocalSlurm]]:
+    """Starts local clusters from blueprints; stops all of them after the test."""
+    clusters: list[LocalSlurm] = []
+
+    def start(blueprint: Blueprint) -> LocalSlurm:
+        cluster = LocalSlurm(blueprint, munge_socket)
+        clusters.append(cluster)
+        cluster.start_controller()
+        return cluster
+
+    yield start
+    for cluster in clusters:
+        cluster.stop()
