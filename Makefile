@@ -14,9 +14,12 @@ $(BIN)/clusterprint: pyproject.toml
 
 venv: $(BIN)/clusterprint
 
-# The main job, offline, on the default blueprint.
+# The main job, offline, on the default blueprint: check it, render what its nodes run,
+# and list what `pulumi up` would create.
 demo: venv
 	$(BIN)/clusterprint validate blueprints/a3mega.yaml
+	$(BIN)/clusterprint render blueprints/a3mega.yaml --out out/a3mega --force
+	$(BIN)/clusterprint plan blueprints/a3mega.yaml
 
 # Real Slurm and shellcheck for the tests that prove rendered files (Debian packages).
 system-packages:

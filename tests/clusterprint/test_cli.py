@@ -73,3 +73,13 @@ def test_reader_going_away_is_never_success(tmp_path):
         process.stdout.close()
         assert process.wait(timeout=60) == 141
         assert process.stderr.read() == b""
+
+
+@pytest.mark.parametrize("name", list(COMMANDS))
+def test_every_command_explains_itself(capsys, name):
+    with pytest.raises(SystemExit) as exc:
+        main([name, "--help"])
+    out = capsys.readouterr().out
+    assert exc.value.code == 0
+    assert out.startswith(f"usage: clusterprint {name} ")
+    assert "Exit status" in out or name == "schema"
