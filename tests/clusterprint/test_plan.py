@@ -158,3 +158,22 @@ def test_node_count_does_not_change_the_resource_count(tmp_path, capsys):
     assert len(big["resources"]) == len(small["resources"])
     group = next(r for r in big["resources"] if r["name"] == "a3mega-nodeset-a3mega-group")
     assert group["inputs"]["targetSize"] == 4096
+
+
+@pytest.mark.parametrize("name", REFERENCE)
+def test_vms_and_templates_boot_the_rendered_scripts(name):
+    """What `clusterprint render` writes is exactly what the plan puts in each VM's metadata."""
+    from clusterprint.plan import plan_blueprint
+    from clusterprint.render import node_scripts
+    from clusterprint.validate import load_checked
+
+    path = str(ROOT / "blueprints" / name)
+    scripts = node_scripts(load_checked(path))
+    booted = {r.name: r.inputs["metadata"]["startup-script"] for r in plan_blueprint(path).resources
+              if r.type in ("gcp:compute/instance:Instance",
+                            "gcp:compute/instanceTemplate:InstanceTemplate")}
+    cluster = load_checked(path).name
+    assert booted.pop(f"{cluster}-controller-vm") == scripts.controller
+    for nodeset, script in scripts.compute.items():
+        assert booted.pop(f"{cluster}-nodeset-{nodeset}-template") == script
+    assert booted and all(text == scripts.login for text in booted.values())
