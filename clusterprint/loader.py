@@ -182,10 +182,10 @@ def _plain(node: Any, path: KeyPath, doc: Document, count: list[int]) -> Any:
         out = {}
         for key, value in node.items():
             if not isinstance(key, str | int | float | bool) or key is None:
-                line, col = _key_position(node, key) or doc.position(path)
+                line, col = _position(node, key) or doc.position(path)
                 raise LoadError("mapping keys must be plain strings", line, col)
             child = (*path, str(key))  # ruamel's positions go by the original key
-            spot = _key_position(node, key)
+            spot = _position(node, key)
             if spot:
                 doc.key_positions[child] = spot
                 doc.positions[child] = spot
@@ -207,17 +207,10 @@ def _plain(node: Any, path: KeyPath, doc: Document, count: list[int]) -> Any:
     return _plain_scalar(node)
 
 
-def _key_position(node: Any, key: Any) -> tuple[int, int] | None:
+def _position(node: Any, key: Any, part: str = "key") -> tuple[int, int] | None:
+    """1-based position of a mapping's ``key`` itself, or of its value with part="value"."""
     try:
-        line, col = node.lc.key(key)
-    except (AttributeError, KeyError, TypeError):
-        return None
-    return (line + 1, col + 1)
-
-
-def _value_position(node: Any, key: Any) -> tuple[int, int] | None:
-    try:
-        line, col = node.lc.value(key)
+        line, col = getattr(node.lc, part)(key)
     except (AttributeError, KeyError, TypeError):
         return None
     return (line + 1, col + 1)
@@ -227,7 +220,7 @@ def _scalar_position(node: Any, key: Any, value: Any, key_spot: tuple[int, int]
                      ) -> tuple[int, int]:
     """Where a key's scalar value is written; an empty value (``zone:``) has no place of
     its own (ruamel gives the next token's, often a line below), so its key's is used."""
-    spot = _value_position(node, key)
+    spot = _position(node, key, "value")
     if spot is None or (value is None and spot[0] != key_spot[0]):
         return key_spot
     return spot

@@ -1,1 +1,23 @@
 """One module per ``clusterprint`` command: ``add_arguments(parser)`` and ``run(args)``."""
+
+from __future__ import annotations
+
+import sys
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from clusterprint.model import Blueprint
+
+
+def checked_blueprint(path: str) -> tuple[Blueprint | None, int]:
+    """The valid blueprint in ``path`` and exit 0, or None and validate's exit status.
+
+    Commands that need a valid blueprint print its findings to stderr exactly as
+    ``validate`` prints them, warnings included, so their stdout stays their output.
+    """
+    from clusterprint.validate import check_file
+
+    checked = check_file(path)
+    for finding in checked.findings:
+        print(finding.line_text(), file=sys.stderr)
+    return (checked.blueprint, 0) if checked.ok else (None, checked.exit_code)

@@ -28,14 +28,12 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 def run(args: argparse.Namespace) -> int:
     """Check the blueprint, then plan it; problems go to stderr like `validate` prints them."""
+    from clusterprint.commands import checked_blueprint
     from clusterprint.plan import plan_blueprint
-    from clusterprint.validate import check_file
 
-    checked = check_file(args.file)
-    for finding in checked.findings:
-        print(finding.line_text(), file=sys.stderr)
-    if not checked.ok:
-        return checked.exit_code
+    blueprint, status = checked_blueprint(args.file)
+    if blueprint is None:
+        return status
     plan = plan_blueprint(args.file)
     sys.stdout.write(plan.json_text() if args.json else plan.tree_text())
     return 0

@@ -27,16 +27,14 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 def run(args: argparse.Namespace) -> int:
     """Check the blueprint, render it and write the folder."""
+    from clusterprint.commands import checked_blueprint
     from clusterprint.render import rendered_files
     from clusterprint.render.output import OutputExists, write_tree
-    from clusterprint.validate import check_file
 
-    checked = check_file(args.file)
-    for finding in checked.findings:
-        print(finding.line_text(), file=sys.stderr)
-    if not checked.ok or checked.blueprint is None:
-        return checked.exit_code
-    files = rendered_files(checked.blueprint)
+    blueprint, status = checked_blueprint(args.file)
+    if blueprint is None:
+        return status
+    files = rendered_files(blueprint)
     try:
         write_tree(files, args.out, replace=args.force)
     except OutputExists as exc:
