@@ -49,6 +49,26 @@ def check_cidrs_parse(bp: Blueprint) -> Iterator[Finding]:
             yield error(path, problem, hint)
 
 
+#: Prefix lengths allowed: /29 is the smallest IPv4 subnet range Compute Engine accepts and
+#: /24 the smallest range private service access allocates (cloud.google.com/vpc/docs/subnets,
+#: .../vpc/docs/configure-private-services-access); /8 caps both at one whole 10.0.0.0/8.
+RANGE_PREFIXES = {"subnet_cidr": (8, 29), "range": (8, 24)}
+
+
+@rule("network.range-size")
+def check_range_sizes(bp: Blueprint) -> Iterator[Finding]:
+    """A subnet is /8 to /29 and a private service access range /8 to /24."""
+    for path, text in _cidrs(bp)[:3]:
+        parsed, _, _ = parse_cidr(text)
+        limits = RANGE_PREFIXES.get(str(path[-1]))
+        if parsed is None or limits is None:
+            continue
+        shortest, longest = limits
+        if not shortest <= parsed.prefixlen <= longest:
+            yield error(path, f"/{parsed.prefixlen} is outside /{shortest} to /{longest}",
+                        f"use a prefix length from {shortest} to {longest}")
+
+
 @rule("network.cidr-overlap")
 def check_cidr_overlaps(bp: Blueprint) -> Iterator[Finding]:
     """The subnet, the PSA range and the GPU subnets must not overlap one another."""

@@ -53,6 +53,11 @@ REFUSED = [
     pytest.param("network.existing", "network.existing_subnetwork",
                  {"network.existing_subnetwork": Here(SUBNETWORK)}, "error",
                  id="subnetwork-without-network"),
+    pytest.param("network.range-size", "network.subnet_cidr",
+                 {"network.subnet_cidr": Here("10.0.0.0/30")}, "error", id="subnet-below-/29"),
+    pytest.param("network.range-size", "network.private_service_access.range",
+                 {"network.private_service_access.range": Here("10.200.0.0/25")}, "error",
+                 id="psa-range-below-/24"),
     pytest.param("network.psa", "network.private_service_access",
                  {"network.private_service_access": Here(
                      {"prefix_length": 20, "range": "10.200.0.0/20"})}, "error",
@@ -60,6 +65,9 @@ REFUSED = [
 ]
 
 ACCEPTED = [
+    pytest.param("network.range-size", {"network.subnet_cidr": "10.0.0.0/29",
+                                        "network.private_service_access.range": "10.200.0.0/24"},
+                 id="smallest-subnet-and-psa-range"),
     pytest.param("network.gpu-fabric",
                  {**A3ULTRA, "slurm.nodesets[1]": {"name": "b200", "count": 1,
                                                    "machine_type": "a4-highgpu-8g"},
