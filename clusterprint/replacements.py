@@ -1,8 +1,10 @@
 """Which input changes make Pulumi replace a resource instead of updating it.
 
-pulumi-gcp is bridged from terraform-provider-google: an input whose Terraform
-schema says ``ForceNew: true`` (the docs: "Changing this forces a new resource to
-be created") makes `pulumi preview` show a replacement. The table keeps, per
+pulumi-gcp is bridged from terraform-provider-google-beta (pulumi/pulumi-gcp
+provider/go.mod), which like the GA provider is generated from
+GoogleCloudPlatform/magic-modules: an input whose Terraform schema says
+``ForceNew: true`` (the docs: "Changing this forces a new resource to be created")
+makes `pulumi preview` show a replacement. The table keeps, per
 resource type, the camelCase inputs that do so (a dotted path covers everything
 under it), or the few that can be updated when every other input forces a
 replacement, each with the provider source it was read from. A type missing from
@@ -18,6 +20,9 @@ from dataclasses import dataclass
 from typing import Any
 
 TF = "hashicorp/terraform-provider-google google/services/"
+MM = "GoogleCloudPlatform/magic-modules mmv1/products/"
+#: Handwritten resources at their source, newer than some copies of the generated Go.
+MM_TF = "GoogleCloudPlatform/magic-modules mmv1/third_party/terraform/services/"
 
 
 @dataclass(frozen=True)
@@ -37,112 +42,162 @@ class ReplacementRule:
 
 
 def _not_an_expansion(old: Any, new: Any) -> bool:
-    """A subnet range can only grow in place: same start, shorter prefix."""
+    """A subnet range changes in place only when the new range holds the whole old one.
+
+    Mirrors ``IsShrinkageIpCidr`` (magic-modules
+    mmv1/templates/terraform/constants/subnetwork.tmpl): the new block must contain the
+    old block's first and last address, wherever it starts; values it cannot parse do
+    not force a replacement there either.
+    """
     try:
-        before, after = ipaddress.ip_network(old), ipaddress.ip_network(new)
+        before = ipaddress.ip_network(old, strict=False)
+        after = ipaddress.ip_network(new, strict=False)
+        return not before.subnet_of(after)
     except (TypeError, ValueError):
-        return True
-    return not (after.network_address == before.network_address
-                and after.prefixlen < before.prefixlen)
+        return False
 
 
-#: Type token -> rule. Sources: the ForceNew flags of each resource's schema in
-#: terraform-provider-google (path given), which pulumi-gcp 10.x bridges.
+def _unlocking(old: Any, new: Any) -> bool:
+    """A locked bucket retention policy can be unlocked only by a new bucket."""
+    return bool(old) and not new
+
+
+#: Type token -> rule. Sources: the ForceNew flags of each resource's Terraform schema,
+#: read in a handwritten resource's Go file or in a generated resource's magic-modules
+#: YAML, where ``immutable: true`` becomes ForceNew and a resource-level ``immutable:
+#: true`` makes every field without its own ``update_url`` ForceNew. A list whose length
+#: changes can force a replacement that a per-field table cannot see.
 RULES: dict[str, ReplacementRule] = {
     "gcp:compute/network:Network": ReplacementRule(
         ("name", "project", "autoCreateSubnetworks", "description", "internalIpv6Range",
          "networkProfile", "params"),
-        TF + "compute/resource_compute_network.go: ForceNew on name, auto_create_subnetworks, "
-        "description, internal_ipv6_range, network_profile, params, project; mtu and "
-        "routing_mode are updatable"),
+        MM + "compute/Network.yaml: resource immutable; name, description, "
+        "auto_create_subnetworks, internal_ipv6_range, network_profile, params immutable; "
+        "mtu, routing_mode, enable_ula_internal_ipv6 and the firewall enforcement order "
+        "have an update_url"),
     "gcp:compute/subnetwork:Subnetwork": ReplacementRule(
-        ("name", "project", "network", "region", "description", "ipv6AccessType",
-         "purpose", "reservedInternalRange"),
-        TF + "compute/resource_compute_subnetwork.go: ForceNew on name, network, region, "
-        "description, project; ip_cidr_range is updatable only by expansion "
-        "(CustomizeDiff: shrinking or moving the range forces a new subnetwork)",
+        ("name", "project", "network", "region", "description", "purpose",
+         "reservedInternalRange", "externalIpv6Prefix", "ipCollection"),
+        MM + "compute/Subnetwork.yaml: resource immutable; network, purpose, region "
+        "immutable, name, description, reserved_internal_range, external_ipv6_prefix, "
+        "ip_collection have no update_url; ip_cidr_range, private_ip_google_access, "
+        "secondary ranges, log_config, stack_type and ipv6_access_type have one; "
+        "custom_diff ForceNewIfChange(ip_cidr_range, IsShrinkageIpCidr)",
         replace_when=(("ipCidrRange", _not_an_expansion),)),
     "gcp:compute/firewall:Firewall": ReplacementRule(
-        ("name", "project", "network", "direction"),
-        TF + "compute/resource_compute_firewall.go: ForceNew on name, network, direction, "
-        "project; rules, ranges and tags are updatable"),
+        ("name", "project", "direction", "params"),
+        TF + "compute/resource_compute_firewall.go: ForceNew on name, direction, params, "
+        "project; network, rules, ranges and tags are not ForceNew"),
     "gcp:compute/router:Router": ReplacementRule(
         ("name", "project", "network", "region", "encryptedInterconnectRouter"),
-        TF + "compute/resource_compute_router.go: ForceNew on name, network, region, project"),
+        MM + "compute/Router.yaml: name, network, region, encrypted_interconnect_router "
+        "immutable; bgp and description are updatable"),
     "gcp:compute/routerNat:RouterNat": ReplacementRule(
-        ("name", "project", "router", "region"),
-        TF + "compute/resource_compute_router_nat.go: ForceNew on name, router, region, "
-        "project"),
+        ("name", "project", "router", "region", "initialNatIps", "endpointTypes", "type"),
+        MM + "compute/RouterNat.yaml: router, region, name, initial_nat_ips, "
+        "endpoint_types, type immutable; subnetworks, IP allocation, timeouts, "
+        "log_config and rules are updatable"),
     "gcp:compute/networkPeering:NetworkPeering": ReplacementRule(
         ("name", "network", "peerNetwork"),
         TF + "compute/resource_compute_network_peering.go: ForceNew on name, network, "
-        "peer_network; custom route import/export is updatable"),
+        "peer_network; custom route import/export is updatable (not re-checked: no "
+        "component creates one)"),
     "gcp:compute/globalAddress:GlobalAddress": ReplacementRule(
         ("*",),
-        TF + "compute/resource_compute_global_address.go: every field but labels is ForceNew",
+        MM + "compute/GlobalAddress.yaml: resource immutable; only labels has an "
+        "update_url",
         updatable=("labels",)),
     "gcp:servicenetworking/connection:Connection": ReplacementRule(
         ("network", "service"),
         TF + "servicenetworking/resource_service_networking_connection.go: ForceNew on "
-        "network and service; reserved_peering_ranges is updatable"),
+        "network and service; reserved_peering_ranges and deletion_policy are updatable"),
     "gcp:filestore/instance:Instance": ReplacementRule(
-        ("name", "project", "location", "zone", "tier", "fileShares.name",
-         "fileShares.sourceBackup", "networks", "kmsKeyName", "protocol"),
-        TF + "filestore/resource_filestore_instance.go: ForceNew on name, location, tier, "
-        "file_shares.name, networks, kms_key_name, protocol, project; "
-        "file_shares.capacity_gb and nfs_export_options are updatable",
+        ("project", "location", "zone", "tier", "protocol", "kmsKeyName", "networks",
+         "fileShares.name", "fileShares.sourceBackup", "tags", "initialReplication"),
+        MM + "filestore/Instance.yaml: zone, location, tier, protocol, networks (every "
+        "field), file_shares.name, file_shares.source_backup, kms_key_name, tags, "
+        "initial_replication immutable; file_shares.capacity_gb, nfs_export_options, "
+        "labels, description, deletion protection and performance_config are updatable; "
+        "name is not immutable either, so a rename previews as an update",
         data_bearing=True),
     "gcp:lustre/instance:Instance": ReplacementRule(
-        ("*",),
-        TF + "lustre/resource_lustre_instance.go: the update mask holds capacity_gib, "
-        "description, gke_support_enabled and labels only; instance_id, location, "
-        "filesystem, network, per_unit_storage_throughput are ForceNew",
-        updatable=("capacityGib", "description", "gkeSupportEnabled", "labels"),
+        ("instanceId", "location", "project", "filesystem", "network",
+         "perUnitStorageThroughput", "kmsKey", "dynamicTierOptions"),
+        MM + "lustre/Instance.yaml: location, instance_id, filesystem, network, "
+        "per_unit_storage_throughput, kms_key, dynamic_tier_options immutable; "
+        "capacity_gib, description, gke_support_enabled, labels, access_rules_options, "
+        "maintenance_policy and placement_policy are in the update mask",
         data_bearing=True),
     "gcp:storage/bucket:Bucket": ReplacementRule(
-        ("name", "project", "location"),
-        TF + "storage/resource_storage_bucket.go: ForceNew on name, location, project; "
-        "storage class, versioning, lifecycle and access settings are updatable",
+        ("name", "project", "location", "enableObjectRetention",
+         "customPlacementConfig.dataLocations", "hierarchicalNamespace"),
+        TF + "storage/resource_storage_bucket.go: ForceNew on name, location, project, "
+        "enable_object_retention, custom_placement_config.data_locations, "
+        "hierarchical_namespace; CustomizeDiff ForceNewIfChange when "
+        "retention_policy.is_locked goes from true to false; storage class, versioning, "
+        "lifecycle, labels and access settings are updatable",
+        replace_when=(("retentionPolicy.isLocked", _unlocking),),
         data_bearing=True),
     "gcp:compute/instanceTemplate:InstanceTemplate": ReplacementRule(
         ("*",),
-        TF + "compute/resource_compute_instance_template.go: every field is ForceNew "
-        "(templates are immutable); an instance group using it is updated to the new one"),
+        MM_TF + "compute/resource_compute_instance_template.go.tmpl: every field is "
+        "ForceNew (labels through the ForceNew effective_labels) but "
+        "advanced_machine_features.turbo_mode and network_interface.igmp_query; an "
+        "instance group using it is updated to the new one",
+        updatable=("advancedMachineFeatures.turboMode", "networkInterfaces.igmpQuery")),
     "gcp:compute/regionInstanceTemplate:RegionInstanceTemplate": ReplacementRule(
         ("*",),
-        TF + "compute/resource_compute_region_instance_template.go: every field is ForceNew"),
+        TF + "compute/resource_compute_region_instance_template.go: every field is "
+        "ForceNew (not re-checked: no component creates one)"),
     "gcp:compute/instanceGroupManager:InstanceGroupManager": ReplacementRule(
         ("name", "project", "zone", "baseInstanceName"),
-        TF + "compute/resource_compute_instance_group_manager.go: ForceNew on name, zone, "
-        "base_instance_name, project; target_size, versions and update_policy are "
+        MM_TF + "compute/resource_compute_instance_group_manager.go.tmpl: ForceNew on name, zone, "
+        "base_instance_name, project; target_size, version and update_policy are "
         "updatable"),
     "gcp:compute/resourcePolicy:ResourcePolicy": ReplacementRule(
-        ("*",),
-        TF + "compute/resource_compute_resource_policy.go: every field but description is "
-        "ForceNew", updatable=("description",)),
+        ("region", "project", "groupPlacementPolicy.gpuTopology",
+         "groupPlacementPolicy.tpuTopology", "diskConsistencyGroupPolicy.enabled"),
+        TF + "compute/resource_compute_resource_policy.go (from " + MM
+        + "compute/ResourcePolicy.yaml, which has an update_url): ForceNew on region, "
+        "project, group_placement_policy.gpu_topology and tpu_topology, "
+        "disk_consistency_group_policy.enabled; name, collocation and vm_count are not "
+        "ForceNew"),
     "gcp:compute/instance:Instance": ReplacementRule(
-        ("name", "project", "zone", "bootDisk.initializeParams", "bootDisk.diskEncryptionKeyRaw",
-         "bootDisk.kmsKeySelfLink", "bootDisk.source", "scratchDisks", "reservationAffinity",
-         "networkInterfaces.network", "networkInterfaces.nicType", "hostname"),
-        TF + "compute/resource_compute_instance.go: ForceNew on name, zone, boot_disk "
-        "parameters, scratch_disk, reservation_affinity, hostname, network_interface.network; "
-        "machine_type, metadata, service_account update (some with allow_stopping_for_update)"),
+        ("name", "project", "zone", "hostname", "bootDisk.deviceName",
+         "bootDisk.diskEncryptionKeyRaw", "bootDisk.kmsKeySelfLink",
+         "bootDisk.guestOsFeatures", "bootDisk.initializeParams", "bootDisk.mode",
+         "bootDisk.source", "networkInterfaces.nicType", "networkInterfaces.networkAttachment",
+         "networkInterfaces.queueCount", "networkInterfaces.ipv6AccessConfigs.externalIpv6",
+         "networkInterfaces.ipv6AccessConfigs.externalIpv6PrefixLength",
+         "networkInterfaces.ipv6AccessConfigs.name", "networkPerformanceConfig",
+         "guestAccelerators", "params", "scheduling.preemptible",
+         "scheduling.provisioningModel", "scheduling.maxRunDuration",
+         "scheduling.onInstanceStopAction", "scheduling.localSsdRecoveryTimeout",
+         "scratchDisks", "confidentialInstanceConfig", "reservationAffinity",
+         "advancedMachineFeatures.enableUefiNetworking", "keyRevocationActionType"),
+        MM_TF + "compute/resource_compute_instance.go.tmpl (and pulumi_gcp.compute.instance: name, "
+        "hostname 'Changing this forces a new resource'): ForceNew on the fields listed; "
+        "boot_disk.auto_delete, machine_type, metadata, labels, tags, service_account, "
+        "network_interface.network/subnetwork and description update in place (some "
+        "only with allow_stopping_for_update); network_ip alone and a changed count of "
+        "network interfaces force a replacement too"),
     "gcp:serviceaccount/account:Account": ReplacementRule(
         ("accountId", "project"),
-        TF + "resourcemanager/resource_google_service_account.go: ForceNew on account_id, "
-        "project; display_name and description are updatable"),
+        TF + "resourcemanager/resource_google_service_account.go (and "
+        "pulumi_gcp.serviceaccount.account): ForceNew on account_id, project; "
+        "display_name, description and disabled are updatable"),
     "gcp:secretmanager/secret:Secret": ReplacementRule(
-        ("secretId", "project", "replication"),
-        TF + "secretmanager/resource_secret_manager_secret.go: ForceNew on secret_id, "
-        "replication, project"),
+        ("secretId", "project", "replication", "tags"),
+        MM + "secretmanager/Secret.yaml: secret_id, replication (every field), tags "
+        "immutable; labels, annotations, topics, rotation, ttl are updatable"),
     "gcp:secretmanager/secretVersion:SecretVersion": ReplacementRule(
         ("secret", "secretData", "isSecretDataBase64"),
-        TF + "secretmanager/resource_secret_manager_secret_version.go: ForceNew on secret and "
-        "secret_data"),
+        TF + "secretmanager/resource_secret_manager_secret_version.go: ForceNew on secret "
+        "and secret_data (not re-checked: no component creates one)"),
     "gcp:vertex/aiTensorboard:AiTensorboard": ReplacementRule(
         ("region", "project", "encryptionSpec"),
-        TF + "vertexai/resource_vertex_ai_tensorboard.go: ForceNew on region, "
-        "encryption_spec, project; display_name, description and labels are updatable"),
+        MM + "vertexai/Tensorboard.yaml: region and encryption_spec immutable; "
+        "display_name, description and labels are updatable"),
     "gcp:monitoring/dashboard:Dashboard": ReplacementRule(
         ("project",),
         TF + "monitoring/resource_monitoring_dashboard.go: ForceNew on project; "
@@ -150,7 +205,8 @@ RULES: dict[str, ReplacementRule] = {
     **{iam: ReplacementRule(
         ("*",),
         "hashicorp/terraform-provider-google google/tpgiamresource/resource_iam_member.go: "
-        "role, member and condition are ForceNew (an IAM member is never updated)")
+        "role, member and condition are ForceNew and there is no Update (an IAM member is "
+        "never updated)")
        for iam in ("gcp:projects/iAMMember:IAMMember",
                    "gcp:storage/bucketIAMMember:BucketIAMMember",
                    "gcp:secretmanager/secretIamMember:SecretIamMember",
@@ -158,9 +214,13 @@ RULES: dict[str, ReplacementRule] = {
     # The managed cluster creates its Filestore, Lustre and buckets itself
     # (storage_resources), so replacing or deleting it is counted as data loss.
     "gcp:hypercomputecluster/cluster:Cluster": ReplacementRule(
-        ("clusterId", "location", "project"),
-        TF + "hypercomputecluster/resource_hypercomputecluster_cluster.go: ForceNew on "
-        "cluster_id, location, project (other fields not checked field by field)",
+        ("clusterId", "location", "project", "orchestrator.slurm.loginNodes.zone",
+         "storageResources.config.newLustre.perUnitStorageThroughput"),
+        MM + "hypercomputecluster/Cluster.yaml: location, cluster_id, "
+        "orchestrator.slurm.login_nodes.zone, "
+        "storage_resources.config.new_lustre.per_unit_storage_throughput immutable; the "
+        "rest (compute, network and storage resources, nodesets, partitions) is in the "
+        "update mask",
         data_bearing=True),
 }
 

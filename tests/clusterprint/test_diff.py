@@ -19,6 +19,8 @@ BUCKET = "gcp:storage/bucket:Bucket"
 TEMPLATE = "gcp:compute/instanceTemplate:InstanceTemplate"
 MIG = "gcp:compute/instanceGroupManager:InstanceGroupManager"
 SUBNET = "gcp:compute/subnetwork:Subnetwork"
+INSTANCE = "gcp:compute/instance:Instance"
+CLUSTER = "gcp:hypercomputecluster/cluster:Cluster"
 A3MEGA = Path(__file__).resolve().parents[2] / "blueprints" / "a3mega.yaml"
 
 
@@ -145,6 +147,7 @@ def test_a_replaced_dependency_referenced_by_id_in_a_forcing_input_cascades():
 
 @pytest.mark.parametrize(("old", "new", "replaced"), [
     ("10.0.0.0/20", "10.0.0.0/19", False),   # expansion: in place
+    ("10.0.16.0/20", "10.0.0.0/19", False),  # expansion that moves the start: in place too
     ("10.0.0.0/20", "10.0.0.0/21", True),    # shrinking
     ("10.0.0.0/20", "10.1.0.0/20", True),    # moving
 ])
@@ -152,12 +155,80 @@ def test_a_subnet_range_only_grows_in_place(old, new, replaced):
     assert forces_replacement(SUBNET, "ipCidrRange", old, new) is replaced
 
 
+@pytest.mark.parametrize(("type_", "path", "replaced"), [
+    (FILESTORE, "fileShares.capacityGb", False),
+    (FILESTORE, "fileShares.name", True),
+    (FILESTORE, "networks.connectMode", True),
+    (FILESTORE, "deletionProtectionEnabled", False),
+    (LUSTRE, "capacityGib", False),
+    (LUSTRE, "maintenancePolicy.weeklyMaintenanceWindows.dayOfWeek", False),
+    (LUSTRE, "kmsKey", True),
+    (BUCKET, "location", True),
+    (BUCKET, "hierarchicalNamespace.enabled", True),
+    (BUCKET, "publicAccessPrevention", False),
+    (INSTANCE, "bootDisk.initializeParams.size", True),
+    (INSTANCE, "bootDisk.autoDelete", False),
+    (INSTANCE, "networkInterfaces.subnetwork", False),
+    (INSTANCE, "machineType", False),
+    (INSTANCE, "scheduling.provisioningModel", True),
+    ("gcp:compute/resourcePolicy:ResourcePolicy", "groupPlacementPolicy.collocation", False),
+    ("gcp:compute/resourcePolicy:ResourcePolicy", "region", True),
+    ("gcp:compute/firewall:Firewall", "network", False),
+    ("gcp:compute/firewall:Firewall", "direction", True),
+    ("gcp:compute/routerNat:RouterNat", "type", True),
+    (SUBNET, "ipv6AccessType", False),
+    ("gcp:secretmanager/secret:Secret", "replication.auto", True),
+    (CLUSTER, "orchestrator.slurm.loginNodes.zone", True),
+    (CLUSTER, "storageResources.config.newLustre.perUnitStorageThroughput", True),
+    (CLUSTER, "storageResources.config.newFilestore.fileShares.capacityGb", False),
+])
+def test_the_table_follows_the_provider_schema(type_, path, replaced):
+    assert forces_replacement(type_, path) is replaced
+
+
+@pytest.mark.parametrize(("old", "new", "replaced"), [
+    (True, False, True),    # unlocking a locked retention policy: only a new bucket can
+    (False, True, False),   # locking one is an update
+])
+def test_unlocking_a_bucket_retention_policy_replaces_the_bucket(old, new, replaced):
+    assert forces_replacement(BUCKET, "retentionPolicy.isLocked", old, new) is replaced
+
+
+def test_growing_the_filestore_share_is_an_update_and_exits_0(tmp_path, capsys):
+    def grow(by_name, _):
+        by_name["c-home"]["inputs"]["fileShares"]["capacityGb"] = 5120
+
+    code, out = run_diff(tmp_path, capsys, edited(grow), "--json")
+    assert code == 0
+    (change,) = json.loads(out)["changes"]
+    assert (change["action"], change["name"], change["dataLoss"]) == ("update", "c-home", False)
+
+
+def test_moving_a_bucket_is_a_replacement_and_exits_3(tmp_path, capsys):
+    code, out = run_diff(tmp_path, capsys, edited(set_input("c-ckpts", "location", "EU")),
+                         "--json")
+    assert code == 3
+    bucket = by_name(json.loads(out))["c-ckpts"]
+    assert (bucket["action"], bucket["dataLoss"]) == ("replace", True)
+
+
+def test_a_lustre_maintenance_window_is_an_update(tmp_path, capsys):
+    window = {"weeklyMaintenanceWindows": [{"dayOfWeek": "SUNDAY",
+                                            "startTime": {"hours": 3}}]}
+    code, out = run_diff(tmp_path, capsys,
+                         edited(set_input("c-scratch", "maintenancePolicy", window)), "--json")
+    assert code == 0
+    (change,) = json.loads(out)["changes"]
+    assert (change["action"], change["name"]) == ("update", "c-scratch")
+
+
 def test_every_table_entry_names_its_source():
     for type_, rule in RULES.items():
-        assert "terraform-provider-google" in rule.source, type_
+        assert rule.source.startswith(("hashicorp/terraform-provider-google ",
+                                       "GoogleCloudPlatform/magic-modules ")), type_
         assert rule.replace_on, type_
     assert {t for t, r in RULES.items() if r.data_bearing} == {
-        LUSTRE, FILESTORE, BUCKET, "gcp:hypercomputecluster/cluster:Cluster"}
+        LUSTRE, FILESTORE, BUCKET, CLUSTER}
 
 
 @pytest.mark.parametrize("content", [
@@ -228,6 +299,16 @@ def test_blueprint_filestore_tier_change_exits_3_unless_allowed(tmp_path, capsys
     assert by_name(report)["a3mega-storage-home"]["action"] == "replace"
     code, report = diff_blueprint(tmp_path, capsys, a3mega_plan, *edit, "--allow-data-loss")
     assert code == 0 and report["dataLoss"] is True
+
+
+def test_blueprint_filestore_growth_updates_home_in_place(tmp_path, capsys, a3mega_plan):
+    code, report = diff_blueprint(tmp_path, capsys, a3mega_plan,
+                                  r"capacity_gib: 2560", "capacity_gib: 5120")
+    assert code == 0 and report["dataLoss"] is False
+    home = by_name(report)["a3mega-storage-home"]
+    assert home["action"] == "update"
+    assert {"path": "fileShares.capacityGb", "old": 2560, "new": 5120,
+            "forcesReplacement": False} in home["inputs"]
 
 
 def test_blueprint_nodeset_resize_updates_the_instance_group(tmp_path, capsys, a3mega_plan):
