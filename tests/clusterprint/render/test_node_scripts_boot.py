@@ -1,8 +1,11 @@
 """The rendered scripts boot a node, run again unchanged after a reboot, and fail loudly.
 
 Each script runs as root in its own mount namespace: the folders it writes (/etc/munge,
-/etc/slurm, /etc/systemd/system, /var/spool, /home) are bind-mounted from a temp folder,
-and stubs stand in for the metadata server, Secret Manager, systemd and mounts.
+/etc/slurm, /etc/systemd/system, /etc/apt, /var/spool, /home) are bind-mounted from a temp
+folder, and stubs stand in for the metadata server, Secret Manager, systemd, mounts and apt.
+The image's commands are fakes in the node's own folder: the scripts search only that,
+the stubs and /usr/bin, never this machine's /usr/sbin, so what they find is what the test
+put there.
 """
 
 from __future__ import annotations
@@ -20,7 +23,10 @@ from clusterprint.render import rendered_files
 from clusterprint.validate import load_checked
 
 STUBS = Path(__file__).parent / "stubs"
-SANDBOXED = ("/etc/munge", "/etc/slurm", "/etc/systemd/system", "/var/spool", "/home")
+SANDBOXED = ("/etc/munge", "/etc/slurm", "/etc/systemd/system", "/etc/apt", "/var/spool",
+             "/home")
+#: What a ready image has: the Slurm daemons, munge and the NFS client.
+IMAGE_COMMANDS = ("slurmd", "slurmctld", "munged", "mount.nfs")
 SECRET = "projects/my-project/secrets/cpu-small-munge-key"
 
 
@@ -36,6 +42,21 @@ class Node:
         self.metadata(node_metadata.MUNGE_SECRET, SECRET)
         self.script_dir = root / "scripts"
         self.script_dir.mkdir()
+        self.bin = self.fake / "bin"
+        self.bin.mkdir()
+        for command in IMAGE_COMMANDS:
+            self.image_has(command, "22.05.8")
+
+    def image_has(self, command: str, slurm_version: str) -> None:
+        """Put a command on the image; Slurm's report ``slurm_version`` for -V."""
+        path = self.bin / command
+        path.write_text(f'#!/bin/bash\necho "slurm-wlm {slurm_version}"\n')
+        path.chmod(0o755)
+
+    def image_lacks(self, *commands: str) -> None:
+        """Take commands off the image."""
+        for command in commands:
+            (self.bin / command).unlink()
 
     def metadata(self, key: str, value: str) -> None:
         """Set an instance metadata value."""
@@ -58,7 +79,7 @@ class Node:
         env = {**os.environ, "FAKE": str(self.fake)}
         done = subprocess.run(
             ["unshare", "--mount", "--propagation", "private", "bash", "-c",
-             f'{setup}; PATH={STUBS}:$PATH exec bash "$0"', str(path)],
+             f'{setup}; PATH={STUBS}:{self.bin}:/usr/bin exec bash "$0"', str(path)],
             env=env, capture_output=True, text=True, timeout=60)
         self.wait_for_journal(done.returncode)
         return done
@@ -115,6 +136,8 @@ def test_controller_creates_munge_key_once_and_is_unchanged_after_reboot(node, f
     assert oct(key.stat().st_mode & 0o777) == "0o400"
     assert node.file("/etc/slurm/slurm.conf").read_text() == files["slurm.conf"]
     assert "systemctl restart slurmctld" in calls and "systemctl restart munge" in calls
+    assert not [c for c in calls if c.startswith("apt-get")]
+    assert "software: the image has everything this role needs" in node.journal()
 
     again = node.boot(files["scripts/controller.sh"])
     assert again.returncode == 0, node.journal()
@@ -143,3 +166,29 @@ def test_a_missing_metadata_value_fails_loudly(node, files):
     assert done.returncode != 0
     assert "<3>FAILED" in node.journal()
     assert not [c for c in node.calls() if c.startswith("mount")]
+
+
+def test_a_bare_image_gets_what_the_node_lacks_once(node, files):
+    (node.fake / "secret" / "1").write_text("key from the controller")
+    node.image_lacks("slurmd", "munged", "mount.nfs")
+    first = node.boot(files["scripts/compute-cpu.sh"])
+    assert first.returncode == 0, node.journal()
+    installs = [c for c in node.calls() if c.startswith("apt-get")]
+    assert installs[0].endswith(" update")
+    assert installs[1].endswith(" install slurmd munge nfs-common")
+    assert "software: Slurm 23.11.4" in node.journal()
+    dropin = node.file("/etc/systemd/system/slurmd.service.d/clusterprint.conf").read_text()
+    assert f"ExecStart={node.bin}/slurmd -D -s -Z" in dropin
+
+    again = node.boot(files["scripts/compute-cpu.sh"])
+    assert again.returncode == 0, node.journal()
+    assert not [c for c in node.calls() if c.startswith("apt-get")]
+
+
+def test_an_image_with_slurm_older_than_22_05_is_refused(node, files):
+    node.image_has("slurmctld", "21.08.5")
+    done = node.boot(files["scripts/controller.sh"])
+    assert done.returncode != 0
+    assert "FAILED: software: Slurm 21.08.5 is too old" in node.journal()
+    calls = node.calls()
+    assert not [c for c in calls if c.startswith(("apt-get", "gcloud", "systemctl"))]
