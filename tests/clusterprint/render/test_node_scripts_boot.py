@@ -42,6 +42,8 @@ class Node:
         self.metadata(node_metadata.MUNGE_SECRET, SECRET)
         self.script_dir = root / "scripts"
         self.script_dir.mkdir()
+        self.stubs = root / "stubs"
+        shutil.copytree(STUBS, self.stubs, symlinks=True)
         self.bin = self.fake / "bin"
         self.bin.mkdir()
         for command in IMAGE_COMMANDS:
@@ -54,9 +56,10 @@ class Node:
         path.chmod(0o755)
 
     def image_lacks(self, *commands: str) -> None:
-        """Take commands off the image."""
+        """Take commands off the image, whether a fake of the image or a stub."""
         for command in commands:
-            (self.bin / command).unlink()
+            (self.bin / command).unlink(missing_ok=True)
+            (self.stubs / command).unlink(missing_ok=True)
 
     def metadata(self, key: str, value: str) -> None:
         """Set an instance metadata value."""
@@ -79,7 +82,7 @@ class Node:
         env = {**os.environ, "FAKE": str(self.fake)}
         done = subprocess.run(
             ["unshare", "--mount", "--propagation", "private", "bash", "-c",
-             f'{setup}; PATH={STUBS}:{self.bin}:/usr/bin exec bash "$0"', str(path)],
+             f'{setup}; PATH={self.stubs}:{self.bin}:/usr/bin exec bash "$0"', str(path)],
             env=env, capture_output=True, text=True, timeout=60)
         self.wait_for_journal(done.returncode)
         return done
@@ -125,6 +128,12 @@ def files() -> dict[str, str]:
     return rendered_files(load_checked("blueprints/cpu-small.yaml"))
 
 
+@pytest.fixture(scope="module")
+def a3mega() -> dict[str, str]:
+    """The a3mega blueprint's rendered files: Lustre scratch and a bucket."""
+    return rendered_files(load_checked("blueprints/a3mega.yaml"))
+
+
 def test_controller_creates_munge_key_once_and_is_unchanged_after_reboot(node, files):
     first = node.boot(files["scripts/controller.sh"])
     assert first.returncode == 0, node.journal()
@@ -137,7 +146,7 @@ def test_controller_creates_munge_key_once_and_is_unchanged_after_reboot(node, f
     assert node.file("/etc/slurm/slurm.conf").read_text() == files["slurm.conf"]
     assert "systemctl restart slurmctld" in calls and "systemctl restart munge" in calls
     assert not [c for c in calls if c.startswith("apt-get")]
-    assert "software: the image has everything this role needs" in node.journal()
+    assert "software: the image has every package this role needs" in node.journal()
 
     again = node.boot(files["scripts/controller.sh"])
     assert again.returncode == 0, node.journal()
@@ -192,3 +201,29 @@ def test_an_image_with_slurm_older_than_22_05_is_refused(node, files):
     assert "FAILED: software: Slurm 21.08.5 is too old" in node.journal()
     calls = node.calls()
     assert not [c for c in calls if c.startswith(("apt-get", "gcloud", "systemctl"))]
+
+
+def test_lustre_and_buckets_come_from_googles_repositories_for_this_release(node, a3mega):
+    (node.fake / "secret" / "1").write_text("key from the controller")
+    node.metadata(node_metadata.lustre_source("scratch"), "10.9.8.7@tcp:/scratch")
+    node.image_lacks("gcsfuse")
+    first = node.boot(a3mega["scripts/login.sh"])
+    assert first.returncode == 0, node.journal()
+    codename = next(line.split("=", 1)[1].strip('"') for line in
+                    Path("/etc/os-release").read_text().splitlines()
+                    if line.startswith("VERSION_CODENAME="))
+    sources = node.root / "disk" / "etc-apt" / "sources.list.d"
+    assert (f"https://packages.cloud.google.com/apt gcsfuse-{codename} main"
+            in (sources / "gcsfuse.list").read_text())
+    assert (f"https://us-apt.pkg.dev/projects/lustre-client-binaries lustre-client-ubuntu-"
+            f"{codename} main" in (sources / "lustre-client.list").read_text())
+    calls = node.calls()
+    install = next(c for c in calls if c.startswith("apt-get") and " install " in c)
+    assert install.endswith(f" install gcsfuse lustre-client-modules-{os.uname().release}"
+                            " lustre-client-utils")
+    assert "modprobe lustre" in calls
+    assert "mount -t lustre -o _netdev 10.9.8.7@tcp:/scratch /lustre" in calls
+
+    again = node.boot(a3mega["scripts/login.sh"])
+    assert again.returncode == 0, node.journal()
+    assert not [c for c in node.calls() if c.startswith(("apt-get", "curl", "modprobe"))]
