@@ -12,10 +12,12 @@ from dataclasses import dataclass
 
 from clusterprint.model import Blueprint
 
-#: The command whose presence shows a Debian/Ubuntu package is installed, by package.
-SLURM_CONTROLLER = (("slurmctld", "slurmctld"), ("scontrol", "slurm-client"), ("munged", "munge"))
-SLURM_LOGIN = (("scontrol", "slurm-client"), ("munged", "munge"))
-SLURM_COMPUTE = (("slurmd", "slurmd"), ("scontrol", "slurm-client"), ("munged", "munge"))
+#: (command, package): the command whose presence shows the Debian/Ubuntu package is there.
+Packages = tuple[tuple[str, str], ...]
+
+SLURM_LOGIN: Packages = (("scontrol", "slurm-client"), ("munged", "munge"))
+SLURM_CONTROLLER: Packages = (("slurmctld", "slurmctld"), *SLURM_LOGIN)
+SLURM_COMPUTE: Packages = (("slurmd", "slurmd"), *SLURM_LOGIN)
 NFS_CLIENT = ("mount.nfs", "nfs-common")
 
 
@@ -24,7 +26,7 @@ class Software:
     """One role's needs: archive packages by command, and the extras from Google or Slurm."""
 
     #: (command, package) pairs installed from the image's own apt sources
-    archive: tuple[tuple[str, str], ...]
+    archive: Packages
     #: Cloud Storage FUSE, for bucket mounts
     gcsfuse: bool
     #: the Managed Lustre client (kernel modules and mount.lustre)
@@ -33,8 +35,7 @@ class Software:
     nvml: bool
 
 
-def _archive(blueprint: Blueprint, slurm: tuple[tuple[str, str], ...]) -> tuple[tuple[str, str],
-                                                                                 ...]:
+def _archive(blueprint: Blueprint, slurm: Packages) -> Packages:
     nfs = (NFS_CLIENT,) if blueprint.storage.home.uses_filestore else ()
     return slurm + nfs
 

@@ -227,3 +227,12 @@ def test_lustre_and_buckets_come_from_googles_repositories_for_this_release(node
     again = node.boot(a3mega["scripts/login.sh"])
     assert again.returncode == 0, node.journal()
     assert not [c for c in node.calls() if c.startswith(("apt-get", "curl", "modprobe"))]
+
+
+def test_a_kernel_without_lustre_modules_fails_naming_the_package(node, a3mega):
+    module = f"lustre-client-modules-{os.uname().release}"
+    (node.fake / "absent").write_text(module + "\n")
+    done = node.boot(a3mega["scripts/login.sh"])
+    assert done.returncode != 0
+    assert f"FAILED: software: no package {module} in this image's apt sources" in node.journal()
+    assert not [c for c in node.calls() if " install " in c or c.startswith("mount")]
