@@ -1,10 +1,17 @@
 """Default boot images: what a VM boots when the blueprint names no image.
 
-Both defaults are Ubuntu 22.04 so every role installs the same Slurm and munge
-packages from the same archive; GPU machines take Canonical's accelerator build with
-the NVIDIA driver and RDMA stack already in it, the image the Cluster Toolkit's
-A3 Mega, A3 Ultra and A4 Slurm blueprints build on
-(``examples/machine-learning/*/...-slurm-blueprint.yaml``, ``source_image_family``).
+Both defaults are Ubuntu 24.04 (noble), whose archive has Slurm 23.11 (``slurmd``,
+``slurmctld``, ``slurm-client`` 23.11.4, packages.ubuntu.com/noble/slurmd): the node
+scripts need 22.05 or newer (``slurmd -Z`` dynamic nodes, configless ``--conf``), and
+Ubuntu 22.04's archive has only 21.08. The images carry no Slurm: each node's script
+installs what its role lacks (``clusterprint/templates/README.md``).
+
+GPU machines take Canonical's accelerator build with the NVIDIA driver already in it,
+family ``ubuntu-accelerator-2404-amd64-with-nvidia-580`` of project
+``ubuntu-os-accelerator-images`` (R580 is NVIDIA's long-term branch; Canonical publishes
+its images as ``ubuntu-accelerator-2404-amd64-with-nvidia-580-v<date>``, while Google's
+guest tests list the ``-570`` family among images not rebuilt since April 2026). The rest
+boot ``ubuntu-2404-lts-amd64`` of ``ubuntu-os-cloud``, Canonical's family for noble on x86.
 """
 
 from __future__ import annotations
@@ -13,8 +20,8 @@ from clusterprint import catalog
 from clusterprint.model import Image
 
 GPU_IMAGE = ("projects/ubuntu-os-accelerator-images/global/images/family/"
-             "ubuntu-accelerator-2204-amd64-with-nvidia-570")
-CPU_IMAGE = "projects/ubuntu-os-cloud/global/images/family/ubuntu-2204-lts"
+             "ubuntu-accelerator-2404-amd64-with-nvidia-580")
+CPU_IMAGE = "projects/ubuntu-os-cloud/global/images/family/ubuntu-2404-lts-amd64"
 
 
 def boot_image(machine_type: str, image: Image | None = None) -> str:

@@ -10,6 +10,12 @@ from __future__ import annotations
 from clusterprint import node_metadata
 from clusterprint.model import Blueprint, Nodeset
 from clusterprint.render.environment import render
+from clusterprint.render.node_software import (
+    Software,
+    compute_software,
+    controller_software,
+    login_software,
+)
 from clusterprint.render.slurm_config import conf_server, dynamic_node_conf
 
 #: Metadata keys as the scripts' templates name them.
@@ -17,28 +23,30 @@ METADATA_KEYS = {"home_source": node_metadata.HOME_SOURCE,
                  "munge_secret": node_metadata.MUNGE_SECRET}
 
 
-def _common(blueprint: Blueprint, role: str) -> dict[str, object]:
+def _common(blueprint: Blueprint, role: str, software: Software) -> dict[str, object]:
     scratch = [{"name": x.name, "mount": blueprint.mount_of(x),
                 "key": node_metadata.lustre_source(x.name)}
                for x in blueprint.storage.lustre if blueprint.mount_of(x) != "/home"]
     buckets = [{"name": b.bucket, "mount": b.mount_path} for b in blueprint.storage.buckets]
     return {"role": role, "cluster": blueprint.name, "keys": METADATA_KEYS,
-            "scratch": scratch, "buckets": buckets}
+            "scratch": scratch, "buckets": buckets, "software": software}
 
 
 def render_controller_script(blueprint: Blueprint, slurm_files: dict[str, str]) -> str:
     """The controller's script: /home, the munge key (created on first boot), slurmctld."""
     return render("scripts/controller.sh.j2", files=slurm_files,
-                  **_common(blueprint, "controller"))
+                  **_common(blueprint, "controller", controller_software(blueprint)))
 
 
 def render_login_script(blueprint: Blueprint, slurm_files: dict[str, str]) -> str:
     """A login node's script: storage, munge and the client configuration."""
-    return render("scripts/login.sh.j2", files=slurm_files, **_common(blueprint, "login"))
+    return render("scripts/login.sh.j2", files=slurm_files,
+                  **_common(blueprint, "login", login_software(blueprint)))
 
 
 def render_compute_script(blueprint: Blueprint, nodeset: Nodeset) -> str:
     """A compute node's script: storage, munge, then slurmd as a dynamic node of ``nodeset``."""
     return render("scripts/compute.sh.j2", nodeset=nodeset.name,
                   node_conf=dynamic_node_conf(nodeset), conf_server=conf_server(blueprint),
-                  **_common(blueprint, f"compute-{nodeset.name}"))
+                  **_common(blueprint, f"compute-{nodeset.name}",
+                            compute_software(blueprint, nodeset.gpus)))

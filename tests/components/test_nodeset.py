@@ -5,7 +5,6 @@ from __future__ import annotations
 import pytest
 
 from clusterprint.model import Nodeset
-from components.images import CPU_IMAGE, GPU_IMAGE
 from components.nodeset import FLEX_START_MAX_RUN_S, GpuNodeset
 
 TEMPLATE = "gcp:compute/instanceTemplate:InstanceTemplate"
@@ -102,7 +101,9 @@ def test_the_group_keeps_count_vms_of_the_auto_named_template(cloud):
 def test_boot_disk_image_metadata_and_identity(cloud):
     template = nodeset(cloud, machine_type="a4-highgpu-8g")
     disk = template["disks"][0]
-    assert disk["diskType"] == "hyperdisk-balanced" and disk["sourceImage"] == GPU_IMAGE
+    assert disk["diskType"] == "hyperdisk-balanced" and disk["sourceImage"] == (
+        "projects/ubuntu-os-accelerator-images/global/images/family/"
+        "ubuntu-accelerator-2404-amd64-with-nvidia-580")
     assert template["metadata"]["startup-script"] == "#!/bin/bash\n"
     assert template["metadata"]["clusterprint-role"] == "compute"
     assert template["metadata"]["clusterprint-nodeset"] == "ns"
@@ -113,7 +114,9 @@ def test_boot_disk_image_metadata_and_identity(cloud):
 
 def test_a_cpu_nodeset_boots_the_cpu_image(cloud):
     disk = nodeset(cloud, machine_type="n2-standard-4")["disks"][0]
-    assert disk["sourceImage"] == CPU_IMAGE and disk["diskType"] == "pd-balanced"
+    assert disk["sourceImage"] == ("projects/ubuntu-os-cloud/global/images/family/"
+                                   "ubuntu-2404-lts-amd64")
+    assert disk["diskType"] == "pd-balanced"
 
 
 @pytest.mark.parametrize("count", [4, 4096])

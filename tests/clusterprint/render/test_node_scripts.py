@@ -91,3 +91,29 @@ def test_controller_creates_the_munge_key_only_in_secret_manager():
     for name, text in files.items():
         if name != "scripts/controller.sh":
             assert "gcloud secrets versions add" not in text, name
+
+
+def test_each_role_installs_only_what_it_runs_and_mounts():
+    files = scripts_of("a3mega")
+    controller, login = files["scripts/controller.sh"], files["scripts/login.sh"]
+    compute = files["scripts/compute-a3mega.sh"]
+    assert "want slurmctld slurmctld" in controller and "want slurmd" not in controller
+    assert "want slurmd slurmd" in compute and "want slurmctld" not in compute
+    assert "want slurmd" not in login and "want scontrol slurm-client" in login
+    for script in (controller, login, compute):
+        assert "want munged munge" in script and "want mount.nfs nfs-common" in script
+    # The controller mounts only the Filestore /home: no bucket, no Lustre scratch.
+    assert "gcsfuse-$codename" not in controller and "lustre-client-binaries" not in controller
+    assert "gcsfuse-$codename" in login and "lustre-client-binaries" in login
+    assert "slurm-wlm-nvml-plugin" in compute and "slurm-wlm-nvml-plugin" not in login
+
+
+def test_lustre_home_needs_no_nfs_client_but_the_lustre_client_everywhere():
+    files = scripts_of("a4")
+    for name in ("scripts/controller.sh", "scripts/login.sh", "scripts/compute-a4.sh"):
+        assert "nfs-common" not in files[name], name
+        assert "lustre-client-ubuntu-$codename" in files[name], name
+
+
+def test_cpu_nodes_need_no_nvml_plugin():
+    assert "slurm-wlm-nvml-plugin" not in scripts_of("cpu-small")["scripts/compute-cpu.sh"]

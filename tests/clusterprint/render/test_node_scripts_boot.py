@@ -1,8 +1,11 @@
 """The rendered scripts boot a node, run again unchanged after a reboot, and fail loudly.
 
 Each script runs as root in its own mount namespace: the folders it writes (/etc/munge,
-/etc/slurm, /etc/systemd/system, /var/spool, /home) are bind-mounted from a temp folder,
-and stubs stand in for the metadata server, Secret Manager, systemd and mounts.
+/etc/slurm, /etc/systemd/system, /etc/apt, /var/spool, /home) are bind-mounted from a temp
+folder, and stubs stand in for the metadata server, Secret Manager, systemd, mounts and apt.
+The image's commands are fakes in the node's own folder: the scripts search only that,
+the stubs and /usr/bin, never this machine's /usr/sbin, so what they find is what the test
+put there.
 """
 
 from __future__ import annotations
@@ -20,7 +23,10 @@ from clusterprint.render import rendered_files
 from clusterprint.validate import load_checked
 
 STUBS = Path(__file__).parent / "stubs"
-SANDBOXED = ("/etc/munge", "/etc/slurm", "/etc/systemd/system", "/var/spool", "/home")
+SANDBOXED = ("/etc/munge", "/etc/slurm", "/etc/systemd/system", "/etc/apt", "/var/spool",
+             "/home")
+#: What a ready image has: the Slurm daemons, munge and the NFS client.
+IMAGE_COMMANDS = ("slurmd", "slurmctld", "munged", "mount.nfs")
 SECRET = "projects/my-project/secrets/cpu-small-munge-key"
 
 
@@ -36,6 +42,24 @@ class Node:
         self.metadata(node_metadata.MUNGE_SECRET, SECRET)
         self.script_dir = root / "scripts"
         self.script_dir.mkdir()
+        self.stubs = root / "stubs"
+        shutil.copytree(STUBS, self.stubs, symlinks=True)
+        self.bin = self.fake / "bin"
+        self.bin.mkdir()
+        for command in IMAGE_COMMANDS:
+            self.image_has(command, "22.05.8")
+
+    def image_has(self, command: str, slurm_version: str) -> None:
+        """Put a command on the image; Slurm's report ``slurm_version`` for -V."""
+        path = self.bin / command
+        path.write_text(f'#!/bin/bash\necho "slurm-wlm {slurm_version}"\n')
+        path.chmod(0o755)
+
+    def image_lacks(self, *commands: str) -> None:
+        """Take commands off the image, whether a fake of the image or a stub."""
+        for command in commands:
+            (self.bin / command).unlink(missing_ok=True)
+            (self.stubs / command).unlink(missing_ok=True)
 
     def metadata(self, key: str, value: str) -> None:
         """Set an instance metadata value."""
@@ -58,7 +82,7 @@ class Node:
         env = {**os.environ, "FAKE": str(self.fake)}
         done = subprocess.run(
             ["unshare", "--mount", "--propagation", "private", "bash", "-c",
-             f'{setup}; PATH={STUBS}:$PATH exec bash "$0"', str(path)],
+             f'{setup}; PATH={self.stubs}:{self.bin}:/usr/bin exec bash "$0"', str(path)],
             env=env, capture_output=True, text=True, timeout=60)
         self.wait_for_journal(done.returncode)
         return done
@@ -104,6 +128,12 @@ def files() -> dict[str, str]:
     return rendered_files(load_checked("blueprints/cpu-small.yaml"))
 
 
+@pytest.fixture(scope="module")
+def a3mega() -> dict[str, str]:
+    """The a3mega blueprint's rendered files: Lustre scratch and a bucket."""
+    return rendered_files(load_checked("blueprints/a3mega.yaml"))
+
+
 def test_controller_creates_munge_key_once_and_is_unchanged_after_reboot(node, files):
     first = node.boot(files["scripts/controller.sh"])
     assert first.returncode == 0, node.journal()
@@ -115,6 +145,8 @@ def test_controller_creates_munge_key_once_and_is_unchanged_after_reboot(node, f
     assert oct(key.stat().st_mode & 0o777) == "0o400"
     assert node.file("/etc/slurm/slurm.conf").read_text() == files["slurm.conf"]
     assert "systemctl restart slurmctld" in calls and "systemctl restart munge" in calls
+    assert not [c for c in calls if c.startswith("apt-get")]
+    assert "software: the image has every package this role needs" in node.journal()
 
     again = node.boot(files["scripts/controller.sh"])
     assert again.returncode == 0, node.journal()
@@ -143,3 +175,64 @@ def test_a_missing_metadata_value_fails_loudly(node, files):
     assert done.returncode != 0
     assert "<3>FAILED" in node.journal()
     assert not [c for c in node.calls() if c.startswith("mount")]
+
+
+def test_a_bare_image_gets_what_the_node_lacks_once(node, files):
+    (node.fake / "secret" / "1").write_text("key from the controller")
+    node.image_lacks("slurmd", "munged", "mount.nfs")
+    first = node.boot(files["scripts/compute-cpu.sh"])
+    assert first.returncode == 0, node.journal()
+    installs = [c for c in node.calls() if c.startswith("apt-get")]
+    assert installs[0].endswith(" update")
+    assert installs[1].endswith(" install slurmd munge nfs-common")
+    assert "software: Slurm 23.11.4" in node.journal()
+    dropin = node.file("/etc/systemd/system/slurmd.service.d/clusterprint.conf").read_text()
+    assert f"ExecStart={node.bin}/slurmd -D -s -Z" in dropin
+
+    again = node.boot(files["scripts/compute-cpu.sh"])
+    assert again.returncode == 0, node.journal()
+    assert not [c for c in node.calls() if c.startswith("apt-get")]
+
+
+def test_an_image_with_slurm_older_than_22_05_is_refused(node, files):
+    node.image_has("slurmctld", "21.08.5")
+    done = node.boot(files["scripts/controller.sh"])
+    assert done.returncode != 0
+    assert "FAILED: software: Slurm 21.08.5 is too old" in node.journal()
+    calls = node.calls()
+    assert not [c for c in calls if c.startswith(("apt-get", "gcloud", "systemctl"))]
+
+
+def test_lustre_and_buckets_come_from_googles_repositories_for_this_release(node, a3mega):
+    (node.fake / "secret" / "1").write_text("key from the controller")
+    node.metadata(node_metadata.lustre_source("scratch"), "10.9.8.7@tcp:/scratch")
+    node.image_lacks("gcsfuse")
+    first = node.boot(a3mega["scripts/login.sh"])
+    assert first.returncode == 0, node.journal()
+    codename = next(line.split("=", 1)[1].strip('"') for line in
+                    Path("/etc/os-release").read_text().splitlines()
+                    if line.startswith("VERSION_CODENAME="))
+    sources = node.root / "disk" / "etc-apt" / "sources.list.d"
+    assert (f"https://packages.cloud.google.com/apt gcsfuse-{codename} main"
+            in (sources / "gcsfuse.list").read_text())
+    assert (f"https://us-apt.pkg.dev/projects/lustre-client-binaries lustre-client-ubuntu-"
+            f"{codename} main" in (sources / "lustre-client.list").read_text())
+    calls = node.calls()
+    install = next(c for c in calls if c.startswith("apt-get") and " install " in c)
+    assert install.endswith(f" install gcsfuse lustre-client-modules-{os.uname().release}"
+                            " lustre-client-utils")
+    assert "modprobe lustre" in calls
+    assert "mount -t lustre -o _netdev 10.9.8.7@tcp:/scratch /lustre" in calls
+
+    again = node.boot(a3mega["scripts/login.sh"])
+    assert again.returncode == 0, node.journal()
+    assert not [c for c in node.calls() if c.startswith(("apt-get", "curl", "modprobe"))]
+
+
+def test_a_kernel_without_lustre_modules_fails_naming_the_package(node, a3mega):
+    module = f"lustre-client-modules-{os.uname().release}"
+    (node.fake / "absent").write_text(module + "\n")
+    done = node.boot(a3mega["scripts/login.sh"])
+    assert done.returncode != 0
+    assert f"FAILED: software: no package {module} in this image's apt sources" in node.journal()
+    assert not [c for c in node.calls() if " install " in c or c.startswith("mount")]

@@ -1,0 +1,60 @@
+"""What software each node role needs, so its script installs only that and only when missing.
+
+The default images are plain Ubuntu 24.04 (``components/images.py``): the Slurm packages come
+from the Ubuntu archive (23.11 in noble), Cloud Storage FUSE, the gcloud CLI and the Managed
+Lustre client from Google's apt repositories. A custom image that already has a command
+installs nothing for it.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from clusterprint.model import Blueprint
+
+#: (command, package): the command whose presence shows the Debian/Ubuntu package is there.
+Packages = tuple[tuple[str, str], ...]
+
+SLURM_LOGIN: Packages = (("scontrol", "slurm-client"), ("munged", "munge"))
+SLURM_CONTROLLER: Packages = (("slurmctld", "slurmctld"), *SLURM_LOGIN)
+SLURM_COMPUTE: Packages = (("slurmd", "slurmd"), *SLURM_LOGIN)
+NFS_CLIENT = ("mount.nfs", "nfs-common")
+
+
+@dataclass(frozen=True)
+class Software:
+    """One role's needs: archive packages by command, and the extras from Google or Slurm."""
+
+    #: (command, package) pairs installed from the image's own apt sources
+    archive: Packages
+    #: Cloud Storage FUSE, for bucket mounts
+    gcsfuse: bool
+    #: the Managed Lustre client (kernel modules and mount.lustre)
+    lustre: bool
+    #: Slurm's gpu/nvml plugin, which ``AutoDetect=nvml`` in gres.conf loads on GPU nodes
+    nvml: bool
+
+
+def _archive(blueprint: Blueprint, slurm: Packages) -> Packages:
+    nfs = (NFS_CLIENT,) if blueprint.storage.home.uses_filestore else ()
+    return slurm + nfs
+
+
+def controller_software(blueprint: Blueprint) -> Software:
+    """The controller mounts only /home: Lustre only when /home is Lustre, never buckets."""
+    return Software(archive=_archive(blueprint, SLURM_CONTROLLER), gcsfuse=False,
+                    lustre=not blueprint.storage.home.uses_filestore, nvml=False)
+
+
+def login_software(blueprint: Blueprint) -> Software:
+    """A login node carries the client commands and every shared file system, no slurmd."""
+    return Software(archive=_archive(blueprint, SLURM_LOGIN),
+                    gcsfuse=bool(blueprint.storage.buckets),
+                    lustre=bool(blueprint.storage.lustre), nvml=False)
+
+
+def compute_software(blueprint: Blueprint, gpus: int) -> Software:
+    """A compute node runs slurmd and mounts every shared file system; GPU nodes need NVML."""
+    return Software(archive=_archive(blueprint, SLURM_COMPUTE),
+                    gcsfuse=bool(blueprint.storage.buckets),
+                    lustre=bool(blueprint.storage.lustre), nvml=gpus > 0)
