@@ -204,5 +204,9 @@ MANAGED_UNSUPPORTED_KEYS = (
     "slurm.nodesets[].image",
 )
 
+#: Filestore tiers the managed API can create (pulumi-gcp 10.2 hypercomputecluster
+#: ``ClusterStorageResourceConfigNewFilestoreArgs.tier``).
+MANAGED_FILESTORE_TIERS = ("ZONAL", "REGIONAL")
+
 #: The managed API's cluster_id: lowercase letters and digits, at most 10.
 MANAGED_CLUSTER_ID_PATTERN = r"^[a-z][a-z0-9]{0,9}$"

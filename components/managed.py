@@ -14,8 +14,6 @@ from components.nodeset import FLEX_START_MAX_RUN_S
 from components.observability import Observability
 from components.storage import HOME_SHARE
 
-#: Filestore tiers the managed API can create (pulumi-gcp 10.2 NewFilestore ``tier``).
-MANAGED_FILESTORE_TIERS = ("ZONAL", "REGIONAL")
 #: The one network resource's id, by which the API refers to it.
 NETWORK_ID = "network"
 HOME_ID = "home"
@@ -64,9 +62,10 @@ def storage_resources(bp: Blueprint, project: str,
     mounts: dict[str, str] = {}
     home = bp.storage.home.filestore if bp.storage.home.uses_filestore else None
     if home is not None:
-        if home.tier not in MANAGED_FILESTORE_TIERS:
-            raise ValueError(f"the managed API creates Filestore tiers "
-                             f"{' and '.join(MANAGED_FILESTORE_TIERS)} only, not {home.tier}")
+        if home.tier not in catalog.MANAGED_FILESTORE_TIERS:
+            tiers = " and ".join(catalog.MANAGED_FILESTORE_TIERS)
+            raise ValueError(f"the managed API creates Filestore tiers {tiers} only, "
+                             f"not {home.tier}")
         location = bp.region if home.tier in catalog.FILESTORE_REGIONAL_TIERS else bp.zone
         resources.append(hcc.ClusterStorageResourceArgs(id=HOME_ID, config=(
             hcc.ClusterStorageResourceConfigArgs(

@@ -57,6 +57,30 @@ def check_managed_machine_types(bp: Blueprint) -> Iterator[Finding]:
                         f"use {', '.join(supported)}, or orchestrator: self-managed")
 
 
+@rule("managed.filestore-tier")
+def check_managed_filestore_tier(bp: Blueprint) -> Iterator[Finding]:
+    """The managed API creates only ZONAL and REGIONAL Filestore instances."""
+    home = bp.storage.home.filestore
+    if _managed(bp) and home is not None and bp.storage.home.uses_filestore and (
+            home.tier not in catalog.MANAGED_FILESTORE_TIERS):
+        yield error(("storage", "home", "filestore", "tier"),
+                    f"the managed API cannot create Filestore tier {home.tier}",
+                    f"use {' or '.join(catalog.MANAGED_FILESTORE_TIERS)}")
+
+
+@rule("managed.reservation-block")
+def check_managed_reservation(bp: Blueprint) -> Iterator[Finding]:
+    """The managed API takes a whole reservation, not a block or sub-block of one."""
+    if not _managed(bp):
+        return
+    for index, ns in enumerate(bp.slurm.nodesets):
+        if ns.reservation and "/reservationBlocks/" in ns.reservation:
+            whole = ns.reservation.split("/reservationBlocks/")[0]
+            yield error(("slurm", "nodesets", index, "reservation"),
+                        "the managed API takes a whole reservation, not a block",
+                        f"use {whole}, or orchestrator: self-managed")
+
+
 @rule("managed.unsupported-key")
 def check_managed_keys(bp: Blueprint) -> Iterator[Finding]:
     """A key the managed API cannot express is refused when the file sets it."""

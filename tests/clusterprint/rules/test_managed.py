@@ -6,6 +6,7 @@ from tests.clusterprint.blueprint_texts import Here, table_tests
 
 MANAGED = {"orchestrator": "managed", "slurm.nodesets[0].machine_type": "a3-megagpu-8g"}
 NS = "slurm.nodesets[0]"
+BLOCK = "projects/my-project/reservations/r/reservationBlocks/b"
 
 REFUSED = [
     pytest.param("managed.cluster-id", "name", {**MANAGED, "name": Here("a3mega-prod")},
@@ -15,6 +16,14 @@ REFUSED = [
     pytest.param("managed.machine-type", f"{NS}.machine_type",
                  {**MANAGED, f"{NS}.machine_type": Here("a3-highgpu-8g")}, "error",
                  id="a3-high-unsupported"),
+    pytest.param("managed.filestore-tier", "storage.home.filestore.tier",
+                 {**MANAGED, "storage.home.filestore": {"tier": Here("BASIC_HDD"),
+                                                        "capacity_gib": 1024}},
+                 "error", id="basic-hdd"),
+    pytest.param("managed.reservation-block", f"{NS}.reservation",
+                 {**MANAGED, f"{NS}.provisioning": "reservation",
+                  f"{NS}.reservation": Here(BLOCK)},
+                 "error", id="block"),
     pytest.param("managed.unsupported-key", "network.mtu",
                  {**MANAGED, "network.mtu": Here(8244)}, "error", id="mtu"),
     pytest.param("managed.unsupported-key", "network.peerings",
@@ -33,6 +42,15 @@ REFUSED = [
 ]
 
 ACCEPTED = [
+    pytest.param("managed.filestore-tier",
+                 {**MANAGED, "storage.home.filestore": {"tier": "REGIONAL", "capacity_gib": 1024}},
+                 id="regional"),
+    pytest.param("managed.filestore-tier",
+                 {"storage.home.filestore": {"tier": "BASIC_HDD", "capacity_gib": 1024}},
+                 id="self-managed-basic-hdd"),
+    pytest.param("managed.reservation-block",
+                 {**MANAGED, f"{NS}.provisioning": "reservation",
+                  f"{NS}.reservation": "projects/my-project/reservations/r"}, id="whole"),
     pytest.param("managed.cluster-id", {**MANAGED, "name": "abcdefghij"}, id="ten-characters"),
     pytest.param("managed.cluster-id", {"name": "a3mega-prod"}, id="self-managed-any-name"),
     pytest.param("managed.machine-type", {**MANAGED, f"{NS}.machine_type": "a4-highgpu-8g"},
