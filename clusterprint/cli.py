@@ -67,7 +67,7 @@ def main(argv: list[str] | None = None) -> int:
     parser = build_parser(chosen if chosen in COMMANDS else None)
     args = parser.parse_args(argv)
     if args.command is None:
-        parser.print_help()
+        parser.print_help(sys.stderr)
         return EXIT_USAGE
     try:
         return _command_module(args.command).run(args)

@@ -127,11 +127,23 @@ def _check_nesting(text: str) -> None:
                             *_line_col(text, match.start()), rule="file.size")
 
 
+class _NotJson(ValueError):
+    """A constant Python's json module accepts but JSON does not (NaN, Infinity)."""
+
+
 def _check_strict_json(text: str) -> None:
     """JSON syntax errors, as strict JSON sees them; duplicate keys are left to the YAML
     parser, which reports them with their line."""
+    def no_constants(name: str) -> None:
+        raise _NotJson(name)
+
     try:
-        json.loads(text)
+        json.loads(text, parse_constant=no_constants)
+    except _NotJson as exc:
+        # NaN and Infinity are Python's extension, not JSON; find the first bare one.
+        token = re.search(rf"(?<![\w\"]){re.escape(str(exc))}(?![\w\"])", text)
+        raise LoadError(f"invalid JSON: {exc} is not a JSON number",
+                        *_line_col(text, token.start() if token else 0)) from None
     except json.JSONDecodeError as exc:
         before = text[: exc.pos].rstrip()
         if before.endswith(",") and text[exc.pos: exc.pos + 1] in ("}", "]"):

@@ -25,7 +25,7 @@ def test_top_level_help_lists_every_command(capsys):
 
 def test_no_command_prints_help_and_exits_2(capsys):
     assert main([]) == 2
-    assert "validate" in capsys.readouterr().out
+    assert "validate" in capsys.readouterr().err
 
 
 def test_unknown_command_suggests_the_list(capsys):

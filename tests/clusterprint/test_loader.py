@@ -59,8 +59,10 @@ def test_empty_and_comment_only_files(check, text, rule):
     ('{\n "a": 1\n "b": 2\n}', 3, 2, "invalid JSON: Expecting ',' delimiter"),
     ("{'a': 1}", 1, 2, "invalid JSON: Expecting property name enclosed in double quotes"),
     ('{\n  "name": "a",\n  "name": "b"\n}', 3, 3, 'invalid JSON: found duplicate key "name"'),
+    ('{\n  "x": "NaN",\n  "mtu": NaN\n}', 3, 10, "invalid JSON: NaN is not a JSON number"),
+    ('{"a": [1, -Infinity]}', 1, 11, "invalid JSON: -Infinity is not a JSON number"),
 ], ids=["trailing-comma-object", "trailing-comma-list", "missing-comma", "single-quotes",
-        "duplicate-key"])
+        "duplicate-key", "nan", "infinity"])
 def test_json_errors_point_at_their_line(check, text, line, column, message):
     found = only_finding(check(text, is_json=True))
     assert (found.line, found.column, found.finding.message) == (line, column, message)
