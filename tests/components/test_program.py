@@ -27,3 +27,19 @@ def test_an_invalid_blueprint_is_refused_with_the_validator_lines(cloud, tmp_pat
     assert f"{bad}:" in str(refused.value)
     assert "storage.home.filestore.capacity_gib: 10 is below 1024" in str(refused.value)
     assert not cloud.resources
+
+
+def test_the_project_file_names_what_the_program_reads():
+    """Pulumi.yaml's project name and config key are the ones the program and plan use."""
+    from ruamel.yaml import YAML
+
+    from clusterprint import plan
+    from clusterprint.validate import load_checked
+
+    project = YAML(typ="safe").load((ROOT / "Pulumi.yaml").read_text())
+    assert project["name"] == plan.PROJECT
+    assert project["runtime"] == {"name": "python", "options": {"virtualenv": ".venv"}}
+    key = project["config"][program.BLUEPRINT_KEY]
+    assert key["type"] == "string" and key["default"] == program.DEFAULT_BLUEPRINT
+    assert load_checked(str(ROOT / key["default"])).name == "a3mega"
+    assert (ROOT / "__main__.py").read_text().count("main()") == 1
