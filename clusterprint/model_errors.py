@@ -132,7 +132,7 @@ def _finding(err: dict) -> Finding:
 
     if path and path[-1] == "[key]":
         path = path[:-1]
-        return bad("schema.pattern", f"label key {_show(path[-1])} is not valid",
+        return bad("schema.label-key", f"label key {_show(path[-1])} is not valid",
                    PATTERN_MEANINGS[model.LABEL_KEY_PATTERN])
     if kind == "missing":
         return bad("schema.required", "required key is missing")

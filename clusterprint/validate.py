@@ -66,7 +66,7 @@ def check_document(file: str, doc: Document) -> Checked:
         else:
             found = rules.check(result.blueprint)
     for finding in found:
-        key = finding.rule == "schema.unknown-key"
+        key = finding.rule in ("schema.unknown-key", "schema.label-key")  # the key is at fault
         line, column = doc.position(finding.path, key=key)
         result.findings.append(Located(file, line, column, finding))
     result.findings.sort(key=lambda f: (f.line or 0, f.column or 0))

@@ -43,6 +43,23 @@ def check_unique_names(bp: Blueprint) -> Iterator[Finding]:
     yield from duplicates(("recipes",), [r.name for r in bp.recipes], "name")
 
 
+#: Words slurm.conf reads as keywords where a partition or nodeset name stands:
+#: ``PartitionName=DEFAULT`` sets defaults for the lines after it (the partition
+#: vanishes), ``Nodes=ALL`` means every node.
+SLURM_KEYWORDS = frozenset({"default", "all"})
+
+
+@rule("names.slurm-keyword")
+def check_slurm_keywords(bp: Blueprint) -> Iterator[Finding]:
+    """A partition or nodeset named like a slurm.conf keyword silently changes meaning."""
+    for kind, items in (("nodesets", bp.slurm.nodesets), ("partitions", bp.slurm.partitions)):
+        for index, item in enumerate(items):
+            if item.name in SLURM_KEYWORDS:
+                yield error(("slurm", kind, index, "name"),
+                            f"{item.name!r} is a slurm.conf keyword, not a usable name",
+                            f"choose another name, e.g. {item.name}-{kind[:-1]}")
+
+
 @rule("names.partition-nodesets")
 def check_partition_nodesets(bp: Blueprint) -> Iterator[Finding]:
     """Every nodeset a partition names must be listed under slurm.nodesets."""

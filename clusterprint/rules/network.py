@@ -28,16 +28,24 @@ def parse_cidr(text: str) -> tuple[ipaddress.IPv4Network | None, str | None, str
     return None, f"{text} has host bits set", f"try {loose}"
 
 
-def _cidrs(bp: Blueprint) -> list[tuple[KeyPath, str]]:
+SUBNET: KeyPath = ("network", "subnet_cidr")
+GPU_RANGE: KeyPath = ("network", "gpu_subnets_cidr")
+PSA_RANGE: KeyPath = ("network", "private_service_access", "range")
+
+
+def _address_space(bp: Blueprint) -> list[tuple[KeyPath, str]]:
+    """The ranges the cluster's own addresses come from: they must never overlap."""
     net = bp.network
-    found: list[tuple[KeyPath, str]] = [(("network", "subnet_cidr"), net.subnet_cidr),
-                                        (("network", "gpu_subnets_cidr"), net.gpu_subnets_cidr)]
+    found = [(SUBNET, net.subnet_cidr), (GPU_RANGE, net.gpu_subnets_cidr)]
     if net.private_service_access.range:
-        found.append((("network", "private_service_access", "range"),
-                      net.private_service_access.range))
-    found += [(("network", "ssh_source_ranges", i), r)
-              for i, r in enumerate(net.ssh_source_ranges)]
+        found.append((PSA_RANGE, net.private_service_access.range))
     return found
+
+
+def _cidrs(bp: Blueprint) -> list[tuple[KeyPath, str]]:
+    """Every CIDR of the blueprint: the address space plus the SSH sources."""
+    return _address_space(bp) + [(("network", "ssh_source_ranges", i), r)
+                                 for i, r in enumerate(bp.network.ssh_source_ranges)]
 
 
 @rule("network.cidr")
@@ -52,15 +60,15 @@ def check_cidrs_parse(bp: Blueprint) -> Iterator[Finding]:
 #: Prefix lengths allowed: /29 is the smallest IPv4 subnet range Compute Engine accepts and
 #: /24 the smallest range private service access allocates (cloud.google.com/vpc/docs/subnets,
 #: .../vpc/docs/configure-private-services-access); /8 caps both at one whole 10.0.0.0/8.
-RANGE_PREFIXES = {"subnet_cidr": (8, 29), "range": (8, 24)}
+RANGE_PREFIXES = {SUBNET: (8, 29), PSA_RANGE: (8, 24)}
 
 
 @rule("network.range-size")
 def check_range_sizes(bp: Blueprint) -> Iterator[Finding]:
     """A subnet is /8 to /29 and a private service access range /8 to /24."""
-    for path, text in _cidrs(bp)[:3]:
+    for path, text in _address_space(bp):
         parsed, _, _ = parse_cidr(text)
-        limits = RANGE_PREFIXES.get(str(path[-1]))
+        limits = RANGE_PREFIXES.get(path)
         if parsed is None or limits is None:
             continue
         shortest, longest = limits
@@ -73,10 +81,9 @@ def check_range_sizes(bp: Blueprint) -> Iterator[Finding]:
 def check_cidr_overlaps(bp: Blueprint) -> Iterator[Finding]:
     """The subnet, the PSA range and the GPU subnets must not overlap one another."""
     ranges: list[tuple[KeyPath, str, ipaddress.IPv4Network]] = []
-    for path, text in _cidrs(bp):
+    for path, text in _address_space(bp):
         parsed, _, _ = parse_cidr(text)
-        if parsed is None or path[1] == "ssh_source_ranges" or (
-                path[-1] == "gpu_subnets_cidr" and subnets_needed(bp) == 0):
+        if parsed is None or (path == GPU_RANGE and subnets_needed(bp) == 0):
             continue
         ranges.append((path, text, parsed))
     for i, (path, text, cidr) in enumerate(ranges):
@@ -95,7 +102,7 @@ def check_gpu_subnets_size(bp: Blueprint) -> Iterator[Finding]:
         return
     needed = (count - 1).bit_length()
     if cidr.prefixlen + needed > SMALLEST_GPU_SUBNET:
-        yield error(("network", "gpu_subnets_cidr"),
+        yield error(GPU_RANGE,
                     f"{cidr} is too small to split into {count} GPU subnets",
                     f"use a prefix of /{SMALLEST_GPU_SUBNET - needed} or larger")
 

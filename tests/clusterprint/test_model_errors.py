@@ -54,7 +54,7 @@ CASES = [
     ({f"{NS}.reservation": Here("projects/p/reservations/r")}, "schema.pattern",
      f"{NS}.reservation", "'projects/p/reservations/r' is not valid",
      "expected [projects/P/reservations/]NAME[/reservationBlocks/B[/reservationSubBlocks/S]]"),
-    ({"labels": {"Team": Here("research")}}, "schema.pattern", "labels.Team",
+    ({"labels": {"Team": Here("research")}}, "schema.label-key", "labels.Team",
      "label key 'Team' is not valid", "a label key: lowercase letters, digits, _ or -, "
                                       "starting with a letter, at most 63"),
     ({f"{NS}.count": Here(-1)}, "schema.range", f"{NS}.count", "-1 is out of range",

@@ -32,6 +32,12 @@ REFUSED = [
                  {**GPU, "recipes": [{"name": "gemma-2b-sft", "partition": "debug"},
                                      Here({"name": "gemma-2b-sft", "partition": "debug"})]},
                  "error", id="recipe-twice"),
+    pytest.param("names.slurm-keyword", "slurm.partitions[0].name",
+                 {"slurm.partitions[0].name": Here("default")}, "error",
+                 id="partition-named-default"),
+    pytest.param("names.slurm-keyword", "slurm.nodesets[0].name",
+                 {"slurm.nodesets[0].name": Here("all"),
+                  "slurm.partitions[0].nodesets": ["all"]}, "error", id="nodeset-named-all"),
     pytest.param("names.partition-nodesets", "slurm.partitions[0].nodesets[1]",
                  {"slurm.partitions[0].nodesets[1]": Here("gpu")}, "error",
                  id="unknown-nodeset"),
@@ -46,6 +52,10 @@ REFUSED = [
 ]
 
 ACCEPTED = [
+    pytest.param("names.slurm-keyword", {"slurm.partitions[0].name": "defaults",
+                                         "slurm.nodesets[0].name": "allgpu",
+                                         "slurm.partitions[0].nodesets": ["allgpu"]},
+                 id="keywords-inside-names"),
     pytest.param("names.unique", {"slurm.nodesets[1]": {"name": "cpu2", **CPU},
                                   "slurm.partitions[1]": {"name": "two", "nodesets": ["cpu2"]}},
                  id="distinct-names"),
