@@ -10,7 +10,7 @@ import copy
 from dataclasses import dataclass, field
 from typing import Any
 
-from pydantic import ValidationError
+from pydantic import BaseModel, ValidationError
 
 from clusterprint.findings import Finding, KeyPath, Located
 from clusterprint.loader import Document, LoadError, load_document, parse
@@ -77,14 +77,15 @@ def rule_findings_despite(data: dict, exc: ValidationError) -> list[Finding]:
     """Rule findings on the data with the model's bad keys left out.
 
     A typo'd key and a Lustre size off its step should both show in one run. Each key
-    the model refused is dropped (its default applies), and the rules run on what is
-    left. Findings inside an object that lost a value are dropped too, since that
-    value's default could be what they complain about; unknown keys cost nothing.
-    When dropping cannot repair the data (a missing key, a bad list item), the model's
-    findings stand alone.
+    the model refused is dropped (its default applies; a required integer takes a
+    stand-in from its bounds), and the rules run on what is left. Findings inside an
+    object that lost a value are dropped too, since the stand-in could be what they
+    complain about; unknown keys cost nothing. When this cannot repair the data (a
+    missing key, a bad list item, a bad required string), the model's findings stand
+    alone.
     """
     from clusterprint import rules
-    from clusterprint.model_errors import clean_loc
+    from clusterprint.model_errors import clean_loc, model_at
 
     repaired = copy.deepcopy(data)
     shaken: list[KeyPath] = []
@@ -98,12 +99,29 @@ def rule_findings_despite(data: dict, exc: ValidationError) -> list[Finding]:
         del parent[path[-1]]
         if not unknown:
             shaken.append(path[:-1])
+            stand_in = _integer_stand_in(model_at(path[:-1]), str(path[-1]))
+            if stand_in is not None:
+                parent[path[-1]] = stand_in
     try:
         blueprint = Blueprint.model_validate(repaired)
     except ValidationError:
         return []
     return [f for f in rules.check(blueprint)
             if not any(f.path[:len(owner)] == owner for owner in shaken)]
+
+
+def _integer_stand_in(owner: type[BaseModel] | None, key: str) -> int | None:
+    """A valid value for a required integer field: its upper bound, else its lower one.
+
+    The upper bound keeps capacity checks elsewhere (a recipe's nodes within its
+    partition) from blaming a value the user never wrote.
+    """
+    field = owner.model_fields.get(key) if owner else None
+    if field is None or not field.is_required() or field.annotation is not int:
+        return None
+    bounds = {name: getattr(m, name) for m in field.metadata
+              for name in ("ge", "le") if getattr(m, name, None) is not None}
+    return bounds.get("le", bounds.get("ge", 0))
 
 
 def _walk(data: Any, path: KeyPath) -> Any:

@@ -44,9 +44,19 @@ def test_rules_next_to_a_refused_value_stay_quiet():
     assert [f.finding.rule for f in check_text("bp.yaml", text).findings] == ["schema.enum"]
 
 
-def test_a_refused_required_value_leaves_the_rules_out():
-    text = blueprint_text({"slurm.nodesets[0].count": "2", "zone": "us-east1-b"})
-    assert [f.finding.rule for f in check_text("bp.yaml", text).findings] == ["schema.type"]
+def test_a_refused_required_integer_still_lets_the_rules_run():
+    text = blueprint_text({"slurm.nodesets[0].count": "2", "zone": "us-east1-b",
+                           "recipes": [{"name": "gemma-2b-sft", "partition": "debug",
+                                        "nodes": 4}]})
+    found = {f.finding.rule: f.finding.message for f in check_text("bp.yaml", text).findings}
+    assert sorted(found) == ["location.zone-in-region", "recipes.partition", "schema.type"]
+    # The recipe is refused for its GPUs, not for 4 nodes against a count nobody could read.
+    assert found["recipes.partition"].startswith("gemma-2b-sft needs 1 GPUs per node")
+
+
+def test_a_refused_required_string_leaves_the_rules_out():
+    text = blueprint_text({"slurm.nodesets[0].machine_type": "N2", "zone": "us-east1-b"})
+    assert [f.finding.rule for f in check_text("bp.yaml", text).findings] == ["schema.pattern"]
 
 
 def test_warnings_do_not_stop_a_program(tmp_path):
