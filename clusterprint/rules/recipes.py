@@ -33,5 +33,5 @@ def check_recipe_partition(bp: Blueprint) -> Iterator[Finding]:
         gpus = min((ns.gpus for ns in nodesets if ns), default=0)
         if gpus < needed:
             yield error(("recipes", index, "partition"),
-                        f"{job.name} needs {needed} GPUs per node; partition {partition.name} "
-                        f"has {gpus}", "submit it to a GPU partition")
+                        f"{job.name} needs at least {needed} GPU(s) per node; partition "
+                        f"{partition.name} has {gpus}", "submit it to a GPU partition")

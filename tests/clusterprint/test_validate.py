@@ -51,7 +51,7 @@ def test_a_refused_required_integer_still_lets_the_rules_run():
     found = {f.finding.rule: f.finding.message for f in check_text("bp.yaml", text).findings}
     assert sorted(found) == ["location.zone-in-region", "recipes.partition", "schema.type"]
     # The recipe is refused for its GPUs, not for 4 nodes against a count nobody could read.
-    assert found["recipes.partition"].startswith("gemma-2b-sft needs 1 GPUs per node")
+    assert found["recipes.partition"].startswith("gemma-2b-sft needs at least 1 GPU(s) per node")
 
 
 def test_a_refused_required_string_leaves_the_rules_out():
