@@ -150,6 +150,35 @@ def check_existing_pair(bp: Blueprint) -> Iterator[Finding]:
                     "add network.existing: projects/P/global/networks/N")
 
 
+@rule("network.existing-project")
+def check_existing_in_project(bp: Blueprint) -> Iterator[Finding]:
+    """An existing network must live in the cluster's project.
+
+    clusterprint creates the firewall rules, NAT and private service access range in
+    the cluster's project; on a Shared VPC host in another project they would fail.
+    """
+    net = bp.network
+    for key, name in (("existing", net.existing), ("existing_subnetwork", net.existing_subnetwork)):
+        owner = name.split("/")[1] if name else None
+        if owner and bp.project and owner != bp.project:
+            yield error(("network", key),
+                        f"is in project {owner}, the cluster in {bp.project}; networks of "
+                        f"another project (Shared VPC) are not supported",
+                        "use a network of the cluster's project, or leave existing unset")
+
+
+@rule("network.existing-ignored")
+def check_existing_ignores(bp: Blueprint) -> Iterator[Finding]:
+    """The MTU and the subnet range belong to a network clusterprint creates."""
+    net = bp.network
+    if not net.existing:
+        return
+    for key in ("mtu", "subnet_cidr"):
+        if key in net.model_fields_set:
+            yield warning(("network", key), "has no effect on an existing network",
+                          "remove it; the existing network keeps its own")
+
+
 @rule("network.psa")
 def check_psa_choice(bp: Blueprint) -> Iterator[Finding]:
     """Private service access takes a prefix length or an explicit range, not both."""
