@@ -203,8 +203,11 @@ class Nodeset(Strict):
     name: str = Field(pattern=LIST_NAME_PATTERN, description="Also the Slurm node feature.")
     machine_type: str = Field(pattern=MACHINE_TYPE_PATTERN)
     count: int = Field(ge=0, le=16384, description="Nodes kept up (static).")
-    max_count: int | None = Field(None, ge=1, le=16384,
-                                  description="Upper bound for dynamic nodes; default `count`.")
+    max_count: int | None = Field(
+        None, ge=1, le=16384,
+        description="Upper bound for dynamic nodes (Slurm's MaxNodeCount counts it): resize the "
+                    "instance group up to it and the extra VMs join Slurm on their own; "
+                    "`pulumi up` sets the group back to `count`. Default `count`.")
     provisioning: Provisioning = Field("on-demand")
     reservation: str | None = Field(
         None, pattern=RESERVATION_PATTERN,
