@@ -20,8 +20,8 @@ BUCKET_ROLE = "roles/storage.objectUser"
 class NodeServiceAccount(pulumi.ComponentResource):
     """One role's identity: a service account, its project, secret and bucket roles.
 
-    Granting per role keeps a login node from replacing VMs and a compute node from
-    writing the munge key, even though all of them run the same scripts.
+    Granting per role keeps a login or compute node from writing the munge key, and
+    each role's account holds only what its scripts use.
     """
 
     def __init__(self, name: str, *, project: str, account_id: str, display_name: str,

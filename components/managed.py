@@ -8,7 +8,6 @@ from pulumi_gcp import hypercomputecluster as hcc
 
 from clusterprint import catalog
 from clusterprint.model import Blueprint, Nodeset
-from clusterprint.render import node_scripts
 from components.cluster import CLUSTER_LABEL, iap_ssh_command, project_of
 from components.nodeset import FLEX_START_MAX_RUN_S
 from components.observability import Observability
@@ -101,9 +100,11 @@ class ManagedTrainingCluster(pulumi.ComponentResource):
     """A blueprint with ``orchestrator: managed`` as one ``hypercomputecluster.Cluster``.
 
     Google runs the controller, nodes and health checks; clusterprint supplies the
-    network, compute, storage and Slurm layout, and the same login and compute startup
-    scripts. The one resource holds the file systems it creates, so it is ``protect``-ed
-    like the data it carries.
+    network, compute, storage and Slurm layout. The API installs Slurm and munge and
+    mounts the storage itself, so no node gets clusterprint's startup scripts: they read
+    metadata only ``TrainingCluster`` sets and point slurmd at a controller VM that a
+    managed cluster does not have, so every node would end FAILED. The one resource holds
+    the file systems it creates, so it is ``protect``-ed like the data it carries.
     """
 
     def __init__(self, name: str, blueprint: Blueprint,
@@ -111,7 +112,6 @@ class ManagedTrainingCluster(pulumi.ComponentResource):
         super().__init__("clusterprint:index:ManagedTrainingCluster", name, None, opts)
         bp, project = blueprint, project_of(blueprint)
         labels = {**bp.labels, CLUSTER_LABEL: bp.name}
-        scripts = node_scripts(bp)
         storage, mounts = storage_resources(bp, project)
         mount_configs = [{"id": key, "local_mount": path} for key, path in mounts.items()]
         net = bp.network
@@ -135,15 +135,14 @@ class ManagedTrainingCluster(pulumi.ComponentResource):
             orchestrator=hcc.ClusterOrchestratorArgs(slurm=hcc.ClusterOrchestratorSlurmArgs(
                 login_nodes=hcc.ClusterOrchestratorSlurmLoginNodesArgs(
                     count=str(bp.slurm.login.count), machine_type=bp.slurm.login.machine_type,
-                    zone=bp.zone, enable_os_login=True, enable_public_ips=False,
-                    startup_script=scripts.login, labels=labels,
+                    zone=bp.zone, enable_os_login=True, enable_public_ips=False, labels=labels,
                     storage_configs=[hcc.ClusterOrchestratorSlurmLoginNodesStorageConfigArgs(**m)
                                      for m in mount_configs]),
                 node_sets=[hcc.ClusterOrchestratorSlurmNodeSetArgs(
                     id=ns.name, compute_id=ns.name, static_node_count=str(ns.count),
                     max_dynamic_node_count=str(ns.upper_bound - ns.count),
                     compute_instance=hcc.ClusterOrchestratorSlurmNodeSetComputeInstanceArgs(
-                        startup_script=scripts.compute[ns.name], labels=labels,
+                        labels=labels,
                         boot_disk=hcc.ClusterOrchestratorSlurmNodeSetComputeInstanceBootDiskArgs(
                             size_gb=str(ns.boot_disk.size_gb), type=ns.boot_disk_type)),
                     storage_configs=[hcc.ClusterOrchestratorSlurmNodeSetStorageConfigArgs(**m)

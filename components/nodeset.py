@@ -81,11 +81,19 @@ class GpuNodeset(pulumi.ComponentResource):
     """A nodeset's VMs as one instance template and one zonal instance group.
 
     The resource count is the same for 4 nodes or 4,000: the group keeps ``count`` VMs
-    named ``{cluster}-{nodeset}-xxxx``, and Slurm resizes it up to ``max_count`` for
-    dynamic nodes (they register themselves with slurmd -Z). The template is auto-named
-    so a changed template is created before the old one is deleted while the group
-    still uses it (pulumi/pulumi#8779); the group's OPPORTUNISTIC update policy applies
-    it to new and replaced VMs only, never recreating nodes under running jobs.
+    named ``{cluster}-{nodeset}-xxxx`` (``target_size``). ``max_count`` is a ceiling, not
+    a size: it counts toward slurm.conf's ``MaxNodeCount`` (the sum of every nodeset's
+    upper bound), the most nodes Slurm accepts. Nothing in clusterprint grows the group:
+    an operator (or a later autoscaler) may resize it up to ``max_count``, and the extra
+    VMs join Slurm on their own as dynamic nodes (slurmd -Z). A ``pulumi up`` that
+    refreshes (``--refresh``, or ``options: refresh: always`` in Pulumi.yaml) sets the
+    size back to ``count``; one that does not trusts its state, which still says
+    ``count``, and leaves the group as resized.
+
+    The template is auto-named so a changed template is created before the old one is
+    deleted while the group still uses it (pulumi/pulumi#8779); the group's OPPORTUNISTIC
+    update policy applies it to new and replaced VMs only, never recreating nodes under
+    running jobs.
     """
 
     def __init__(self, name: str, *, nodeset: Nodeset, cluster: str, project: str,

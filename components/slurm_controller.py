@@ -8,12 +8,10 @@ import pulumi
 import pulumi_gcp as gcp
 
 from clusterprint import node_metadata
-from components.identity import NODE_ROLES, NodeServiceAccount
+from components.identity import NodeServiceAccount
 from components.images import boot_image
 from components.vm import private_vm
 
-#: The controller replaces failed nodes (instance group managers included).
-CONTROLLER_ROLES = (*NODE_ROLES, "roles/compute.instanceAdmin.v1")
 #: Writes the munge key once, on first boot, and reads it back on every later boot.
 MUNGE_WRITER_ROLES = ("roles/secretmanager.secretVersionAdder",
                       "roles/secretmanager.secretAccessor")
@@ -28,6 +26,10 @@ class SlurmController(pulumi.ComponentResource):
     first boot and adds it as the first version, and nodes read it from Secret Manager.
     So the key never appears in Pulumi state, in instance metadata or in a plan; only the
     secret's name travels (metadata ``clusterprint-munge-secret``).
+
+    The controller's project roles are every node's (logs and metrics) and no more: no
+    script calls the Compute API (nothing resizes groups or replaces VMs), and a
+    project-wide Compute role would let it delete any VM in the project.
     """
 
     def __init__(self, name: str, *, cluster: str, project: str, zone: str,
@@ -49,7 +51,7 @@ class SlurmController(pulumi.ComponentResource):
         self.munge_secret_id: pulumi.Output[str] = self.munge_secret.id
         identity = NodeServiceAccount(
             f"{name}-identity", project=project, account_id=f"{cluster}-ctl",
-            display_name=f"{cluster} Slurm controller", roles=CONTROLLER_ROLES,
+            display_name=f"{cluster} Slurm controller",
             secret=self.munge_secret_id, secret_roles=MUNGE_WRITER_ROLES, buckets=buckets,
             opts=child)
         self.instance_name = node_metadata.controller_hostname(cluster)

@@ -187,3 +187,24 @@ def test_file_systems_sit_on_the_full_system_network_name(cloud):
     assert lustre["network"] == full
     assert (lustre["perUnitStorageThroughput"], lustre["capacityGib"]) == ("500", "18000")
     assert cloud.one("gcp:servicenetworking/connection:Connection").inputs["network"] == full
+
+
+def test_each_role_holds_only_the_project_and_secret_roles_it_uses(cloud):
+    build(cloud, reference_blueprint("a4"))
+
+    def roles_by_identity(token: str) -> dict[str, set[str]]:
+        found: dict[str, set[str]] = {}
+        for grant in cloud.of_type(token):
+            found.setdefault(grant.parent, set()).add(grant.inputs["role"])
+        return found
+
+    logs_and_metrics = {"roles/logging.logWriter", "roles/monitoring.metricWriter"}
+    assert roles_by_identity("gcp:projects/iAMMember:IAMMember") == {
+        "a4-controller-identity": logs_and_metrics,
+        "a4-login-identity": logs_and_metrics,
+        "a4-compute-identity": logs_and_metrics}
+    reader = {"roles/secretmanager.secretAccessor"}
+    assert roles_by_identity("gcp:secretmanager/secretIamMember:SecretIamMember") == {
+        "a4-controller-identity": reader | {"roles/secretmanager.secretVersionAdder"},
+        "a4-login-identity": reader,
+        "a4-compute-identity": reader}

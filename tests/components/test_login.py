@@ -32,8 +32,8 @@ def test_login_nodes_only_read_the_munge_key(cloud):
     roles = {r.inputs["role"] for r in
              cloud.of_type("gcp:secretmanager/secretIamMember:SecretIamMember")}
     assert roles == {"roles/secretmanager.secretAccessor"}
-    assert "roles/compute.instanceAdmin.v1" not in {
-        r.inputs["role"] for r in cloud.of_type("gcp:projects/iAMMember:IAMMember")}
+    assert {r.inputs["role"] for r in cloud.of_type("gcp:projects/iAMMember:IAMMember")} == {
+        "roles/logging.logWriter", "roles/monitoring.metricWriter"}
 
 
 def test_no_login_nodes_makes_no_vm(cloud):

@@ -2,10 +2,13 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 
+from clusterprint import node_metadata
 from clusterprint.model import Nodeset
 from clusterprint.validate import load_checked
 from components import program
@@ -20,6 +23,30 @@ def managed(cloud) -> tuple[dict, dict]:
     bp = load_checked(MANAGED)
     exports = cloud.run(lambda: ManagedTrainingCluster(bp.name, bp).exports)
     return cloud.one(CLUSTER).inputs, exports
+
+
+def keys_and_strings(value: Any) -> Iterator[str]:
+    """Every mapping key and string value anywhere in a resource's inputs."""
+    if isinstance(value, dict):
+        for key, item in value.items():
+            yield key
+            yield from keys_and_strings(item)
+    elif isinstance(value, list):
+        for item in value:
+            yield from keys_and_strings(item)
+    elif isinstance(value, str):
+        yield value
+
+
+def test_no_node_gets_a_self_managed_startup_script(cloud):
+    cluster, _ = managed(cloud)
+    found = list(keys_and_strings(cluster))
+    assert "startupScript" not in found
+    metadata_keys = (node_metadata.HOME_SOURCE, node_metadata.MUNGE_SECRET,
+                     node_metadata.ROLE, node_metadata.lustre_source(""))
+    assert not [text for text in found if any(key in text for key in metadata_keys)]
+    controller = node_metadata.controller_hostname("a4managed")
+    assert not [text for text in found if controller in text or ":6817" in text]
 
 
 def test_the_blueprint_becomes_one_protected_cluster(cloud):

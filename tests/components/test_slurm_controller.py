@@ -36,11 +36,10 @@ def test_the_munge_secret_has_no_version_and_only_its_name_travels(cloud):
     assert cloud.one(INSTANCE).inputs["metadata"]["clusterprint-munge-secret"] == secret_name
 
 
-def test_the_controller_may_write_the_key_and_replace_nodes(cloud):
+def test_the_controller_may_write_the_key_and_nothing_in_compute(cloud):
     controller(cloud)
     project_roles = {r.inputs["role"] for r in cloud.of_type("gcp:projects/iAMMember:IAMMember")}
-    assert project_roles == {"roles/logging.logWriter", "roles/monitoring.metricWriter",
-                             "roles/compute.instanceAdmin.v1"}
+    assert project_roles == {"roles/logging.logWriter", "roles/monitoring.metricWriter"}
     secret_roles = {r.inputs["role"] for r in
                     cloud.of_type("gcp:secretmanager/secretIamMember:SecretIamMember")}
     assert secret_roles == {"roles/secretmanager.secretVersionAdder",
