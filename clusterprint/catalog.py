@@ -196,12 +196,19 @@ IAP_RANGE = "35.235.240.0/20"
 #: as key paths with ``[]`` for "every item of the list".
 MANAGED_UNSUPPORTED_KEYS = (
     "network.mtu",
+    "network.subnet_cidr",
+    "network.gpu_networks",
+    "network.nat",
+    "network.ssh_source_ranges",
     "network.peerings",
     "network.private_service_access",
     "network.gpu_subnets_cidr",
     "slurm.controller",
     "slurm.nodesets[].placement",
     "slurm.nodesets[].image",
+    "slurm.partitions[].max_time",
+    "slurm.health_checks",
+    "recipes",
 )
 
 #: Filestore tiers the managed API can create (pulumi-gcp 10.2 hypercomputecluster

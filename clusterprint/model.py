@@ -207,7 +207,7 @@ class Nodeset(Strict):
         None, ge=1, le=16384,
         description="Upper bound for dynamic nodes (Slurm's MaxNodeCount counts it): resize the "
                     "instance group up to it and the extra VMs join Slurm on their own; "
-                    "`pulumi up` sets the group back to `count`. Default `count`.")
+                    "`pulumi up --refresh` sets the group back to `count`. Default `count`.")
     provisioning: Provisioning = Field("on-demand")
     reservation: str | None = Field(
         None, pattern=RESERVATION_PATTERN,
