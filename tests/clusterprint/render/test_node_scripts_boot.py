@@ -173,8 +173,20 @@ def test_a_missing_metadata_value_fails_loudly(node, files):
     (node.fake / "metadata" / node_metadata.HOME_SOURCE).unlink()
     done = node.boot(files["scripts/login.sh"])
     assert done.returncode != 0
-    assert "<3>FAILED" in node.journal()
+    assert f"<3>FAILED: metadata {node_metadata.HOME_SOURCE}: not set on this VM" in node.journal()
     assert not [c for c in node.calls() if c.startswith("mount")]
+
+
+def test_a_missing_lustre_address_fails_at_once_naming_its_key(node, a3mega):
+    (node.fake / "secret" / "1").write_text("key from the controller")
+    key = node_metadata.lustre_source("scratch")
+    started = time.monotonic()
+    done = node.boot(a3mega["scripts/login.sh"])
+    assert done.returncode != 0
+    assert time.monotonic() - started < 30
+    assert f"<3>FAILED: metadata {key}: not set on this VM" in node.journal()
+    assert "retrying" not in node.journal()
+    assert not [c for c in node.calls() if c.startswith("mount -t lustre")]
 
 
 def test_a_bare_image_gets_what_the_node_lacks_once(node, files):
@@ -223,6 +235,8 @@ def test_lustre_and_buckets_come_from_googles_repositories_for_this_release(node
                             " lustre-client-utils")
     assert "modprobe lustre" in calls
     assert "mount -t lustre -o _netdev 10.9.8.7@tcp:/scratch /lustre" in calls
+    assert ("gcsfuse --implicit-dirs --file-mode=666 --dir-mode=777 -o allow_other"
+            " my-project-a3mega-ckpts /gcs/checkpoints") in calls
 
     again = node.boot(a3mega["scripts/login.sh"])
     assert again.returncode == 0, node.journal()
