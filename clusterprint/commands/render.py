@@ -2,9 +2,13 @@
 
 Writes slurm.conf, gres.conf, cgroup.conf and scripts/<role>.sh (controller, login,
 compute-<nodeset>) into DIR, all at once: on any error nothing is left half-written.
+DIR also gets a ``.clusterprint-render`` marker listing those files. ``--force`` replaces
+only a folder holding such a marker and nothing but the files it lists, so it can never
+delete a user's own files; the current folder, an ancestor of it, ``/``, the home folder
+and a folder holding the blueprint are refused even when empty.
 
 Exit status: 0 written, 1 invalid blueprint (the validator's lines on stderr),
-2 usage error, unreadable file, or DIR not empty without --force.
+2 usage error, unreadable file, or DIR refused (the reason on stderr; nothing touched).
 """
 
 from __future__ import annotations
@@ -20,9 +24,11 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     """render FILE --out DIR [--force]."""
     parser.add_argument("file", metavar="FILE", help="blueprint file (.yaml or .json)")
     parser.add_argument("--out", required=True, metavar="DIR", type=Path,
-                        help="folder to write into; must be absent or empty")
+                        help="folder to write into; must be absent or empty, never the "
+                             "current folder, an ancestor of it, / or home")
     parser.add_argument("--force", action="store_true",
-                        help="replace DIR even when it holds files")
+                        help="replace DIR when an earlier render wrote it (it holds "
+                             ".clusterprint-render and only the files that lists)")
 
 
 def run(args: argparse.Namespace) -> int:
@@ -36,7 +42,7 @@ def run(args: argparse.Namespace) -> int:
         return status
     files = rendered_files(blueprint)
     try:
-        write_tree(files, args.out, replace=args.force)
+        write_tree(files, args.out, replace=args.force, source=Path(args.file))
     except OutputExists as exc:
         print(f"clusterprint render: {exc}", file=sys.stderr)
         return EXIT_USAGE

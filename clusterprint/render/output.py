@@ -1,35 +1,49 @@
-"""Writing rendered files into a folder all at once, or not at all.
+"""Writing rendered files into a folder all at once, or not at all, and never over a user's files.
 
 The files are written into a fresh folder next to the target and renamed into place,
 so an error (a full disk, an interrupt) never leaves a half-written folder behind.
+Every rendered folder holds a marker file listing what the render wrote: replacing a
+folder (``--force``) is allowed only where the marker shows that nothing else is in it,
+so a mistyped ``--out`` can never delete a user's work.
 """
 
 from __future__ import annotations
 
+import os
 import shutil
 import tempfile
 from pathlib import Path
 
+#: The file every rendered folder holds: its header, then each file the render wrote.
+MARKER = ".clusterprint-render"
+MARKER_HEADER = ("# Written by clusterprint render: `clusterprint render --force` may replace\n"
+                 "# this folder as long as it holds only the files listed here.\n")
+
 
 class OutputExists(Exception):
-    """The target folder holds files and the caller did not ask to replace them."""
+    """The target folder may not be written: it holds files, or is a place never to replace."""
 
 
-def write_tree(files: dict[str, str], out: Path, replace: bool = False) -> None:
-    """Write ``files`` ({relative path: text}) as the folder ``out``.
+def write_tree(files: dict[str, str], out: Path, replace: bool = False,
+               source: Path | None = None) -> None:
+    """Write ``files`` ({relative path: text}) and the marker as the folder ``out``.
 
-    An existing non-empty ``out`` is replaced only with ``replace``; scripts are
-    made executable.
+    An existing non-empty ``out`` is replaced only with ``replace`` and only when it
+    is an earlier render's folder; ``source`` (the blueprint) must not be inside it.
+    Scripts are made executable.
     """
     out = out.resolve()
+    _refuse_protected(out, source)
     if out.exists() and not out.is_dir():
         raise OutputExists(f"{out} exists and is not a folder")
-    if out.is_dir() and any(out.iterdir()) and not replace:
-        raise OutputExists(f"{out} is not empty (use --force to replace it)")
+    if out.is_dir() and any(out.iterdir()):
+        if not replace:
+            raise OutputExists(f"{out} is not empty (--force replaces only an earlier render)")
+        _refuse_foreign_files(out)
     out.parent.mkdir(parents=True, exist_ok=True)
     staging = Path(tempfile.mkdtemp(prefix=f".{out.name}.", dir=out.parent))
     try:
-        for relative, text in files.items():
+        for relative, text in {**files, MARKER: _marker_text(files)}.items():
             path = staging / relative
             path.parent.mkdir(parents=True, exist_ok=True)
             path.write_text(text, encoding="utf-8")
@@ -39,6 +53,48 @@ def write_tree(files: dict[str, str], out: Path, replace: bool = False) -> None:
     except BaseException:
         shutil.rmtree(staging, ignore_errors=True)
         raise
+
+
+def _marker_text(files: dict[str, str]) -> str:
+    return MARKER_HEADER + "".join(f"{relative}\n" for relative in sorted(files))
+
+
+def _refuse_protected(out: Path, source: Path | None) -> None:
+    """Folders never replaced, however empty or marked: where the user stands or lives."""
+    cwd = Path.cwd().resolve()
+    if out == Path(out.anchor):
+        raise OutputExists(f"{out} is the root folder: render into a folder of its own")
+    if cwd.is_relative_to(out):
+        what = "the current folder" if cwd == out else f"an ancestor of the current folder {cwd}"
+        raise OutputExists(f"{out} is {what}: render into a folder of its own")
+    if out == Path.home().resolve():
+        raise OutputExists(f"{out} is your home folder: render into a folder of its own")
+    if source is not None and source.resolve().is_relative_to(out):
+        raise OutputExists(f"{out} holds the blueprint {source}: render into a folder of its own")
+
+
+def _refuse_foreign_files(out: Path) -> None:
+    """``out`` must be an earlier render's folder holding nothing but what that render wrote."""
+    marker = out / MARKER
+    if not marker.is_file() or marker.is_symlink():
+        raise OutputExists(f"{out} holds files and no {MARKER} marker, so clusterprint render "
+                           "did not write it: --force replaces only an earlier render's folder")
+    listed = {line for line in marker.read_text(encoding="utf-8").splitlines()
+              if line and not line.startswith("#")} | {MARKER}
+    foreign = sorted(str(path.relative_to(out)) for path in _entries(out)
+                     if str(path.relative_to(out)) not in listed)
+    if foreign:
+        raise OutputExists(f"{out} holds files an earlier render did not write "
+                           f"({', '.join(foreign)}): move them away, or render elsewhere")
+
+
+def _entries(out: Path) -> list[Path]:
+    """Every file, link or other non-folder under ``out``, without following links."""
+    found = []
+    for folder, dirs, names in os.walk(out):
+        found += [Path(folder) / name for name in names]
+        found += [Path(folder) / name for name in dirs if (Path(folder) / name).is_symlink()]
+    return found
 
 
 def _swap_in(staging: Path, out: Path) -> None:

@@ -29,7 +29,7 @@ def dynamic_node_conf(nodeset: Nodeset) -> str:
     """The ``slurmd -Z --conf`` line a node of ``nodeset`` registers with.
 
     The feature puts the node in its NodeSet (and so in its partitions); GPU nodesets
-    declare their GPU count, which gres.conf's NVML detection backs with devices.
+    declare their GPU count, which gres.conf (its File= line, or NVML) backs with devices.
     """
     parts = [f"Feature={nodeset.name}"]
     if nodeset.gpus:
@@ -50,9 +50,27 @@ def render_slurm_conf(blueprint: Blueprint) -> str:
                   nodesets=slurm.nodesets, partitions=partitions)
 
 
+def uniform_gpus(blueprint: Blueprint) -> int:
+    """The GPU count of every node, when all nodesets have the same non-zero one; else 0.
+
+    Only then may gres.conf name device files for every node: it cannot aim a line at
+    dynamic nodes (random names), and slurmd exits when a listed file is missing.
+    """
+    counts = {nodeset.gpus for nodeset in blueprint.slurm.nodesets}
+    return counts.pop() if len(counts) == 1 else 0
+
+
+def gpu_device_files(gpus: int) -> str:
+    """The NVIDIA device files of a node with ``gpus`` GPUs, as gres.conf's File= names them."""
+    return "/dev/nvidia0" if gpus == 1 else f"/dev/nvidia[0-{gpus - 1}]"
+
+
 def render_gres_conf(blueprint: Blueprint) -> str:
-    """gres.conf: how nodes find their GPUs."""
-    return render("slurm/gres.conf.j2", cluster=blueprint.name)
+    """gres.conf: NVML detection, and the device files where every node has the same GPUs."""
+    gpus = uniform_gpus(blueprint)
+    return render("slurm/gres.conf.j2", cluster=blueprint.name,
+                  files=gpu_device_files(gpus) if gpus else None,
+                  mixed=any(nodeset.gpus for nodeset in blueprint.slurm.nodesets))
 
 
 def render_cgroup_conf(blueprint: Blueprint) -> str:

@@ -4,9 +4,11 @@ Every daemon runs in the foreground as a child of the test process, in its own t
 folder, on free ports, and is stopped by its own PID; nothing is left running. The
 rendered slurm.conf changes only in host, port, path, auth and process-tracking lines.
 
-gres.conf is the rendered one (``AutoDetect=nvml``); this machine has no NVML, so Slurm
-falls back to gres.conf lines, and a GPU node gets the line NVML would find on a GPU VM,
-pointing at fake device files (character devices, like /dev/nvidia*) in a temp folder.
+gres.conf is the rendered one; this machine has no NVML and no GPUs, so its device files
+are fake ones (character devices, like /dev/nvidia*) in a temp folder: the rendered
+``File=/dev/nvidia[...]`` line points there instead (a path change only). Where gres.conf
+names no files (nodesets differ in GPUs), a GPU node gets the line NVML would find on a
+GPU VM with Slurm's gpu/nvml plugin.
 """
 
 from __future__ import annotations
@@ -172,15 +174,25 @@ class LocalSlurm:
         """The ``--conf`` line of the nodeset's rendered compute script."""
         return node_conf_of(self.files[compute_script_path(nodeset)])
 
-    def fake_gpus(self, count: int) -> str:
-        """The gres.conf line NVML would detect for ``count`` GPUs, on fake device files."""
+    def fake_gpus(self, count: int) -> Path:
+        """``count`` fake GPU device files; the folder that holds them."""
         devices = self.root / "dev"
         devices.mkdir(exist_ok=True)
         for index in range(count):
             device = devices / f"nvidia{index}"
             if not device.exists():
                 os.mknod(device, 0o666 | stat.S_IFCHR, os.makedev(NVIDIA_MAJOR, index))
-        return f"Name=gpu File={devices}/nvidia[0-{count - 1}]\n"
+        return devices
+
+    def gres_conf(self, gpus: int) -> str:
+        """The rendered gres.conf as a node with ``gpus`` (fake) GPUs sees it."""
+        rendered = self.files["gres.conf"]
+        if not gpus:
+            return rendered
+        devices = self.fake_gpus(gpus)
+        if "File=/dev/nvidia" in rendered:
+            return rendered.replace("File=/dev/nvidia", f"File={devices}/nvidia")
+        return rendered + f"Name=gpu File={devices}/nvidia[0-{gpus - 1}]\n"
 
     def start_node(self, name: str, node_conf: str, gpus: int) -> Daemon:
         """A dynamic slurmd registering as ``name`` with ``node_conf``, until it is idle.
@@ -188,8 +200,7 @@ class LocalSlurm:
         slurmd reads gres.conf when it starts, so each node gets its own GPUs' line.
         """
         (self.root / f"spool-{name}").mkdir()
-        gres = self.files["gres.conf"] + (self.fake_gpus(gpus) if gpus else "")
-        (self.root / "gres.conf").write_text(gres)
+        (self.root / "gres.conf").write_text(self.gres_conf(gpus))
         slurmd = Daemon(["slurmd", "-D", "-Z", "-f", str(self.conf), "-N", name,
                          "--conf", node_conf], self.root / f"slurmd-{name}.log", self.env)
         self.daemons.append(slurmd)

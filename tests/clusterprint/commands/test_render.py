@@ -7,20 +7,24 @@ from pathlib import Path
 import pytest
 
 from clusterprint import cli
-from clusterprint.render import rendered_files
+from clusterprint.render import output, rendered_files
 from clusterprint.validate import load_checked
 
 A4 = "blueprints/a4.yaml"
+A4_ABS = str(Path(A4).resolve())
 
 
 def test_writes_configs_and_one_script_per_role(tmp_path):
     out = tmp_path / "out"
     assert cli.main(["render", A4, "--out", str(out)]) == 0
     written = {str(p.relative_to(out)): p.read_text() for p in out.rglob("*") if p.is_file()}
+    marker = written.pop(".clusterprint-render")
     assert written == rendered_files(load_checked(A4))
     assert sorted(written) == ["cgroup.conf", "gres.conf", "scripts/compute-a4.sh",
                                "scripts/compute-a4spot.sh", "scripts/controller.sh",
                                "scripts/login.sh", "slurm.conf"]
+    assert marker.startswith("# Written by clusterprint render")
+    assert marker.splitlines()[2:] == sorted(written)
     assert (out / "scripts/login.sh").stat().st_mode & 0o111
 
 
@@ -29,15 +33,102 @@ def test_writes_into_an_empty_existing_folder(tmp_path):
     assert (tmp_path / "slurm.conf").is_file()
 
 
+def tree(folder: Path) -> dict[str, str]:
+    """Every file under ``folder`` with its text: what a refusal must leave as it was."""
+    return {str(p.relative_to(folder)): p.read_text() for p in folder.rglob("*") if p.is_file()}
+
+
+@pytest.fixture
+def users_folder(tmp_path) -> Path:
+    """A folder of the user's own: a precious file and the blueprint itself."""
+    (tmp_path / "precious.txt").write_text("years of work")
+    (tmp_path / "base.yaml").write_text(Path(A4).read_text())
+    return tmp_path
+
+
 def test_refuses_a_folder_with_files_unless_forced(tmp_path, capsys):
     (tmp_path / "notes.txt").write_text("mine")
     assert cli.main(["render", A4, "--out", str(tmp_path)]) == cli.EXIT_USAGE
-    assert "not empty (use --force" in capsys.readouterr().err
-    assert [p.name for p in tmp_path.iterdir()] == ["notes.txt"]
+    assert "not empty (--force replaces only an earlier render)" in capsys.readouterr().err
+    assert tree(tmp_path) == {"notes.txt": "mine"}
 
-    assert cli.main(["render", A4, "--out", str(tmp_path), "--force"]) == 0
-    assert not (tmp_path / "notes.txt").exists()
-    assert (tmp_path / "scripts/compute-a4spot.sh").is_file()
+
+def test_force_never_replaces_a_folder_render_did_not_write(tmp_path, capsys):
+    (tmp_path / "notes.txt").write_text("mine")
+    (tmp_path / "data").mkdir()
+    (tmp_path / "data" / "run.log").write_text("log")
+    assert cli.main(["render", A4, "--out", str(tmp_path), "--force"]) == cli.EXIT_USAGE
+    err = capsys.readouterr().err
+    assert f"{tmp_path} holds files and no .clusterprint-render marker" in err
+    assert tree(tmp_path) == {"notes.txt": "mine", "data/run.log": "log"}
+
+
+def test_force_refuses_the_current_folder_holding_the_users_files(users_folder, monkeypatch,
+                                                                  capsys):
+    monkeypatch.chdir(users_folder)
+    before = tree(users_folder)
+    assert cli.main(["render", "base.yaml", "--out", ".", "--force"]) == cli.EXIT_USAGE
+    assert f"{users_folder} is the current folder" in capsys.readouterr().err
+    assert tree(users_folder) == before
+
+
+def test_force_refuses_an_ancestor_of_the_current_folder(users_folder, monkeypatch, capsys):
+    (users_folder / "deep" / "er").mkdir(parents=True)
+    monkeypatch.chdir(users_folder / "deep" / "er")
+    before = tree(users_folder)
+    assert cli.main(["render", A4_ABS, "--out", "../..", "--force"]) == cli.EXIT_USAGE
+    assert f"{users_folder} is an ancestor of the current folder" in capsys.readouterr().err
+    assert tree(users_folder) == before
+
+
+def test_force_refuses_the_folder_holding_the_blueprint(users_folder, capsys):
+    before = tree(users_folder)
+    blueprint = users_folder / "base.yaml"
+    assert cli.main(["render", str(blueprint), "--out", str(users_folder),
+                     "--force"]) == cli.EXIT_USAGE
+    assert f"{users_folder} holds the blueprint {blueprint}" in capsys.readouterr().err
+    assert tree(users_folder) == before
+
+
+def test_refuses_the_home_folder_even_empty(tmp_path, monkeypatch, capsys):
+    home = tmp_path / "home"
+    home.mkdir()
+    monkeypatch.setenv("HOME", str(home))
+    assert cli.main(["render", A4, "--out", str(home), "--force"]) == cli.EXIT_USAGE
+    assert f"{home} is your home folder" in capsys.readouterr().err
+    assert list(home.iterdir()) == []
+
+
+def test_refuses_the_root_folder(monkeypatch, capsys):
+    def never(staging, out):
+        raise AssertionError(f"about to replace {out}")
+
+    monkeypatch.setattr(output, "_swap_in", never)
+    assert cli.main(["render", A4_ABS, "--out", "/", "--force"]) == cli.EXIT_USAGE
+    assert "/ is the root folder" in capsys.readouterr().err
+
+
+def test_force_replaces_an_earlier_render(tmp_path, capsys):
+    out = tmp_path / "out"
+    assert cli.main(["render", A4, "--out", str(out)]) == 0
+    (out / "scripts" / "login.sh").write_text("edited by hand")
+    assert cli.main(["render", "blueprints/cpu-small.yaml", "--out", str(out)]) == cli.EXIT_USAGE
+    assert cli.main(["render", "blueprints/cpu-small.yaml", "--out", str(out), "--force"]) == 0
+    written = tree(out)
+    del written[".clusterprint-render"]
+    assert written == rendered_files(load_checked("blueprints/cpu-small.yaml"))
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["out"]
+
+
+def test_force_refuses_an_earlier_render_holding_a_users_file(tmp_path, capsys):
+    out = tmp_path / "out"
+    assert cli.main(["render", A4, "--out", str(out)]) == 0
+    (out / "scripts" / "my-notes.txt").write_text("mine")
+    before = tree(out)
+    assert cli.main(["render", A4, "--out", str(out), "--force"]) == cli.EXIT_USAGE
+    assert ("holds files an earlier render did not write (scripts/my-notes.txt)"
+            in capsys.readouterr().err)
+    assert tree(out) == before
 
 
 def test_invalid_blueprint_prints_the_validators_lines_and_writes_nothing(tmp_path, capsys):
@@ -50,14 +141,15 @@ def test_invalid_blueprint_prints_the_validators_lines_and_writes_nothing(tmp_pa
     assert sorted(p.name for p in tmp_path.iterdir()) == ["bad.yaml"]
 
 
+def full_disk_write(self, text, encoding=None):
+    """Path.write_text as on a full disk."""
+    raise OSError(28, "No space left on device")
+
+
 @pytest.fixture
 def full_disk(monkeypatch):
     """Every file write fails as on a full disk."""
-
-    def write_text(self, text, encoding=None):
-        raise OSError(28, "No space left on device")
-
-    monkeypatch.setattr(Path, "write_text", write_text)
+    monkeypatch.setattr(Path, "write_text", full_disk_write)
 
 
 def test_failed_write_leaves_no_folder_behind(tmp_path, full_disk, capsys):
@@ -69,12 +161,13 @@ def test_failed_write_leaves_no_folder_behind(tmp_path, full_disk, capsys):
 @pytest.fixture
 def old_output(tmp_path) -> Path:
     """A folder from an earlier render."""
-    (tmp_path / "out").mkdir()
-    (tmp_path / "out" / "old.conf").write_text("old")
+    assert cli.main(["render", A4, "--out", str(tmp_path / "out")]) == 0
     return tmp_path / "out"
 
 
-def test_failed_forced_write_keeps_the_old_folder(tmp_path, old_output, full_disk):
+def test_failed_forced_write_keeps_the_old_folder(tmp_path, old_output, monkeypatch):
+    before = tree(old_output)
+    monkeypatch.setattr(Path, "write_text", full_disk_write)
     assert cli.main(["render", A4, "--out", str(old_output), "--force"]) == cli.EXIT_USAGE
     assert list(tmp_path.iterdir()) == [old_output]
-    assert (old_output / "old.conf").read_text() == "old"
+    assert tree(old_output) == before

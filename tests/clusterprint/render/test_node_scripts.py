@@ -74,13 +74,16 @@ def test_only_controller_and_login_carry_slurm_conf():
 
 def test_storage_mounts_follow_the_blueprint():
     a3mega = scripts_of("a3mega")["scripts/compute-a3mega.sh"]
-    assert '"$(metadata clusterprint-lustre-scratch)" /lustre' in a3mega
-    bucket = "gcsfuse --implicit-dirs -o allow_other my-project-a3mega-ckpts /gcs/checkpoints"
+    assert "metadata_into lustre_source clusterprint-lustre-scratch\n" in a3mega
+    assert 'mount -t lustre -o _netdev "$lustre_source" /lustre' in a3mega
+    # Root mounts the bucket for every user's jobs: files and folders open to all.
+    bucket = ("gcsfuse --implicit-dirs --file-mode=666 --dir-mode=777 -o allow_other \\\n"
+              "    my-project-a3mega-ckpts /gcs/checkpoints")
     assert bucket in a3mega
     # a4 keeps /home on its only Lustre entry: /home is mounted once, from its source key.
     a4 = scripts_of("a4")["scripts/login.sh"]
     assert "clusterprint-lustre-shared" not in a4
-    assert "source=$(metadata clusterprint-home-source)" in a4
+    assert "metadata_into source clusterprint-home-source" in a4
 
 
 def test_controller_creates_the_munge_key_only_in_secret_manager():

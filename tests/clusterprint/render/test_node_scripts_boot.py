@@ -1,8 +1,8 @@
 """The rendered scripts boot a node, run again unchanged after a reboot, and fail loudly.
 
 Each script runs as root in its own mount namespace: the folders it writes (/etc/munge,
-/etc/slurm, /etc/systemd/system, /etc/apt, /var/spool, /home) are bind-mounted from a temp
-folder, and stubs stand in for the metadata server, Secret Manager, systemd, mounts and apt.
+/etc/slurm, /etc/systemd/system, /etc/apt, /var/spool, /var/lib, /home) are bind-mounted from
+a temp folder, and stubs stand in for the metadata server, Secret Manager, systemd, mounts and apt.
 The image's commands are fakes in the node's own folder: the scripts search only that,
 the stubs and /usr/bin, never this machine's /usr/sbin, so what they find is what the test
 put there.
@@ -24,7 +24,7 @@ from clusterprint.validate import load_checked
 
 STUBS = Path(__file__).parent / "stubs"
 SANDBOXED = ("/etc/munge", "/etc/slurm", "/etc/systemd/system", "/etc/apt", "/var/spool",
-             "/home")
+             "/var/lib", "/home")
 #: What a ready image has: the Slurm daemons, munge and the NFS client.
 IMAGE_COMMANDS = ("slurmd", "slurmctld", "munged", "mount.nfs")
 SECRET = "projects/my-project/secrets/cpu-small-munge-key"
@@ -134,6 +134,60 @@ def a3mega() -> dict[str, str]:
     return rendered_files(load_checked("blueprints/a3mega.yaml"))
 
 
+@pytest.fixture(scope="module")
+def a4() -> dict[str, str]:
+    """The a4 blueprint's rendered files: GPU nodes, /home on Lustre, a bucket."""
+    return rendered_files(load_checked("blueprints/a4.yaml"))
+
+
+@pytest.fixture
+def gpu_node(node) -> Node:
+    """An a4 node whose image has everything but Slurm's gpu/nvml plugin (Ubuntu 24.04's)."""
+    (node.fake / "secret" / "1").write_text("key from the controller")
+    node.metadata(node_metadata.HOME_SOURCE, "lustre:10.9.8.7@tcp:/shared")
+    node.image_has("mount.lustre", "22.05.8")
+    (node.fake / "lustre-modules").touch()
+    (node.fake / "absent").write_text("slurm-wlm-nvml-plugin\n")
+    smi = node.bin / "nvidia-smi"
+    smi.write_text('#!/bin/bash\nfor i in {0..7}; do echo "GPU $i: NVIDIA B200"; done\n')
+    smi.chmod(0o755)
+    return node
+
+
+NO_NVML_WARNING = "<4>software: WARNING: Slurm on this image has no gpu/nvml plugin"
+NVML_STATE = "/var/lib/clusterprint/nvml-plugin"
+
+
+def test_a_gpu_node_without_the_nvml_plugin_looks_once_and_warns_at_every_boot(gpu_node, a4):
+    first = gpu_node.boot(a4["scripts/compute-a4.sh"])
+    assert first.returncode == 0, gpu_node.journal()
+    apt = [c for c in gpu_node.calls() if c.startswith("apt")]
+    assert [c.split()[-1] for c in apt] == ["update", "slurm-wlm-nvml-plugin"]
+    journal = gpu_node.journal()
+    assert NO_NVML_WARNING + ": GPUs are bound to jobs by gres.conf's File= line" in journal
+    assert "GPUs: the driver shows 8 of 8" in journal
+    assert (gpu_node.file(NVML_STATE).read_text()
+            == "slurm-wlm-nvml-plugin is not in this image's apt sources\n")
+
+    again = gpu_node.boot(a4["scripts/compute-a4.sh"])
+    assert again.returncode == 0, gpu_node.journal()
+    assert not [c for c in gpu_node.calls() if c.startswith("apt")]
+    journal = gpu_node.journal()
+    assert "not in this image's apt sources (found out on an earlier boot)" in journal
+    assert NO_NVML_WARNING in journal
+
+
+def test_a_gpu_node_without_internet_access_is_not_held_up_by_the_plugin(gpu_node, a4):
+    (gpu_node.fake / "offline").touch()
+    started = time.monotonic()
+    done = gpu_node.boot(a4["scripts/compute-a4.sh"])
+    assert done.returncode == 0, gpu_node.journal()
+    assert time.monotonic() - started < 30
+    assert sum(c.endswith(" update") for c in gpu_node.calls()) == 1
+    assert NO_NVML_WARNING in gpu_node.journal()
+    assert "apt-get update failed" in gpu_node.file(NVML_STATE).read_text()
+
+
 def test_controller_creates_munge_key_once_and_is_unchanged_after_reboot(node, files):
     first = node.boot(files["scripts/controller.sh"])
     assert first.returncode == 0, node.journal()
@@ -173,8 +227,20 @@ def test_a_missing_metadata_value_fails_loudly(node, files):
     (node.fake / "metadata" / node_metadata.HOME_SOURCE).unlink()
     done = node.boot(files["scripts/login.sh"])
     assert done.returncode != 0
-    assert "<3>FAILED" in node.journal()
+    assert f"<3>FAILED: metadata {node_metadata.HOME_SOURCE}: not set on this VM" in node.journal()
     assert not [c for c in node.calls() if c.startswith("mount")]
+
+
+def test_a_missing_lustre_address_fails_at_once_naming_its_key(node, a3mega):
+    (node.fake / "secret" / "1").write_text("key from the controller")
+    key = node_metadata.lustre_source("scratch")
+    started = time.monotonic()
+    done = node.boot(a3mega["scripts/login.sh"])
+    assert done.returncode != 0
+    assert time.monotonic() - started < 30
+    assert f"<3>FAILED: metadata {key}: not set on this VM" in node.journal()
+    assert "retrying" not in node.journal()
+    assert not [c for c in node.calls() if c.startswith("mount -t lustre")]
 
 
 def test_a_bare_image_gets_what_the_node_lacks_once(node, files):
@@ -223,6 +289,8 @@ def test_lustre_and_buckets_come_from_googles_repositories_for_this_release(node
                             " lustre-client-utils")
     assert "modprobe lustre" in calls
     assert "mount -t lustre -o _netdev 10.9.8.7@tcp:/scratch /lustre" in calls
+    assert ("gcsfuse --implicit-dirs --file-mode=666 --dir-mode=777 -o allow_other"
+            " my-project-a3mega-ckpts /gcs/checkpoints") in calls
 
     again = node.boot(a3mega["scripts/login.sh"])
     assert again.returncode == 0, node.journal()

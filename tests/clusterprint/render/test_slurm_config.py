@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from clusterprint.model import Blueprint
 from clusterprint.render import rendered_files
-from clusterprint.render.slurm_config import render_slurm_conf
+from clusterprint.render.slurm_config import render_gres_conf, render_slurm_conf
 from clusterprint.validate import load_checked
 
 
@@ -51,7 +51,27 @@ def test_first_partition_is_default_when_none_is_marked():
     assert "PartitionName=two Nodes=b Default=NO DefaultTime=30 MaxTime=30 State=UP" in conf
 
 
-def test_gres_detects_gpus_and_cgroups_confine_devices():
-    files = rendered_files(load_checked("blueprints/a3mega.yaml"))
-    assert lines(files["gres.conf"]) == ["AutoDetect=nvml"]
+def test_gres_names_the_gpu_files_when_every_node_has_the_same_gpus():
+    # Both a4 nodesets have 8 GPUs: the files bind GPUs to jobs without the gpu/nvml plugin.
+    files = rendered_files(load_checked("blueprints/a4.yaml"))
+    assert lines(files["gres.conf"]) == ["AutoDetect=nvml", "Name=gpu File=/dev/nvidia[0-7]"]
     assert "ConstrainDevices=yes" in lines(files["cgroup.conf"])
+
+
+def cluster_of(*machine_types: str) -> Blueprint:
+    """A blueprint with one nodeset per machine type."""
+    nodesets = [{"name": f"n{i}", "machine_type": m, "count": 1}
+                for i, m in enumerate(machine_types)]
+    return Blueprint.model_validate({
+        "apiVersion": "clusterprint/v1", "kind": "TrainingCluster", "name": "mixed",
+        "region": "us-central1", "zone": "us-central1-a",
+        "slurm": {"nodesets": nodesets,
+                  "partitions": [{"name": "all", "nodesets": [n["name"] for n in nodesets]}]}})
+
+
+def test_gres_names_no_files_a_cpu_node_lacks():
+    # slurmd exits when a File= of gres.conf is missing, and gres.conf cannot aim at
+    # dynamic nodes: CPU nodes beside GPU nodes rule the line out.
+    for blueprint in (cluster_of("a4-highgpu-8g", "n2-standard-4"),
+                      cluster_of("n2-standard-4")):
+        assert lines(render_gres_conf(blueprint)) == ["AutoDetect=nvml"]
