@@ -16,7 +16,7 @@ from clusterprint.render.node_software import (
     controller_software,
     login_software,
 )
-from clusterprint.render.slurm_config import conf_server, dynamic_node_conf, uniform_gpus
+from clusterprint.render.slurm_config import conf_server, dynamic_node_conf
 
 #: Metadata keys as the scripts' templates name them.
 METADATA_KEYS = {"home_source": node_metadata.HOME_SOURCE,
@@ -47,7 +47,7 @@ def render_login_script(blueprint: Blueprint, slurm_files: dict[str, str]) -> st
 def render_compute_script(blueprint: Blueprint, nodeset: Nodeset) -> str:
     """A compute node's script: storage, munge, then slurmd as a dynamic node of ``nodeset``."""
     return render("scripts/compute.sh.j2", nodeset=nodeset.name, gpus=nodeset.gpus,
-                  gpu_files=uniform_gpus(blueprint) > 0,
+                  gpu_files=blueprint.slurm.uniform_gpus > 0,
                   node_conf=dynamic_node_conf(nodeset), conf_server=conf_server(blueprint),
                   **_common(blueprint, f"compute-{nodeset.name}",
                             compute_software(blueprint, nodeset.gpus)))

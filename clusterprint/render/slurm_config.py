@@ -50,16 +50,6 @@ def render_slurm_conf(blueprint: Blueprint) -> str:
                   nodesets=slurm.nodesets, partitions=partitions)
 
 
-def uniform_gpus(blueprint: Blueprint) -> int:
-    """The GPU count of every node, when all nodesets have the same non-zero one; else 0.
-
-    Only then may gres.conf name device files for every node: it cannot aim a line at
-    dynamic nodes (random names), and slurmd exits when a listed file is missing.
-    """
-    counts = {nodeset.gpus for nodeset in blueprint.slurm.nodesets}
-    return counts.pop() if len(counts) == 1 else 0
-
-
 def gpu_device_files(gpus: int) -> str:
     """The NVIDIA device files of a node with ``gpus`` GPUs, as gres.conf's File= names them."""
     return "/dev/nvidia0" if gpus == 1 else f"/dev/nvidia[0-{gpus - 1}]"
@@ -67,7 +57,7 @@ def gpu_device_files(gpus: int) -> str:
 
 def render_gres_conf(blueprint: Blueprint) -> str:
     """gres.conf: NVML detection, and the device files where every node has the same GPUs."""
-    gpus = uniform_gpus(blueprint)
+    gpus = blueprint.slurm.uniform_gpus
     return render("slurm/gres.conf.j2", cluster=blueprint.name,
                   files=gpu_device_files(gpus) if gpus else None,
                   mixed=any(nodeset.gpus for nodeset in blueprint.slurm.nodesets))

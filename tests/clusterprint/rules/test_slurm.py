@@ -8,7 +8,12 @@ NS = "slurm.nodesets[0]"
 RESERVATION = "projects/my-project/reservations/res"
 ULTRA = {f"{NS}.machine_type": "a3-ultragpu-8g"}
 
+MIXED = {"slurm.nodesets[1]": {"name": "gpu", "count": 1, "machine_type": Here("a4-highgpu-8g")},
+         "slurm.partitions[0].nodesets": ["cpu", "gpu"]}
+
 REFUSED = [
+    pytest.param("slurm.gpu-detection", "slurm.nodesets[1].machine_type", MIXED, "warning",
+                 id="gpu-and-cpu-nodesets-on-the-default-image"),
     pytest.param("slurm.reservation", f"{NS}.provisioning",
                  {f"{NS}.provisioning": Here("reservation")}, "error", id="no-reservation"),
     *[pytest.param("slurm.reservation", f"{NS}.reservation",
@@ -36,6 +41,11 @@ REFUSED = [
 ]
 
 ACCEPTED = [
+    pytest.param("slurm.gpu-detection", {**ULTRA}, id="one-gpu-nodeset"),
+    pytest.param("slurm.gpu-detection",
+                 {**MIXED, "slurm.nodesets[1].image": {"project": "my-images",
+                                                       "family": "slurm-nvml"}},
+                 id="custom-image-may-carry-nvml"),
     pytest.param("slurm.reservation", {f"{NS}.provisioning": "reservation",
                                        f"{NS}.reservation": RESERVATION}, id="reservation"),
     pytest.param("slurm.reservation",
