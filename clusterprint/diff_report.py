@@ -92,7 +92,32 @@ def _cell(text: str) -> str:
 
 def _input_text(change: InputChange) -> str:
     forced = "  (forces replacement)" if change.forces_replacement else ""
+    if _is_text(change.old) and _is_text(change.new):
+        return f"{change.path}: {_changed_lines(change.old, change.new)}{forced}"
     return f"{change.path}: {_value(change.old)} -> {_value(change.new)}{forced}"
+
+
+def _is_text(value: Any) -> bool:
+    """A multi-line string (a startup script, a config file): shown by its changed lines."""
+    return isinstance(value, str) and "\n" in value
+
+
+def _changed_lines(old: str, new: str) -> str:
+    """The first changed line of two texts and how many more changed, not the whole texts."""
+    import difflib
+
+    old_lines, new_lines = old.splitlines(), new.splitlines()
+    blocks = [op for op in difflib.SequenceMatcher(None, old_lines, new_lines,
+                                                   autojunk=False).get_opcodes()
+              if op[0] != "equal"]
+    if not blocks:
+        return "whitespace only"
+    _, i1, i2, j1, j2 = blocks[0]
+    first_old = _value(old_lines[i1]) if i1 < i2 else "(none)"
+    first_new = _value(new_lines[j1]) if j1 < j2 else "(none)"
+    more = sum(max(b[2] - b[1], b[4] - b[3]) for b in blocks) - max(i2 - i1, j2 - j1)
+    tail = f" (and {more} more changed line{'s' if more != 1 else ''})" if more else ""
+    return f"line {j1 + 1}: {first_old} -> {first_new}{tail}"
 
 
 def _value(value: Any) -> str:
