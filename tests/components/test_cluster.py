@@ -205,6 +205,7 @@ def test_each_role_holds_only_the_project_and_secret_roles_it_uses(cloud):
         "a4-compute-identity": logs_and_metrics}
     reader = {"roles/secretmanager.secretAccessor"}
     assert roles_by_identity("gcp:secretmanager/secretIamMember:SecretIamMember") == {
-        "a4-controller-identity": reader | {"roles/secretmanager.secretVersionAdder"},
+        "a4-controller-identity": reader | {"roles/secretmanager.secretVersionAdder",
+                                            "roles/secretmanager.viewer"},
         "a4-login-identity": reader,
         "a4-compute-identity": reader}

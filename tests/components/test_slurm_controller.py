@@ -42,8 +42,9 @@ def test_the_controller_may_write_the_key_and_nothing_in_compute(cloud):
     assert project_roles == {"roles/logging.logWriter", "roles/monitoring.metricWriter"}
     secret_roles = {r.inputs["role"] for r in
                     cloud.of_type("gcp:secretmanager/secretIamMember:SecretIamMember")}
+    # viewer: the first boot lists the versions to learn whether a key exists yet.
     assert secret_roles == {"roles/secretmanager.secretVersionAdder",
-                            "roles/secretmanager.secretAccessor"}
+                            "roles/secretmanager.secretAccessor", "roles/secretmanager.viewer"}
     account = cloud.one("gcp:serviceaccount/account:Account").inputs
     email = f"{account['accountId']}@test-project.iam.gserviceaccount.com"
     assert cloud.one(INSTANCE).inputs["serviceAccount"]["email"] == email

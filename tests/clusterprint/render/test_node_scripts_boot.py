@@ -220,6 +220,8 @@ def test_compute_waits_for_home_then_starts_slurmd_as_dynamic_node(node, files):
     dropin = node.file("/etc/systemd/system/slurmd.service.d/clusterprint.conf").read_text()
     assert ('-D -s -Z --conf-server cpu-small-controller:6817 --conf "Feature=cpu"'
             in dropin)
+    # Ubuntu's Slurm 23.11 unit is Type=notify, which a foreground (-D) slurmd never satisfies.
+    assert "\nType=simple\n" in dropin
     assert "systemctl restart slurmd" in node.calls()
 
 
