@@ -81,19 +81,21 @@ def _refuse_foreign_files(out: Path) -> None:
                            "did not write it: --force replaces only an earlier render's folder")
     listed = {line for line in marker.read_text(encoding="utf-8").splitlines()
               if line and not line.startswith("#")} | {MARKER}
+    # A folder is the render's only when it leads to a listed file: an empty folder of
+    # the user's inside an earlier render is theirs too.
+    folders = {str(parent) for name in listed for parent in Path(name).parents} - {"."}
     foreign = sorted(str(path.relative_to(out)) for path in _entries(out)
-                     if str(path.relative_to(out)) not in listed)
+                     if str(path.relative_to(out)) not in listed | folders)
     if foreign:
         raise OutputExists(f"{out} holds files an earlier render did not write "
                            f"({', '.join(foreign)}): move them away, or render elsewhere")
 
 
 def _entries(out: Path) -> list[Path]:
-    """Every file, link or other non-folder under ``out``, without following links."""
+    """Every file, link and folder under ``out``, without following links."""
     found = []
     for folder, dirs, names in os.walk(out):
-        found += [Path(folder) / name for name in names]
-        found += [Path(folder) / name for name in dirs if (Path(folder) / name).is_symlink()]
+        found += [Path(folder) / name for name in names + dirs]
     return found
 
 

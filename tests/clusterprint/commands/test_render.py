@@ -131,6 +131,15 @@ def test_force_refuses_an_earlier_render_holding_a_users_file(tmp_path, capsys):
     assert tree(out) == before
 
 
+def test_force_refuses_an_earlier_render_holding_a_users_empty_folder(tmp_path, capsys):
+    out = tmp_path / "out"
+    assert cli.main(["render", A4, "--out", str(out)]) == 0
+    (out / "scripts" / "mine").mkdir()
+    assert cli.main(["render", A4, "--out", str(out), "--force"]) == cli.EXIT_USAGE
+    assert "did not write (scripts/mine)" in capsys.readouterr().err
+    assert (out / "scripts" / "mine").is_dir()
+
+
 def test_invalid_blueprint_prints_the_validators_lines_and_writes_nothing(tmp_path, capsys):
     bad = tmp_path / "bad.yaml"
     bad.write_text(Path(A4).read_text().replace("capacity_gib: 72000", "capacity_gib: 70000"))
