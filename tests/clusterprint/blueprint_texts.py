@@ -126,13 +126,20 @@ class RuleCheck:
     """Both sides of a rule: refused at a key path and line, or accepted without it."""
 
     def refused(self, overrides: dict[str, Any], rule: str, path: str,
-                severity: str = "error") -> Located:
-        """The finding ``rule`` reports at ``path`` on the ``# here`` line."""
+                severity: str = "error", count: int = 1) -> Located:
+        """The finding ``rule`` reports at ``path`` on the ``# here`` line.
+
+        ``count`` is how many findings ``rule`` reports in the whole blueprint: a rule
+        that stops at its first problem, or reports one problem twice, fails here.
+        """
         text = blueprint_text(overrides)
         checked = check_text("bp.yaml", text)
         hits = [f for f in checked.findings
                 if f.finding.rule == rule and format_path(f.finding.path) == path]
         assert hits, f"no {rule} at {path}; got {describe(checked)}\n{text}"
+        of_rule = [f for f in checked.findings if f.finding.rule == rule]
+        assert len(of_rule) == count, (
+            f"{rule}: {len(of_rule)} findings, {count} expected: {describe(checked)}\n{text}")
         hit = hits[0]
         assert hit.finding.severity == severity
         assert hit.line == marked_line(text), f"{hit.line_text()}\n{text}"
@@ -158,13 +165,16 @@ def describe(checked: Checked) -> list[str]:
 def table_tests(refused: list, accepted: list) -> tuple[Callable, Callable]:
     """The two table-driven tests of a rules module, from its REFUSED and ACCEPTED tables.
 
-    REFUSED holds ``pytest.param(rule, path, overrides, severity)``; ACCEPTED holds
-    ``pytest.param(rule, overrides)``.
+    REFUSED holds ``pytest.param(rule, path, overrides, severity, count)``, ``count``
+    being how many findings the rule reports in that blueprint (``path`` names one of
+    them, on the ``# here`` line); ACCEPTED holds ``pytest.param(rule, overrides)``.
+    An empty table is an error, never a silent pass.
     """
+    assert refused and accepted, "a rule table needs REFUSED and ACCEPTED cases"
 
-    @pytest.mark.parametrize(("rule", "path", "overrides", "severity"), refused)
-    def test_refused(rule: str, path: str, overrides: dict, severity: str) -> None:
-        RuleCheck().refused(overrides, rule, path, severity)
+    @pytest.mark.parametrize(("rule", "path", "overrides", "severity", "count"), refused)
+    def test_refused(rule: str, path: str, overrides: dict, severity: str, count: int) -> None:
+        RuleCheck().refused(overrides, rule, path, severity, count)
 
     @pytest.mark.parametrize(("rule", "overrides"), accepted)
     def test_accepted(rule: str, overrides: dict) -> None:

@@ -8,13 +8,13 @@ SUBNET = "projects/my-project/regions/{}/subnetworks/sub"
 EXISTING = {"network.existing": "projects/my-project/global/networks/net"}
 
 REFUSED = [
-    pytest.param("location.zone-in-region", "zone", {"zone": Here("us-east1-b")}, "error",
+    pytest.param("location.zone-in-region", "zone", {"zone": Here("us-east1-b")}, "error", 1,
                  id="zone-of-another-region"),
-    pytest.param("location.zone-in-region", "zone", {"zone": Here("us-central2-a")}, "error",
+    pytest.param("location.zone-in-region", "zone", {"zone": Here("us-central2-a")}, "error", 1,
                  id="region-prefix-is-not-enough"),
     pytest.param("location.existing-subnetwork-region", "network.existing_subnetwork",
                  {**EXISTING, "network.existing_subnetwork": Here(SUBNET.format("europe-west1"))},
-                 "error", id="subnetwork-in-another-region"),
+                 "error", 1, id="subnetwork-in-another-region"),
 ]
 
 ACCEPTED = [

@@ -9,13 +9,13 @@ GPU = {"slurm.nodesets[0].machine_type": "a3-megagpu-8g", "slurm.nodesets[0].max
 REFUSED = [
     pytest.param("recipes.partition", "recipes[0].partition",
                  {**GPU, "recipes": [{"name": "gemma-2b-sft", "partition": Here("gpu")}]},
-                 "error", id="unknown-partition"),
+                 "error", 1, id="unknown-partition"),
     pytest.param("recipes.partition", "recipes[0].nodes",
                  {**GPU, "recipes": [{"name": "gemma-2b-sft", "partition": "debug",
-                                      "nodes": Here(5)}]}, "error", id="more-nodes-than-max"),
+                                      "nodes": Here(5)}]}, "error", 1, id="more-nodes-than-max"),
     pytest.param("recipes.partition", "recipes[0].partition",
                  {"recipes": [{"name": "llama3-8b-pretrain", "partition": Here("debug")}]},
-                 "error", id="gpu-recipe-on-cpu"),
+                 "error", 1, id="gpu-recipe-on-cpu"),
 ]
 
 ACCEPTED = [

@@ -12,31 +12,32 @@ MIXED = {"slurm.nodesets[1]": {"name": "gpu", "count": 1, "machine_type": Here("
          "slurm.partitions[0].nodesets": ["cpu", "gpu"]}
 
 REFUSED = [
-    pytest.param("slurm.gpu-detection", "slurm.nodesets[1].machine_type", MIXED, "warning",
+    pytest.param("slurm.gpu-detection", "slurm.nodesets[1].machine_type", MIXED, "warning", 1,
                  id="gpu-and-cpu-nodesets-on-the-default-image"),
     pytest.param("slurm.reservation", f"{NS}.provisioning",
-                 {f"{NS}.provisioning": Here("reservation")}, "error", id="no-reservation"),
+                 {f"{NS}.provisioning": Here("reservation")}, "error", 1, id="no-reservation"),
     *[pytest.param("slurm.reservation", f"{NS}.reservation",
-                   {f"{NS}.provisioning": kind, f"{NS}.reservation": Here(RESERVATION)}, "error",
+                   {f"{NS}.provisioning": kind, f"{NS}.reservation": Here(RESERVATION)}, "error", 1,
                    id=f"reservation-with-{kind}")
       for kind in ("on-demand", "spot", "flex-start")],
     pytest.param("slurm.reservation", f"{NS}.reservation",
-                 {f"{NS}.reservation": Here("res")}, "error", id="reservation-default-on-demand"),
-    pytest.param("slurm.max-count", f"{NS}.max_count", {f"{NS}.max_count": Here(1)}, "error",
+                 {f"{NS}.reservation": Here("res")}, "error", 1,
+                 id="reservation-default-on-demand"),
+    pytest.param("slurm.max-count", f"{NS}.max_count", {f"{NS}.max_count": Here(1)}, "error", 1,
                  id="max-below-count"),
-    pytest.param("slurm.max-count", f"{NS}.count", {f"{NS}.count": Here(0)}, "error",
+    pytest.param("slurm.max-count", f"{NS}.count", {f"{NS}.count": Here(0)}, "error", 1,
                  id="count-0-without-max"),
     pytest.param("slurm.machine-type", f"{NS}.machine_type",
-                 {f"{NS}.machine_type": Here("a3-megagpu-16g")}, "warning",
+                 {f"{NS}.machine_type": Here("a3-megagpu-16g")}, "warning", 1,
                  id="gpu-type-not-in-catalog"),
     pytest.param("slurm.boot-disk", f"{NS}.boot_disk.type",
-                 {**ULTRA, f"{NS}.boot_disk.type": Here("pd-ssd")}, "error",
+                 {**ULTRA, f"{NS}.boot_disk.type": Here("pd-ssd")}, "error", 1,
                  id="a3ultra-on-pd-ssd"),
     pytest.param("slurm.boot-disk", f"{NS}.boot_disk.type",
                  {f"{NS}.machine_type": "a4-highgpu-8g", f"{NS}.boot_disk.type":
-                  Here("pd-balanced")}, "error", id="a4-on-pd-balanced"),
+                  Here("pd-balanced")}, "error", 1, id="a4-on-pd-balanced"),
     pytest.param("slurm.placement", f"{NS}.placement",
-                 {f"{NS}.count": 1, f"{NS}.placement": Here("compact")}, "warning",
+                 {f"{NS}.count": 1, f"{NS}.placement": Here("compact")}, "warning", 1,
                  id="compact-single-node"),
 ]
 
