@@ -5,7 +5,7 @@ from pathlib import Path
 import pytest
 
 from clusterprint.validate import InvalidBlueprint, check_file, check_text, load_checked
-from tests.clusterprint.blueprint_texts import blueprint_text
+from tests.clusterprint.blueprint_texts import DROP, blueprint_text
 
 A3MEGA = str(Path(__file__).resolve().parents[2] / "blueprints" / "a3mega.yaml")
 
@@ -54,9 +54,48 @@ def test_a_refused_required_integer_still_lets_the_rules_run():
     assert found["recipes.partition"].startswith("gemma-2b-sft needs at least 1 GPU(s) per node")
 
 
-def test_a_refused_required_string_leaves_the_rules_out():
-    text = blueprint_text({"slurm.nodesets[0].machine_type": "N2", "zone": "us-east1-b"})
-    assert [f.finding.rule for f in check_text("bp.yaml", text).findings] == ["schema.pattern"]
+def rules_found(overrides: dict) -> list[str]:
+    return sorted(f.finding.rule for f in check_text("bp.yaml", blueprint_text(overrides)).findings)
+
+
+def test_a_refused_required_string_still_lets_the_rules_run():
+    text = blueprint_text({"slurm.nodesets[0].machine_type": "N2", "zone": "us-east1-b",
+                           "recipes": [{"name": "gemma-2b-sft", "partition": "debug",
+                                        "nodes": 4}]})
+    found = {f.finding.rule: f.finding.message for f in check_text("bp.yaml", text).findings}
+    assert sorted(found) == ["location.zone-in-region", "recipes.partition", "schema.pattern"]
+    # 4 nodes against the 2 written stays; whether the unreadable machine type has the
+    # recipe's GPUs depends on the stand-in, so nothing is said about it.
+    assert found["recipes.partition"] == "4 nodes is more than partition debug holds (2)"
+
+
+@pytest.mark.parametrize(("overrides", "refused"), [
+    ({"slurm.nodesets[0].machine_type": DROP}, "schema.required"),
+    ({"slurm": DROP}, "schema.required"),
+    ({"slurm.nodesets[1]": "gpu"}, "schema.type"),
+    ({"slurm.nodesets": []}, "schema.length"),
+    ({"name": "Demo_1"}, "schema.pattern"),
+    ({"recipes": [{"name": "gemma", "partition": "debug"}]}, "schema.enum"),
+    ({"labels": {"team": "ML"}}, "schema.pattern"),
+], ids=["missing-key", "missing-section", "bad-list-item", "empty-list", "bad-name",
+        "bad-recipe-name", "bad-label-value"])
+def test_one_bad_value_does_not_hide_the_other_problems(overrides, refused):
+    assert rules_found({**overrides, "zone": "us-east1-b"}) == sorted(
+        ["location.zone-in-region", refused])
+
+
+def test_a_refused_zone_hides_only_what_depends_on_it():
+    lustre = [{"name": "scratch", "filesystem": "scratch", "capacity_gib": 20000}]
+    assert rules_found({"zone": "us-central1", "storage.lustre": lustre}) == [
+        "schema.pattern", "storage.lustre-capacity"]
+
+
+def test_no_finding_comes_from_a_stand_in():
+    # The MTU recommendation follows the GPU family of a machine type nobody can read.
+    assert rules_found({"slurm.nodesets[0].machine_type": DROP, "network.mtu": 8000}) == [
+        "schema.required"]
+    # A region stand-in would put the written zone outside it.
+    assert rules_found({"region": "US"}) == ["schema.pattern"]
 
 
 def test_warnings_do_not_stop_a_program(tmp_path):
