@@ -9,8 +9,10 @@ type is Pulumi's type token, name the logical name, parent the parent's logical 
 (null at the top), inputs as the engine receives them (camelCase), dependencies the
 logical names of the resources it waits for. Save it for `clusterprint diff`.
 
+FILE is read once, so it may be a pipe: `clusterprint plan <(git show main:bp.yaml)`.
+
 Exit status: 0 planned, 1 invalid blueprint (the validator's lines on stderr),
-2 usage error or unreadable file.
+2 usage error or unreadable file (2 too when stdout cannot be written, as on a full disk).
 """
 
 from __future__ import annotations
@@ -18,10 +20,13 @@ from __future__ import annotations
 import argparse
 import sys
 
+from clusterprint.commands import file_argument
+
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     """plan FILE [--json]."""
-    parser.add_argument("file", metavar="FILE", help="blueprint file (.yaml or .json)")
+    parser.add_argument("file", metavar="FILE", type=file_argument,
+                        help="blueprint file (.yaml or .json)")
     parser.add_argument("--json", action="store_true",
                         help="print the plan as JSON (the input `clusterprint diff` reads)")
 
@@ -34,6 +39,6 @@ def run(args: argparse.Namespace) -> int:
     blueprint, status = checked_blueprint(args.file)
     if blueprint is None:
         return status
-    plan = plan_blueprint(args.file)
+    plan = plan_blueprint(blueprint)
     sys.stdout.write(plan.json_text() if args.json else plan.tree_text())
     return 0
