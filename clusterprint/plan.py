@@ -17,11 +17,16 @@ never pay for it.
 
 from __future__ import annotations
 
+import asyncio
 import json
 import math
+import re
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from clusterprint.model import Blueprint
 
 #: How a secret value prints: its value never leaves the mock engine.
 SECRET = "[secret]"
@@ -31,8 +36,6 @@ UNKNOWN = "[unknown]"
 PROJECT = "clusterprint"
 #: The stack name the plan runs under; it only appears in URNs, never in output.
 STACK = "plan"
-#: The stack config key that names the blueprint file (see __main__.py).
-BLUEPRINT_CONFIG_KEY = f"{PROJECT}:blueprint"
 #: What a blueprint without ``project`` plans with: the stack's gcp:project, unknown offline.
 STACK_PROJECT = "[gcp:project]"
 
@@ -88,28 +91,21 @@ class Plan:
 
     @classmethod
     def from_json(cls, data: Any) -> Plan:
-        """A plan read back from ``plan --json`` output; PlanFormatError when it is not one."""
+        """A plan read back from ``plan --json`` output; PlanFormatError when it is not one.
+
+        Held to exactly what ``plan --json`` writes, so other JSON with a "resources" key
+        (a Terraform state) is refused rather than read as a plan of nothing.
+        """
         if not isinstance(data, dict) or not isinstance(data.get("resources"), list):
             raise PlanFormatError('a saved plan is an object with a "resources" list')
-        resources = []
-        for index, item in enumerate(data["resources"]):
-            where = f"resources[{index}]"
-            if not isinstance(item, dict):
-                raise PlanFormatError(f"{where} is not an object")
-            for key in ("type", "name"):
-                if not isinstance(item.get(key), str) or not item[key]:
-                    raise PlanFormatError(f"{where}.{key} must be a non-empty string")
-            parent = item.get("parent")
-            inputs = item.get("inputs", {})
-            deps = item.get("dependencies", [])
-            if parent is not None and not isinstance(parent, str):
-                raise PlanFormatError(f"{where}.parent must be a string or null")
-            if not isinstance(inputs, dict):
-                raise PlanFormatError(f"{where}.inputs must be an object")
-            if not isinstance(deps, list) or not all(isinstance(d, str) for d in deps):
-                raise PlanFormatError(f"{where}.dependencies must be a list of names")
-            resources.append(PlannedResource(item["type"], item["name"], parent, inputs,
-                                             tuple(deps)))
+        extra = sorted(set(data) - {"resources"})
+        if extra:
+            terraform = " (it looks like a Terraform state)" if "terraform_version" in data else ""
+            raise PlanFormatError(f"unexpected top-level key {json.dumps(extra[0])}{terraform}")
+        if not data["resources"]:
+            raise PlanFormatError("it lists no resources; every plan holds at least its cluster")
+        resources = [_resource_from_json(item, f"resources[{index}]")
+                     for index, item in enumerate(data["resources"])]
         keys = [r.key for r in resources]
         if len(set(keys)) != len(keys):
             raise PlanFormatError("a resource (type, name) appears twice")
@@ -123,6 +119,37 @@ class Plan:
         lines.append(f"\n{custom} resources to create "
                      f"({len(self.resources) - custom} components group them)")
         return "\n".join(lines) + "\n"
+
+
+#: The keys of each resource in ``plan --json``, all of them always written.
+RESOURCE_KEYS = ("type", "name", "parent", "inputs", "dependencies")
+#: A Pulumi type token, ``package:module:Type`` (``gcp:compute/network:Network``).
+TYPE_TOKEN = re.compile(r"[A-Za-z][\w-]*:[\w/.-]*:[A-Za-z]\w*")
+
+
+def _resource_from_json(item: Any, where: str) -> PlannedResource:
+    """One entry of a saved plan's "resources", or PlanFormatError saying what is off."""
+    if not isinstance(item, dict):
+        raise PlanFormatError(f"{where} is not an object")
+    keys = set(item)
+    if keys != set(RESOURCE_KEYS):
+        wrong = sorted(keys - set(RESOURCE_KEYS)) or sorted(set(RESOURCE_KEYS) - keys)
+        what = "unexpected" if keys - set(RESOURCE_KEYS) else "missing"
+        raise PlanFormatError(f"{where} has {what} key {json.dumps(wrong[0])}")
+    for key in ("type", "name"):
+        if not isinstance(item[key], str) or not item[key]:
+            raise PlanFormatError(f"{where}.{key} must be a non-empty string")
+    if not TYPE_TOKEN.fullmatch(item["type"]):
+        raise PlanFormatError(f"{where}.type {json.dumps(item['type'])} is not a Pulumi type "
+                              "token such as gcp:compute/network:Network")
+    parent, inputs, deps = item["parent"], item["inputs"], item["dependencies"]
+    if parent is not None and not isinstance(parent, str):
+        raise PlanFormatError(f"{where}.parent must be a string or null")
+    if not isinstance(inputs, dict):
+        raise PlanFormatError(f"{where}.inputs must be an object")
+    if not isinstance(deps, list) or not all(isinstance(d, str) for d in deps):
+        raise PlanFormatError(f"{where}.dependencies must be a list of names")
+    return PlannedResource(item["type"], item["name"], parent, inputs, tuple(deps))
 
 
 #: Inputs shown next to a resource in the tree: the ones a reviewer looks for first.
@@ -144,8 +171,8 @@ def _short(value: Any, limit: int = 40) -> str:
 def plan_program(program: Callable[[], object], config: dict[str, str] | None = None) -> Plan:
     """Run a Pulumi program function under mocks and return what it registered.
 
-    Each call starts from a fresh root resource, config and RPC state, so runs in one
-    process (tests, diff of two blueprints) cannot leak into each other
+    Each call starts from a fresh root resource, config, RPC state and event loop, so
+    runs in one process (tests, diff of two blueprints) cannot leak into each other
     (pulumi/pulumi#7663).
     """
     import pulumi
@@ -158,6 +185,8 @@ def plan_program(program: Callable[[], object], config: dict[str, str] | None = 
     settings.ROOT.set(None)
     settings.SETTINGS.outputs.clear()
     set_all_config(dict(config or {}), [])
+    loop = asyncio.new_event_loop()
+    asyncio.set_event_loop(loop)
     try:
         monitor = recorder.monitor()
         pulumi.runtime.set_mocks(monitor.mocks, project=PROJECT, stack=STACK, preview=True,
@@ -166,20 +195,44 @@ def plan_program(program: Callable[[], object], config: dict[str, str] | None = 
     finally:
         settings.ROOT.set(None)
         set_all_config({}, [])
+        _close(loop, recorder.thread_loops)
     return recorder.plan()
 
 
-def blueprint_program(path: str) -> Callable[[], object]:
-    """The stack program of ``__main__.py`` for one blueprint file, as a function."""
-    from components.program import build
+def _close(loop: asyncio.AbstractEventLoop, thread_loops: set[asyncio.AbstractEventLoop]
+           ) -> None:
+    """Close the loop the plan ran on, as ``asyncio.run`` does, and those of its threads.
 
-    return lambda: build(path)
+    A loop left open is closed by the garbage collector at interpreter exit, after
+    its sockets may be gone: a traceback on stderr of a plan that succeeded. The mock
+    monitor runs in the default executor's threads and opens a loop in each.
+    """
+    try:
+        pending = asyncio.all_tasks(loop)
+        for task in pending:
+            task.cancel()
+        loop.run_until_complete(asyncio.gather(*pending, return_exceptions=True))
+        loop.run_until_complete(loop.shutdown_asyncgens())
+        loop.run_until_complete(loop.shutdown_default_executor())  # joins those threads
+    finally:
+        for thread_loop in thread_loops - {loop}:
+            thread_loop.close()
+        loop.close()
+        # Back to a fresh interpreter's state, where the next get_event_loop() makes a
+        # loop: Pulumi's own mock runs (pulumi.runtime.test) rely on that.
+        asyncio.set_event_loop_policy(None)
 
 
-def plan_blueprint(path: str) -> Plan:
-    """The plan of a blueprint file that ``load_checked`` accepts (the caller checks it)."""
-    return plan_program(blueprint_program(path),
-                        {BLUEPRINT_CONFIG_KEY: path, "gcp:project": STACK_PROJECT})
+def blueprint_program(blueprint: Blueprint) -> Callable[[], object]:
+    """The stack program of ``__main__.py`` for one checked blueprint, as a function."""
+    from components.program import declare
+
+    return lambda: declare(blueprint)
+
+
+def plan_blueprint(blueprint: Blueprint) -> Plan:
+    """The plan of a blueprint that ``clusterprint validate`` accepts (the caller checks it)."""
+    return plan_program(blueprint_program(blueprint), {"gcp:project": STACK_PROJECT})
 
 
 class _EchoMocks:
@@ -228,6 +281,8 @@ class _Recorder:
     def __init__(self) -> None:
         self.registrations: list[_Registration] = []
         self.urn_names: dict[str, str] = {}
+        #: The event loops the monitor's threads opened, for plan_program to close.
+        self.thread_loops: set[asyncio.AbstractEventLoop] = set()
 
     def monitor(self) -> Any:
         """A MockMonitor whose RegisterResource also records the request."""
@@ -240,6 +295,7 @@ class _Recorder:
             def RegisterResource(self, request):  # noqa: N802 (gRPC method name)
                 response = super().RegisterResource(request)
                 if request.type != "pulumi:pulumi:Stack":
+                    recorder.thread_loops.add(asyncio.get_event_loop())  # opened by super()
                     recorder.urn_names[response.urn] = request.name
                     recorder.registrations.append(_Registration(
                         request.type, request.name, request.parent,

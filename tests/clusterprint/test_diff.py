@@ -12,6 +12,7 @@ from clusterprint.cli import main
 from clusterprint.diff import diff_plans
 from clusterprint.plan import Plan, PlannedResource, plan_blueprint
 from clusterprint.replacements import RULES, forces_replacement
+from clusterprint.validate import load_checked
 
 LUSTRE = "gcp:lustre/instance:Instance"
 FILESTORE = "gcp:filestore/instance:Instance"
@@ -263,7 +264,7 @@ def test_every_table_type_is_a_real_pulumi_gcp_token():
 def a3mega_plan(tmp_path_factory) -> str:
     """The reference blueprint's plan, saved once as `plan --json` writes it."""
     path = tmp_path_factory.mktemp("plans") / "a3mega.json"
-    path.write_text(plan_blueprint(str(A3MEGA)).json_text())
+    path.write_text(plan_blueprint(load_checked(str(A3MEGA))).json_text())
     return str(path)
 
 

@@ -167,12 +167,13 @@ def test_vms_and_templates_boot_the_rendered_scripts(name):
     from clusterprint.render import node_scripts
     from clusterprint.validate import load_checked
 
-    path = str(ROOT / "blueprints" / name)
-    scripts = node_scripts(load_checked(path))
-    booted = {r.name: r.inputs["metadata"]["startup-script"] for r in plan_blueprint(path).resources
+    blueprint = load_checked(str(ROOT / "blueprints" / name))
+    scripts = node_scripts(blueprint)
+    booted = {r.name: r.inputs["metadata"]["startup-script"]
+              for r in plan_blueprint(blueprint).resources
               if r.type in ("gcp:compute/instance:Instance",
                             "gcp:compute/instanceTemplate:InstanceTemplate")}
-    cluster = load_checked(path).name
+    cluster = blueprint.name
     assert booted.pop(f"{cluster}-controller-vm") == scripts.controller
     for nodeset, script in scripts.compute.items():
         assert booted.pop(f"{cluster}-nodeset-{nodeset}-template") == script
