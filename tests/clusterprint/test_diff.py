@@ -244,6 +244,40 @@ def test_garbage_input_exits_1_without_a_traceback(tmp_path, capsys, content):
     assert captured.out == ""
 
 
+TERRAFORM_STATE = {"version": 4, "terraform_version": "1.9.0", "serial": 3, "lineage": "x",
+                   "outputs": {}, "resources": []}
+
+
+@pytest.mark.parametrize(("content", "said"), [
+    (TERRAFORM_STATE, 'unexpected top-level key "lineage" (it looks like a Terraform state)'),
+    ({"resources": [{"mode": "managed", "type": "google_compute_network", "name": "vpc",
+                     "provider": "x", "instances": []}]},
+     'resources[0] has unexpected key "instances"'),
+    ({"resources": []}, "it lists no resources; every plan holds at least its cluster"),
+    ({"resources": [{**saved_plan()["resources"][0], "type": "google_compute_network"}]},
+     'resources[0].type "google_compute_network" is not a Pulumi type token such as '
+     "gcp:compute/network:Network"),
+    ({"resources": [{k: v for k, v in saved_plan()["resources"][0].items() if k != "inputs"}]},
+     'resources[0] has missing key "inputs"'),
+], ids=["terraform-state", "terraform-resources", "no-resources", "not-a-type-token",
+        "missing-key"])
+def test_json_that_is_not_a_clusterprint_plan_exits_1(tmp_path, capsys, content, said):
+    good = write(tmp_path, "good.json", saved_plan())
+    bad = write(tmp_path, "bad.json", content)
+    assert main(["diff", bad, good]) == 1
+    captured = capsys.readouterr()
+    assert (captured.out, captured.err) == ("", f"{bad}: not a clusterprint plan: {said}\n")
+
+
+def test_json_that_is_neither_plan_nor_blueprint_says_so(tmp_path, capsys):
+    good = write(tmp_path, "good.json", saved_plan())
+    other = write(tmp_path, "package.json", {"name": "web", "version": "1.0.0"})
+    assert main(["diff", good, other]) == 1
+    assert capsys.readouterr().err == (
+        f'{other}: neither a clusterprint plan (`clusterprint plan --json` output, a '
+        f'"resources" list) nor a blueprint (apiVersion: clusterprint/v1)\n')
+
+
 def test_a_missing_file_exits_1(tmp_path, capsys):
     good = write(tmp_path, "good.json", saved_plan())
     assert main(["diff", good, str(tmp_path / "absent.json")]) == 1

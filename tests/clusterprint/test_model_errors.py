@@ -36,6 +36,8 @@ CASES = [
      "slurm.partitions[0].nodesets[0]", "expected a string, got an integer (7)", None),
     ({"kind": Here("TrainingClustr")}, "schema.enum", "kind",
      '"TrainingClustr" is not one of "TrainingCluster"', "did you mean `TrainingCluster`?"),
+    ({"kind": Here("it's a\\b\nc")}, "schema.enum", "kind",
+     '"it\'s a\\\\b\\nc" is not one of "TrainingCluster"', None),
     ({f"{NS}.provisioning": Here("spott")}, "schema.enum", f"{NS}.provisioning",
      '"spott" is not one of "on-demand", "spot", "flex-start" or "reservation"',
      "did you mean `spot`?"),
