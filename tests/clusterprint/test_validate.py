@@ -44,29 +44,25 @@ def test_rules_next_to_a_refused_value_stay_quiet():
     assert [f.finding.rule for f in check_text("bp.yaml", text).findings] == ["schema.enum"]
 
 
-def test_a_refused_required_integer_still_lets_the_rules_run():
-    text = blueprint_text({"slurm.nodesets[0].count": "2", "zone": "us-east1-b",
-                           "recipes": [{"name": "gemma-2b-sft", "partition": "debug",
-                                        "nodes": 4}]})
+@pytest.mark.parametrize(("key", "value", "refused", "recipe"), [
+    # Refused for its GPUs, not for 4 nodes against a count nobody could read.
+    ("slurm.nodesets[0].count", "2", "schema.type",
+     "gemma-2b-sft needs at least 1 GPU(s) per node"),
+    # 4 nodes against the 2 written stays; whether a machine type nobody could read has
+    # the recipe's GPUs depends on the stand-in, so nothing is said about it.
+    ("slurm.nodesets[0].machine_type", "N2", "schema.pattern",
+     "4 nodes is more than partition debug holds (2)"),
+], ids=["integer", "string"])
+def test_a_refused_required_value_still_lets_the_rules_run(key, value, refused, recipe):
+    text = blueprint_text({key: value, "zone": "us-east1-b", "recipes": [
+        {"name": "gemma-2b-sft", "partition": "debug", "nodes": 4}]})
     found = {f.finding.rule: f.finding.message for f in check_text("bp.yaml", text).findings}
-    assert sorted(found) == ["location.zone-in-region", "recipes.partition", "schema.type"]
-    # The recipe is refused for its GPUs, not for 4 nodes against a count nobody could read.
-    assert found["recipes.partition"].startswith("gemma-2b-sft needs at least 1 GPU(s) per node")
+    assert sorted(found) == sorted(["location.zone-in-region", "recipes.partition", refused])
+    assert found["recipes.partition"].startswith(recipe)
 
 
 def rules_found(overrides: dict) -> list[str]:
     return sorted(f.finding.rule for f in check_text("bp.yaml", blueprint_text(overrides)).findings)
-
-
-def test_a_refused_required_string_still_lets_the_rules_run():
-    text = blueprint_text({"slurm.nodesets[0].machine_type": "N2", "zone": "us-east1-b",
-                           "recipes": [{"name": "gemma-2b-sft", "partition": "debug",
-                                        "nodes": 4}]})
-    found = {f.finding.rule: f.finding.message for f in check_text("bp.yaml", text).findings}
-    assert sorted(found) == ["location.zone-in-region", "recipes.partition", "schema.pattern"]
-    # 4 nodes against the 2 written stays; whether the unreadable machine type has the
-    # recipe's GPUs depends on the stand-in, so nothing is said about it.
-    assert found["recipes.partition"] == "4 nodes is more than partition debug holds (2)"
 
 
 @pytest.mark.parametrize(("overrides", "refused"), [
