@@ -1,5 +1,6 @@
 """load_checked: what the stack program and plan use, refusing exactly as validate does."""
 
+import re
 from pathlib import Path
 
 import pytest
@@ -104,3 +105,19 @@ def test_warnings_do_not_stop_a_program(tmp_path):
 def test_unreadable_file_raises_too(tmp_path):
     with pytest.raises(InvalidBlueprint, match="no such file"):
         load_checked(str(tmp_path / "missing.yaml"))
+
+
+def test_every_required_string_pattern_has_two_stand_ins_that_match_it():
+    from pydantic import BaseModel
+
+    from clusterprint import model
+    from clusterprint.validate import STAND_INS
+
+    required = {m.pattern for cls in vars(model).values()
+                if isinstance(cls, type) and issubclass(cls, BaseModel)
+                for f in cls.model_fields.values() if f.is_required() and f.annotation is str
+                for m in f.metadata if hasattr(m, "pattern")}
+    assert required - set(STAND_INS) == set()
+    for pattern, values in STAND_INS.items():
+        assert len(set(values)) == 2
+        assert pattern is None or all(re.match(pattern, v) for v in values), pattern
