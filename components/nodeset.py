@@ -7,7 +7,7 @@ from collections.abc import Mapping, Sequence
 import pulumi
 import pulumi_gcp as gcp
 
-from clusterprint import catalog, node_metadata
+from clusterprint import catalog, naming, node_metadata
 from clusterprint.model import Nodeset
 from components.identity import NODE_SCOPES
 from components.images import boot_image
@@ -105,16 +105,16 @@ class GpuNodeset(pulumi.ComponentResource):
                  opts: pulumi.ResourceOptions | None = None) -> None:
         super().__init__("clusterprint:index:GpuNodeset", name, None, opts)
         child = pulumi.ResourceOptions(parent=self)
-        labels = {**(labels or {}), "clusterprint-nodeset": nodeset.name}
+        labels = naming.nodeset_labels(labels or {}, nodeset.name)
         placement: pulumi.Input[str] | None = None
         if nodeset.placement == "compact":
             # No max_distance: A3 machines refuse max distance 1 (toolkit nodeset metadata).
             placement = (gcp.compute.ResourcePolicy(
-                f"{name}-placement", project=project, region=region,
+                naming.child(name, naming.PLACEMENT), project=project, region=region,
                 group_placement_policy=gcp.compute.ResourcePolicyGroupPlacementPolicyArgs(
                     collocation="COLLOCATED"), opts=child).self_link)
         self.template = gcp.compute.InstanceTemplate(
-            f"{name}-template", project=project, region=region,
+            naming.child(name, naming.TEMPLATE), project=project, region=region,
             machine_type=nodeset.machine_type,
             disks=[gcp.compute.InstanceTemplateDiskArgs(
                 boot=True, auto_delete=True,
@@ -130,9 +130,9 @@ class GpuNodeset(pulumi.ComponentResource):
             metadata={**(metadata or {}), "startup-script": startup_script,
                       node_metadata.ROLE: "compute", node_metadata.NODESET: nodeset.name},
             tags=list(tags), labels=labels, opts=child)
-        self.base_instance_name = f"{cluster}-{nodeset.name}"
+        self.base_instance_name = naming.base_instance_name(cluster, nodeset.name)
         self.group = gcp.compute.InstanceGroupManager(
-            f"{name}-group", project=project, zone=zone,
+            naming.child(name, naming.GROUP), project=project, zone=zone,
             base_instance_name=self.base_instance_name,
             versions=[gcp.compute.InstanceGroupManagerVersionArgs(
                 name="primary", instance_template=self.template.self_link_unique)],
