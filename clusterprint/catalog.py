@@ -189,6 +189,10 @@ RECIPES: dict[str, Recipe] = {
     )
 }
 
+#: Labels one resource may carry, its own and clusterprint's together
+#: (cloud.google.com/compute/docs/labeling-resources#requirements).
+MAX_LABELS = 64
+
 #: IAP TCP forwarding's source range: the only SSH source a new cluster allows.
 IAP_RANGE = "35.235.240.0/20"
 

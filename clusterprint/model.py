@@ -11,7 +11,7 @@ from typing import Annotated, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from clusterprint import catalog
+from clusterprint import catalog, naming
 
 NAME_PATTERN = r"^[a-z][a-z0-9-]{0,18}[a-z0-9]$"
 LIST_NAME_PATTERN = r"^[a-z](?:[a-z0-9-]{0,14}[a-z0-9])?$"
@@ -93,7 +93,8 @@ class Network(Strict):
     nat: bool = Field(True, description="Cloud NAT for egress; nodes never get external IPs.")
     ssh_source_ranges: list[Cidr] = Field(
         default_factory=lambda: [catalog.IAP_RANGE],
-        description="Sources allowed to reach SSH. Default: IAP TCP forwarding only.")
+        description="Sources allowed to reach SSH. Default: IAP TCP forwarding only; an empty "
+                    "list creates no SSH firewall rule.")
     private_service_access: PrivateServiceAccess = Field(default_factory=PrivateServiceAccess)
     peerings: list[Peering] = Field(default_factory=list, description="VPC peerings to add.")
     existing: str | None = Field(
@@ -316,7 +317,11 @@ class Blueprint(Strict):
                       description="Prefixes every resource; the Slurm ClusterName.")
     labels: dict[Annotated[str, Field(pattern=LABEL_KEY_PATTERN)],
                  Annotated[str, Field(pattern=LABEL_VALUE_PATTERN)]] = Field(
-        default_factory=dict, max_length=64, description="GCE labels on every resource.",
+        default_factory=dict, max_length=catalog.MAX_LABELS - len(naming.OWN_LABELS),
+        description=f"GCE labels on every resource: at most "
+                    f"{catalog.MAX_LABELS - len(naming.OWN_LABELS)}, as GCE allows "
+                    f"{catalog.MAX_LABELS} and clusterprint adds {', '.join(naming.OWN_LABELS)}; "
+                    f"keys starting {naming.RESERVED_LABEL_PREFIX} are clusterprint's.",
         # Without it, JSON Schema lets keys that miss the key pattern through unchecked.
         json_schema_extra={"additionalProperties": False})
     project: str | None = Field(None, pattern=PROJECT_PATTERN,

@@ -166,6 +166,8 @@ def _finding(err: dict) -> Finding:
     if kind in ("too_short", "too_long"):
         words = "at least" if kind == "too_short" else "at most"
         limit = ctx.get("min_length" if kind == "too_short" else "max_length")
-        return bad("schema.length", f"has {ctx.get('actual_length')} items",
-                   f"needs {words} {limit}")
+        # pydantic leaves a mapping's actual length out (None).
+        actual = ctx.get("actual_length")
+        actual = len(value) if actual is None and isinstance(value, dict | list) else actual
+        return bad("schema.length", f"has {actual} items", f"needs {words} {limit}")
     return bad("schema.invalid", err["msg"])
