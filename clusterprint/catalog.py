@@ -219,5 +219,10 @@ MANAGED_UNSUPPORTED_KEYS = (
 #: ``ClusterStorageResourceConfigNewFilestoreArgs.tier``).
 MANAGED_FILESTORE_TIERS = ("ZONAL", "REGIONAL")
 
+#: The managed API's ids of partitions, node sets and compute and storage resources:
+#: RFC 1034 labels, at most 63 characters (pulumi-gcp 10.2 hypercomputecluster
+#: ``ClusterOrchestratorSlurmPartitionArgs.id``).
+MANAGED_ID_PATTERN = r"^[a-z](?:[-a-z0-9]{0,61}[a-z0-9])?$"
+
 #: The managed API's cluster_id: lowercase letters and digits, at most 10.
 MANAGED_CLUSTER_ID_PATTERN = r"^[a-z][a-z0-9]{0,9}$"

@@ -3,10 +3,11 @@
 from __future__ import annotations
 
 import difflib
+import re
 from collections.abc import Iterator
 from dataclasses import dataclass
 
-from clusterprint import naming
+from clusterprint import catalog, naming
 from clusterprint.findings import Finding, KeyPath, error, format_path, warning
 from clusterprint.model import Blueprint
 from clusterprint.rules.registry import rule
@@ -134,6 +135,20 @@ def check_derived_collisions(bp: Blueprint) -> Iterator[Finding]:
                     f"its {item.what} would clash with the {earlier.what} of "
                     f"{format_path(earlier.entry)}: both would {taken} {item.name!r}",
                     "rename one of the two: each derived name must name one resource")
+
+
+@rule("names.managed-id")
+def check_managed_ids(bp: Blueprint) -> Iterator[Finding]:
+    """The managed API takes a partition's name as its id, an RFC 1034 label, which ends in
+    a letter or digit; Slurm's own names may end in a hyphen. (Nodeset and Lustre names
+    always fit: their pattern is stricter.)"""
+    if bp.orchestrator != "managed":
+        return
+    for index, partition in enumerate(bp.slurm.partitions):
+        if not re.match(catalog.MANAGED_ID_PATTERN, partition.name):
+            yield error(("slurm", "partitions", index, "name"),
+                        f"{partition.name!r} is not a valid id for the managed API",
+                        f"end it with a letter or digit, e.g. {partition.name.rstrip('-')}")
 
 
 #: Words slurm.conf reads as keywords where a partition or nodeset name stands:

@@ -23,6 +23,13 @@ ACCEPTED = [
 
 test_refused, test_accepted = table_tests(REFUSED, ACCEPTED)
 
+def test_a_reserved_key_is_pointed_at_itself(rules_check):
+    hit = rules_check.refused({"labels": {"clusterprint-cluster": Here("mine")}},
+                              "labels.reserved", "labels.clusterprint-cluster")
+    assert hit.column == 3  # the key, indented under labels:, not its value
+    assert hit.finding.hint == "use a key of your own, e.g. cluster"
+
+
 #: The most user labels: the rest of GCE's 64 go to the cluster and nodeset labels.
 MOST = catalog.MAX_LABELS - len(naming.OWN_LABELS)
 
