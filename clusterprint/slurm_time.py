@@ -4,9 +4,10 @@ slurm.conf's partition ``MaxTime`` and ``DefaultTime`` go through ``time_str2min
 (src/common/parse_time.c, the same code in 22.05 and 23.11): ``time_str2secs`` sums days,
 hours, minutes and seconds in a signed 32-bit ``int``, then ``time_str2mins`` rounds up
 with ``(secs + 59) / 60``, still in that ``int``. read_config.c refuses a negative result
-that is not ``INFINITE``. So a limit past the bound below is refused or, once a field
-itself overflows ``int`` (sscanf truncates it), silently wraps to another value: proven
-on slurmctld 22.05 by tests/slurm/test_time_limits.py.
+that is not ``INFINITE``. So a limit past the bound below is refused or, once the sum
+or a field overflows ``int``, silently wraps to another value. Proven on slurmctld 22.05:
+tests/slurm/test_generated_blueprints.py boots the bounds, test_slurm_limits.py shows
+what happens past them.
 """
 
 from __future__ import annotations
