@@ -189,7 +189,6 @@ def check_psa_choice(bp: Blueprint) -> Iterator[Finding]:
                     "an explicit range fixes the prefix length already")
 
 
-
 @rule("network.peerings")
 def check_peerings(bp: Blueprint) -> Iterator[Finding]:
     """Each peering reaches another network, and only once.
