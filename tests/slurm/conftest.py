@@ -269,13 +269,13 @@ def local_slurm(munge_socket: Path) -> Iterator[Callable[..., LocalSlurm]]:
     """
     clusters: list[LocalSlurm] = []
 
-    def start(blueprint: Blueprint, start: bool = True) -> LocalSlurm:
+    def make(blueprint: Blueprint, start: bool = True) -> LocalSlurm:
         cluster = LocalSlurm(blueprint, munge_socket)
         clusters.append(cluster)
         if start:
             cluster.start_controller()
         return cluster
 
-    yield start
+    yield make
     for cluster in clusters:
         cluster.stop()

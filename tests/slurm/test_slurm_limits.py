@@ -42,9 +42,9 @@ def test_one_minute_past_the_bound_stops_slurmctld(max_time, local_slurm):
 
 
 @pytest.mark.parametrize(("max_time", "kept"), [
-    ("4294967296", "00:00:00"),   # 2**32 minutes: sscanf keeps the low 32 bits, 0
-    ("4294967294", "UNLIMITED"),  # wraps onto INFINITE
-    ("71582788", "00:00:00"),     # x 60 wraps the int to 0 seconds
+    ("4294967296", "00:00:00"),   # 2**32: sscanf keeps the low 32 bits, 0
+    ("4294967294", "UNLIMITED"),  # sscanf keeps -2; -120 s rounds to -1, which is INFINITE
+    ("71582788", "00:00:00"),     # x 60 wraps the int to -16 s, which rounds to 0 minutes
     ("0", "00:00:00"),            # 0 is kept as 0 minutes, not as no limit
 ])
 def test_slurmctld_keeps_another_limit_than_the_one_written(max_time, kept, local_slurm):
