@@ -241,8 +241,10 @@ class Partition(Strict):
     nodesets: list[str] = Field(min_length=1, description="Names of `slurm.nodesets` entries.")
     default: bool | None = Field(None, description="Default partition; the first one when "
                                                    "none is marked.")
-    max_time: str | None = Field(None, pattern=SLURM_TIME_PATTERN,
-                                 description="Slurm time limit, e.g. 7-00:00:00.")
+    max_time: str | None = Field(
+        None, pattern=SLURM_TIME_PATTERN,
+        description="Slurm time limit, e.g. 7-00:00:00: 1 minute up to 24855-03:13:00, or "
+                    "UNLIMITED (the default).")
 
 
 class HealthChecks(Strict):
