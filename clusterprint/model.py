@@ -15,7 +15,8 @@ from clusterprint import catalog
 
 NAME_PATTERN = r"^[a-z][a-z0-9-]{0,18}[a-z0-9]$"
 LIST_NAME_PATTERN = r"^[a-z](?:[a-z0-9-]{0,14}[a-z0-9])?$"
-PARTITION_NAME_PATTERN = r"^[a-z](?:[a-z0-9-]{0,30})$"
+# RFC 1034 labels (the managed API's partition ids): no hyphen at the end.
+PARTITION_NAME_PATTERN = r"^[a-z](?:[a-z0-9-]{0,29}[a-z0-9])?$"
 IMAGE_FAMILY_PATTERN = r"^[a-z](?:[-a-z0-9]{0,61}[a-z0-9])?$"
 PROJECT_PATTERN = r"^[a-z][a-z0-9-]{4,28}[a-z0-9]$"
 REGION_PATTERN = r"^[a-z]+-[a-z]+[0-9]+$"
@@ -240,8 +241,10 @@ class Partition(Strict):
     nodesets: list[str] = Field(min_length=1, description="Names of `slurm.nodesets` entries.")
     default: bool | None = Field(None, description="Default partition; the first one when "
                                                    "none is marked.")
-    max_time: str | None = Field(None, pattern=SLURM_TIME_PATTERN,
-                                 description="Slurm time limit, e.g. 7-00:00:00.")
+    max_time: str | None = Field(
+        None, pattern=SLURM_TIME_PATTERN,
+        description="Slurm time limit, e.g. 7-00:00:00: 1 minute up to 24855-03:13:00, or "
+                    "UNLIMITED (the default).")
 
 
 class HealthChecks(Strict):
@@ -250,7 +253,9 @@ class HealthChecks(Strict):
     gpu: Literal["off", "quick", "thorough"] = Field(
         "quick", description="quick: DCGM level 1 + ECC + NVLink before each job; thorough: adds "
                              "DCGM level 2 after a failed job.")
-    interval_s: int = Field(300, ge=0, le=86400, description="HealthCheckInterval; 0 disables.")
+    interval_s: int = Field(
+        300, ge=0, le=65535,
+        description="HealthCheckInterval; 0 disables. Slurm reads it as a 16-bit number.")
     on_failure: Literal["drain", "reboot", "replace"] = Field("drain")
 
 

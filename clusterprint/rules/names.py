@@ -62,13 +62,22 @@ def check_slurm_keywords(bp: Blueprint) -> Iterator[Finding]:
 
 @rule("names.partition-nodesets")
 def check_partition_nodesets(bp: Blueprint) -> Iterator[Finding]:
-    """Every nodeset a partition names must be listed under slurm.nodesets."""
+    """A partition names each nodeset once, and only nodesets under slurm.nodesets.
+
+    slurm.conf's ``Nodes=a,a`` swaps only the first ``a`` for the nodeset's nodes; the
+    second is taken for a node name, and slurmctld 22.05 crashes on it.
+    """
     known = [n.name for n in bp.slurm.nodesets]
     for p_index, partition in enumerate(bp.slurm.partitions):
+        first: dict[str, int] = {}
         for n_index, name in enumerate(partition.nodesets):
-            if name not in known:
-                yield unknown_reference(("slurm", "partitions", p_index, "nodesets", n_index),
-                                        name, known, "nodeset", "nodesets")
+            path = ("slurm", "partitions", p_index, "nodesets", n_index)
+            if name in first:
+                yield error(path, f"{name!r} is already listed at nodesets[{first[name]}]",
+                            "list each nodeset once: slurmctld does not start on a repeat")
+            elif name not in known:
+                yield unknown_reference(path, name, known, "nodeset", "nodesets")
+            first.setdefault(name, n_index)
 
 
 @rule("names.default-partition")

@@ -188,3 +188,23 @@ def check_psa_choice(bp: Blueprint) -> Iterator[Finding]:
                     "set either prefix_length or range, not both",
                     "an explicit range fixes the prefix length already")
 
+
+@rule("network.peerings")
+def check_peerings(bp: Blueprint) -> Iterator[Finding]:
+    """Each peering reaches another network, and only once.
+
+    A network cannot peer with itself, and two networks share at most one peering. The
+    cluster's own network is known here only as ``existing``: a network clusterprint
+    creates takes its name from Pulumi, with a random suffix.
+    """
+    net = bp.network
+    first: dict[str, int] = {}
+    for index, peering in enumerate(net.peerings):
+        path = ("network", "peerings", index, "peer_network")
+        if peering.peer_network == net.existing:
+            yield error(path, "is the cluster's own network (network.existing)",
+                        "peer with another network, or remove this peering")
+        elif peering.peer_network in first:
+            yield error(path, f"peerings[{first[peering.peer_network]}] already peers with "
+                              f"{peering.peer_network}", "peer with each network once")
+        first.setdefault(peering.peer_network, index)

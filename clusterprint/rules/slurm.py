@@ -9,6 +9,7 @@ from clusterprint import catalog
 from clusterprint.findings import Finding, error, warning
 from clusterprint.model import Blueprint
 from clusterprint.rules.registry import rule
+from clusterprint.slurm_time import MAX_MINUTES, format_minutes, slurm_minutes, slurm_time_seconds
 
 
 @rule("slurm.reservation")
@@ -91,3 +92,27 @@ def check_gpu_detection(bp: Blueprint) -> Iterator[Finding]:
                           "find them, and its nodes would be drained",
                           "set image to one whose Slurm has gpu/nvml, or put nodes of "
                           "another GPU count in a cluster of their own")
+
+
+def time_limit_problem(text: str) -> tuple[str, str] | None:
+    """Why slurmctld would refuse, wrap or zero a time limit, and the range it takes; or None."""
+    seconds = slurm_time_seconds(text)
+    if seconds is None:
+        return None
+    minutes = slurm_minutes(seconds)
+    accepted = (f"use 1 minute up to {MAX_MINUTES} minutes = {format_minutes(MAX_MINUTES)}, "
+                f"or UNLIMITED")
+    if minutes == 0:
+        return f"{text} is a limit of 0 minutes: Slurm keeps it as 0, not as no limit", accepted
+    if minutes > MAX_MINUTES:
+        return (f"{text} is {format_minutes(minutes)}, longer than Slurm's 32-bit time "
+                f"arithmetic holds: slurmctld refuses it or wraps it to another limit"), accepted
+    return None
+
+
+@rule("slurm.time-limit")
+def check_time_limits(bp: Blueprint) -> Iterator[Finding]:
+    """A partition's max_time is a limit Slurm 22.05 and 23.11 keep: 1 minute up to 2**31 s."""
+    for index, partition in enumerate(bp.slurm.partitions):
+        if partition.max_time and (problem := time_limit_problem(partition.max_time)):
+            yield error(("slurm", "partitions", index, "max_time"), *problem)

@@ -41,6 +41,17 @@ REFUSED = [
     pytest.param("names.partition-nodesets", "slurm.partitions[0].nodesets[1]",
                  {"slurm.partitions[0].nodesets[1]": Here("gpu")}, "error", 1,
                  id="unknown-nodeset"),
+    pytest.param("names.partition-nodesets", "slurm.partitions[0].nodesets[1]",
+                 {"slurm.partitions[0].nodesets": ["cpu", Here("cpu")]}, "error", 1,
+                 id="nodeset-listed-twice"),
+    pytest.param("names.partition-nodesets", "slurm.partitions[1].nodesets[2]",
+                 {"slurm.nodesets[1]": {"name": "cpu2", **CPU},
+                  "slurm.partitions[0].nodesets": ["cpu", "cpu2", "cpu"],
+                  "slurm.partitions[1]": {"name": "b", "nodesets": ["cpu2", "cpu", Here("cpu2")]}},
+                 "error", 2, id="repeats-in-two-partitions"),
+    pytest.param("names.partition-nodesets", "slurm.partitions[0].nodesets[2]",
+                 {"slurm.partitions[0].nodesets": ["cpu", "gpu", Here("gpu")]}, "error", 2,
+                 id="unknown-nodeset-twice"),
     pytest.param("names.default-partition", "slurm.partitions[1].default",
                  {"slurm.partitions[0].default": True,
                   "slurm.partitions[1]": {"name": "other", "nodesets": ["cpu"],
@@ -62,6 +73,11 @@ ACCEPTED = [
     pytest.param("names.partition-nodesets", {"slurm.nodesets[1]": {"name": "cpu2", **CPU},
                                               "slurm.partitions[0].nodesets[1]": "cpu2"},
                  id="listed-nodesets"),
+    pytest.param("names.partition-nodesets",
+                 {"slurm.nodesets[1]": {"name": "cpu2", **CPU},
+                  "slurm.partitions[0].nodesets": ["cpu", "cpu2"],
+                  "slurm.partitions[1]": {"name": "b", "nodesets": ["cpu2", "cpu"]}},
+                 id="each-nodeset-once-per-partition"),
     pytest.param("names.default-partition",
                  {"slurm.partitions[1]": {"name": "b", "nodesets": ["cpu"], "default": True},
                   "slurm.partitions[0].default": False}, id="one-default"),
@@ -89,3 +105,9 @@ def test_a_warning_alone_keeps_the_blueprint_valid(make_text, check):
     checked = check(make_text({"slurm.nodesets[1]": {"name": "spare", **CPU}}))
     assert checked.exit_code == 0
     assert [f.finding.severity for f in checked.findings] == ["warning"]
+
+
+def test_repeated_nodeset_names_its_first_place(rules_check):
+    hit = rules_check.refused({"slurm.partitions[0].nodesets": ["cpu", Here("cpu")]},
+                              "names.partition-nodesets", "slurm.partitions[0].nodesets[1]")
+    assert hit.finding.message == "'cpu' is already listed at nodesets[0]"

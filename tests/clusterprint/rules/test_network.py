@@ -8,6 +8,14 @@ A3MEGA = {"slurm.nodesets[0].machine_type": "a3-megagpu-8g"}
 A3ULTRA = {"slurm.nodesets[0].machine_type": "a3-ultragpu-8g"}
 NETWORK = "projects/my-project/global/networks/net"
 SUBNETWORK = "projects/my-project/regions/us-central1/subnetworks/sub"
+EXISTING = {"network.existing": NETWORK, "network.existing_subnetwork": SUBNETWORK}
+PEER = "projects/other-proj/global/networks/peer"
+
+
+def peering(name, peer_network):
+    """A peering entry."""
+    return {"name": name, "peer_network": peer_network}
+
 
 REFUSED = [
     pytest.param("network.cidr", "network.subnet_cidr",
@@ -69,6 +77,16 @@ REFUSED = [
                  {"network.private_service_access": Here(
                      {"prefix_length": 20, "range": "10.200.0.0/20"})}, "error", 1,
                  id="prefix-and-range"),
+    pytest.param("network.peerings", "network.peerings[0].peer_network",
+                 {**EXISTING, "network.peerings": [peering("self", Here(NETWORK))]}, "error", 1,
+                 id="peers-with-its-own-network"),
+    pytest.param("network.peerings", "network.peerings[1].peer_network",
+                 {"network.peerings": [peering("a", PEER), peering("b", Here(PEER))]}, "error", 1,
+                 id="two-peerings-to-one-network"),
+    pytest.param("network.peerings", "network.peerings[2].peer_network",
+                 {**EXISTING, "network.peerings": [peering("a", PEER), peering("b", PEER),
+                                                   peering("c", Here(NETWORK))]}, "error", 2,
+                 id="twice-and-to-itself"),
 ]
 
 ACCEPTED = [
@@ -106,6 +124,13 @@ ACCEPTED = [
     pytest.param("network.existing-ignored", {"network.mtu": 8896}, id="mtu-of-new-network"),
     pytest.param("network.psa", {"network.private_service_access.range": "10.200.0.0/20"},
                  id="range-only"),
+    pytest.param("network.peerings",
+                 {**EXISTING, "network.peerings": [
+                     peering("a", PEER), peering("b", "projects/other-proj/global/networks/peer2"),
+                     peering("c", "projects/third-proj/global/networks/net")]},
+                 id="distinct-peers-of-an-existing-network"),
+    pytest.param("network.peerings", {"network.peerings": [peering("a", NETWORK)]},
+                 id="a-created-network-peers-with-any-other"),
 ]
 
 test_refused, test_accepted = table_tests(REFUSED, ACCEPTED)
@@ -133,3 +158,9 @@ def test_default_mtu_follows_the_gpu_family(make_text, check):
     assert check(make_text(A3MEGA)).blueprint.mtu == 8244
     assert check(make_text(A3ULTRA)).blueprint.mtu == 8896
     assert check(make_text()).blueprint.mtu == 8896
+
+
+def test_repeated_peering_names_the_first(rules_check):
+    hit = rules_check.refused({"network.peerings": [peering("a", PEER), peering("b", Here(PEER))]},
+                              "network.peerings", "network.peerings[1].peer_network")
+    assert hit.finding.message == f"peerings[0] already peers with {PEER}"

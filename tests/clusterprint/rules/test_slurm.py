@@ -1,4 +1,4 @@
-"""slurm.* rules: provisioning, node counts, machine types, boot disks, placement."""
+"""slurm.* rules: provisioning, node counts, machine types, boot disks, placement, time limits."""
 
 import pytest
 
@@ -7,6 +7,9 @@ from tests.clusterprint.blueprint_texts import Here, table_tests
 NS = "slurm.nodesets[0]"
 RESERVATION = "projects/my-project/reservations/res"
 ULTRA = {f"{NS}.machine_type": "a3-ultragpu-8g"}
+
+PART = "slurm.partitions[0]"
+LONGEST = "35791393"  # minutes: the last one Slurm keeps (tests/slurm/test_slurm_limits.py)
 
 MIXED = {"slurm.nodesets[1]": {"name": "gpu", "count": 1, "machine_type": Here("a4-highgpu-8g")},
          "slurm.partitions[0].nodesets": ["cpu", "gpu"]}
@@ -39,6 +42,15 @@ REFUSED = [
     pytest.param("slurm.placement", f"{NS}.placement",
                  {f"{NS}.count": 1, f"{NS}.placement": Here("compact")}, "warning", 1,
                  id="compact-single-node"),
+    *[pytest.param("slurm.time-limit", f"{PART}.max_time", {f"{PART}.max_time": Here(limit)},
+                   "error", 1, id=f"max-time-{limit}")
+      for limit in ("0", "0:0", "00:00:00", "0-0", "35791394", "24855-03:14:00",
+                    "24855-03:13:01", "4294967296", "99999999999")],
+    pytest.param("slurm.time-limit", "slurm.partitions[1].max_time",
+                 {f"{PART}.max_time": "0",
+                  "slurm.partitions[1]": {"name": "long", "nodesets": ["cpu"],
+                                          "max_time": Here("71582788")}}, "error", 2,
+                 id="every-partition-past-the-bounds"),
 ]
 
 ACCEPTED = [
@@ -65,6 +77,10 @@ ACCEPTED = [
     pytest.param("slurm.placement", {f"{NS}.placement": "compact"}, id="compact-two-nodes"),
     pytest.param("slurm.placement", {f"{NS}.count": 1, f"{NS}.max_count": 2,
                                      f"{NS}.placement": "compact"}, id="compact-up-to-two"),
+    *[pytest.param("slurm.time-limit", {f"{PART}.max_time": limit}, id=f"max-time-{limit}")
+      for limit in ("1", "0:01", "0:0:1", "0-0:1", "7-00:00:00", "UNLIMITED", "INFINITE",
+                    LONGEST, "596523:13:00", "24855-03:13:00", "24855-3:13", "35791392:60")],
+    pytest.param("slurm.time-limit", {}, id="no-max-time"),
 ]
 
 test_refused, test_accepted = table_tests(REFUSED, ACCEPTED)
@@ -82,3 +98,19 @@ def test_unknown_gpu_type_suggests_the_closest(rules_check):
     hit = rules_check.refused({f"{NS}.machine_type": Here("a3-megagpu-16g")},
                               "slurm.machine-type", f"{NS}.machine_type", "warning")
     assert hit.finding.hint == "did you mean a3-megagpu-8g?"
+
+
+def test_time_limit_message_gives_the_range(rules_check):
+    hit = rules_check.refused({f"{PART}.max_time": Here("35791394")}, "slurm.time-limit",
+                              f"{PART}.max_time")
+    assert hit.finding.message == (
+        "35791394 is 24855-03:14:00, longer than Slurm's 32-bit time arithmetic holds: "
+        "slurmctld refuses it or wraps it to another limit")
+    assert hit.finding.hint == ("use 1 minute up to 35791393 minutes = 24855-03:13:00, "
+                                "or UNLIMITED")
+
+
+def test_zero_time_limit_says_slurm_keeps_zero(rules_check):
+    hit = rules_check.refused({f"{PART}.max_time": Here("0")}, "slurm.time-limit",
+                              f"{PART}.max_time")
+    assert hit.finding.message == "0 is a limit of 0 minutes: Slurm keeps it as 0, not as no limit"
