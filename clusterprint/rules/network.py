@@ -131,7 +131,7 @@ def check_mtu_recommended(bp: Blueprint) -> Iterator[Finding]:
     families = {f.machine_type: f for n in bp.slurm.nodesets
                 if (f := catalog.gpu_family(n.machine_type))}
     for family in families.values():
-        if mtu is not None and mtu != family.recommended_mtu:
+        if mtu is not None and family.recommended_mtu not in (None, mtu):
             yield warning(("network", "mtu"),
                           f"{mtu} differs from {family.recommended_mtu}, the MTU recommended for "
                           f"{family.machine_type}",

@@ -6,7 +6,7 @@ import difflib
 from collections.abc import Iterator
 
 from clusterprint import catalog
-from clusterprint.findings import Finding, error, warning
+from clusterprint.findings import Finding, KeyPath, error, warning
 from clusterprint.model import Blueprint
 from clusterprint.rules.registry import rule
 
@@ -38,18 +38,41 @@ def check_max_count(bp: Blueprint) -> Iterator[Finding]:
                         "a nodeset with count 0 needs max_count", "set max_count >= 1")
 
 
+def close_machine_type(machine_type: str) -> str | None:
+    """The known machine type nearest a misspelt one: a GPU type, or a CPU series and shape
+    with the size the user wrote."""
+    series, _, rest = machine_type.partition("-")
+    size = rest.partition("-")[2]
+    cpu = [f"{s}-{shape}" + (f"-{size}" if size else "")
+           for s, shapes in catalog.CPU_MACHINE_SERIES.items() for shape in shapes]
+    close = difflib.get_close_matches(machine_type, [*catalog.GPU_MACHINES, *cpu], n=1,
+                                      cutoff=0.6)
+    return close[0] if close else None
+
+
+def _machine_types(bp: Blueprint) -> list[tuple[KeyPath, str]]:
+    return [(("slurm", "controller", "machine_type"), bp.slurm.controller.machine_type),
+            (("slurm", "login", "machine_type"), bp.slurm.login.machine_type),
+            *((("slurm", "nodesets", i, "machine_type"), ns.machine_type)
+              for i, ns in enumerate(bp.slurm.nodesets))]
+
+
 @rule("slurm.machine-type")
-def check_gpu_machine_known(bp: Blueprint) -> Iterator[Finding]:
-    """A GPU-looking machine type outside the catalog gets no GPUs, GRES or GPU networks."""
-    known = list(catalog.GPU_MACHINES)
-    for index, ns in enumerate(bp.slurm.nodesets):
-        if "gpu" in ns.machine_type and catalog.gpu_family(ns.machine_type) is None:
-            close = difflib.get_close_matches(ns.machine_type, known, n=1, cutoff=0.6)
-            yield warning(("slurm", "nodesets", index, "machine_type"),
-                          f"{ns.machine_type} is not in clusterprint's GPU catalog; its nodes get "
-                          f"no GPU GRES and no GPU networks",
-                          f"did you mean {close[0]}?" if close else
-                          f"known GPU machine types: {', '.join(known)}")
+def check_machine_known(bp: Blueprint) -> Iterator[Finding]:
+    """A machine type outside the catalog may not exist, and a GPU one would get no GPUs.
+
+    Such a node gets no GPU GRES, no GPU networks and a CPU image, so an unlisted GPU
+    type boots as a CPU node; a typo only fails at `pulumi up`.
+    """
+    series = sorted(set(catalog.CPU_MACHINE_SERIES)
+                    | {t.split("-")[0] for t in catalog.GPU_MACHINES})
+    for path, machine_type in _machine_types(bp):
+        if catalog.machine_known(machine_type):
+            continue
+        close = close_machine_type(machine_type)
+        yield warning(path, f"{machine_type} is not a machine type clusterprint knows; its "
+                            f"nodes would get no GPU GRES, no GPU networks and the CPU image",
+                      f"did you mean {close}?" if close else f"known series: {', '.join(series)}")
 
 
 @rule("slurm.boot-disk")

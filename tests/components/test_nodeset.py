@@ -30,6 +30,12 @@ def nodeset(cloud, **fields) -> dict:
     ("a3-highgpu-8g", ["GVNIC"] + ["GVNIC"] * 4),
     ("a3-ultragpu-8g", ["GVNIC"] * 2 + ["MRDMA"] * 8),
     ("a4-highgpu-8g", ["GVNIC"] * 2 + ["MRDMA"] * 8),
+    ("a4x-highgpu-4g", ["GVNIC"] * 2 + ["MRDMA"] * 4),
+    ("a3-edgegpu-8g", ["GVNIC"] + ["GVNIC"] * 4),
+    ("a3-highgpu-2g", ["GVNIC"]),
+    ("a2-ultragpu-8g", ["GVNIC"]),
+    ("a2-megagpu-16g", ["GVNIC"]),
+    ("g2-standard-48", ["GVNIC"]),
     ("n2-standard-4", [None]),
 ])
 def test_nics_follow_the_machine_family(cloud, machine_type, expected):
@@ -110,6 +116,21 @@ def test_boot_disk_image_metadata_and_identity(cloud):
     assert template["metadata"]["k"] == "v"
     assert template["serviceAccount"]["email"] == "sa@p-roject.iam.gserviceaccount.com"
     assert template["tags"] == ["c1"]
+
+
+@pytest.mark.parametrize("machine_type", ["a2-highgpu-4g", "g2-standard-24"])
+def test_a2_and_g2_boot_the_gpu_image_from_pd_balanced(cloud, machine_type):
+    disk = nodeset(cloud, machine_type=machine_type)["disks"][0]
+    assert disk["sourceImage"].endswith("/ubuntu-accelerator-2404-amd64-with-nvidia-580")
+    assert disk["diskType"] == "pd-balanced"
+
+
+def test_a4x_boots_the_arm64_gpu_image_from_hyperdisk(cloud):
+    disk = nodeset(cloud, machine_type="a4x-highgpu-4g")["disks"][0]
+    assert disk["sourceImage"] == (
+        "projects/ubuntu-os-accelerator-images/global/images/family/"
+        "ubuntu-accelerator-2404-arm64-with-nvidia-580")
+    assert disk["diskType"] == "hyperdisk-balanced"
 
 
 def test_a_cpu_nodeset_boots_the_cpu_image(cloud):
