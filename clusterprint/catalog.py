@@ -133,6 +133,12 @@ def boot_disk_type(machine_type: str) -> str:
     return family.boot_disk_type if family else DEFAULT_BOOT_DISK_TYPE
 
 
+#: Machine types the reservation-bound provisioning model (dense and calendar-mode
+#: reservations) is documented for (cloud.google.com/compute/docs/instances/
+#: about-reservation-bound-vms: "A4X VMs, and A4, A3 Ultra, A3 Mega, or A3 High (8 GPUs)").
+RESERVATION_BOUND_MACHINES = frozenset({"a4x-highgpu-4g", "a4-highgpu-8g", "a3-ultragpu-8g",
+                                        "a3-megagpu-8g", "a3-highgpu-8g"})
+
 #: CPU machine series and the shapes (the word after the series) each offers, so a
 #: misspelt machine type is caught before `pulumi up` (Cluster Toolkit
 #: pkg/config/machine_mappings.json ``cpu_machine_families``; shapes and the series it

@@ -45,9 +45,18 @@ def network_interfaces(machine_type: str, system_subnetworks: Sequence[pulumi.In
 def scheduling(nodeset: Nodeset) -> gcp.compute.InstanceTemplateSchedulingArgs:
     """How Compute Engine provisions and keeps the nodeset's VMs, per its provisioning.
 
-    GPU VMs cannot live-migrate, so they always terminate on host maintenance.
+    GPU VMs cannot live-migrate, so they always terminate on host maintenance. VMs of a
+    dense or calendar-mode reservation are RESERVATION_BOUND (as slurm-gcp's resume.py
+    sets them): pulumi-gcp 10.2 wants a SPECIFIC_RESERVATION affinity with it, and the
+    Compute docs a termination action for the reservation's end; DELETE, as for
+    flex-start, so a node that ran out of reservation leaves the group instead of
+    lingering stopped.
     """
     gpu = nodeset.gpus > 0
+    if nodeset.provisioning == "reservation" and nodeset.reservation_bound:
+        return gcp.compute.InstanceTemplateSchedulingArgs(
+            provisioning_model="RESERVATION_BOUND", on_host_maintenance="TERMINATE",
+            automatic_restart=True, instance_termination_action="DELETE")
     if nodeset.provisioning == "spot":
         return gcp.compute.InstanceTemplateSchedulingArgs(
             provisioning_model="SPOT", preemptible=True, automatic_restart=False,
@@ -107,7 +116,9 @@ class GpuNodeset(pulumi.ComponentResource):
         child = pulumi.ResourceOptions(parent=self)
         labels = {**(labels or {}), "clusterprint-nodeset": nodeset.name}
         placement: pulumi.Input[str] | None = None
-        if nodeset.placement == "compact":
+        # A reservation places its own VMs and refuses a policy of ours
+        # (rule slurm.reservation-placement); this guards callers that skip validation.
+        if nodeset.placement == "compact" and nodeset.provisioning != "reservation":
             # No max_distance: A3 machines refuse max distance 1 (toolkit nodeset metadata).
             placement = (gcp.compute.ResourcePolicy(
                 f"{name}-placement", project=project, region=region,

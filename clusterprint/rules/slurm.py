@@ -25,6 +25,42 @@ def check_reservation(bp: Blueprint) -> Iterator[Finding]:
                         f"{ns.provisioning}", "set provisioning: reservation, or remove it")
 
 
+@rule("slurm.reservation-placement")
+def check_reservation_placement(bp: Blueprint) -> Iterator[Finding]:
+    """Reserved VMs are placed by their reservation: they take no placement policy of ours.
+
+    Compute Engine refuses an external placement policy on VMs that consume an ordinary
+    reservation (slurm-gcp clears it: "vanilla reservations don't support external
+    policies"), and the Cluster Toolkit's A3 Ultra and A4 blueprints turn placement off.
+    """
+    for index, ns in enumerate(bp.slurm.nodesets):
+        if ns.provisioning == "reservation" and ns.placement == "compact":
+            yield error(("slurm", "nodesets", index, "placement"),
+                        "a reservation places its own VMs; a compact placement policy cannot "
+                        "be added to them",
+                        "remove placement; for close nodes reserve with a compact placement "
+                        "policy, or name a reservation block or sub-block")
+
+
+@rule("slurm.reservation-bound")
+def check_reservation_bound(bp: Blueprint) -> Iterator[Finding]:
+    """RESERVATION_BOUND VMs consume a dense or calendar-mode reservation, on A3/A4 types."""
+    for index, ns in enumerate(bp.slurm.nodesets):
+        if not ns.reservation_bound:
+            continue
+        path = ("slurm", "nodesets", index)
+        if ns.provisioning != "reservation":
+            yield error((*path, "reservation_bound"),
+                        f"reservation_bound applies to a reservation, not to {ns.provisioning}",
+                        "set provisioning: reservation and a reservation, or remove it")
+        elif ns.machine_type not in catalog.RESERVATION_BOUND_MACHINES:
+            yield warning((*path, "machine_type"),
+                          f"the reservation-bound model is documented only for "
+                          f"{', '.join(sorted(catalog.RESERVATION_BOUND_MACHINES))}",
+                          "check that your reservation is dense or calendar-mode, or remove "
+                          "reservation_bound")
+
+
 @rule("slurm.max-count")
 def check_max_count(bp: Blueprint) -> Iterator[Finding]:
     """max_count bounds the nodeset, so it cannot be below the static count."""

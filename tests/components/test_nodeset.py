@@ -61,6 +61,24 @@ def test_reservation_is_consumed_by_name(cloud):
     assert template["scheduling"]["onHostMaintenance"] == "TERMINATE"
 
 
+def test_a_reservation_template_gets_no_placement_policy_of_ours(cloud):
+    template = nodeset(cloud, provisioning="reservation", placement="compact",
+                       reservation="projects/p-roject/reservations/r1")
+    assert "resourcePolicies" not in template
+    assert not cloud.of_type(POLICY)
+
+
+def test_a_dense_or_calendar_reservation_is_consumed_reservation_bound(cloud):
+    template = nodeset(cloud, machine_type="a4-highgpu-8g", provisioning="reservation",
+                       reservation="projects/p-roject/reservations/dense", reservation_bound=True)
+    assert template["scheduling"] == {
+        "provisioningModel": "RESERVATION_BOUND", "onHostMaintenance": "TERMINATE",
+        "automaticRestart": True, "instanceTerminationAction": "DELETE"}
+    assert template["reservationAffinity"]["type"] == "SPECIFIC_RESERVATION"
+    assert template["reservationAffinity"]["specificReservation"]["values"] == [
+        "projects/p-roject/reservations/dense"]
+
+
 def test_spot_vms_are_preemptible_and_never_restart(cloud):
     scheduling = nodeset(cloud, provisioning="spot")["scheduling"]
     assert scheduling["provisioningModel"] == "SPOT" and scheduling["preemptible"] is True

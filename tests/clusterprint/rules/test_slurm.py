@@ -11,7 +11,29 @@ ULTRA = {f"{NS}.machine_type": "a3-ultragpu-8g"}
 MIXED = {"slurm.nodesets[1]": {"name": "gpu", "count": 1, "machine_type": Here("a4-highgpu-8g")},
          "slurm.partitions[0].nodesets": ["cpu", "gpu"]}
 
+RESERVED = {f"{NS}.provisioning": "reservation", f"{NS}.reservation": RESERVATION}
+BOUND = {**RESERVED, f"{NS}.machine_type": "a4-highgpu-8g", f"{NS}.reservation_bound": True}
+
 REFUSED = [
+    pytest.param("slurm.reservation-placement", f"{NS}.placement",
+                 {**RESERVED, f"{NS}.placement": Here("compact")}, "error", 1,
+                 id="compact-placement-on-a-reservation"),
+    pytest.param("slurm.reservation-placement", "slurm.nodesets[1].placement",
+                 {**RESERVED, f"{NS}.placement": "compact",
+                  "slurm.nodesets[1]": {"name": "more", "count": 2, "machine_type": "n2-standard-4",
+                                        "provisioning": "reservation", "reservation": "res2",
+                                        "placement": Here("compact")},
+                  "slurm.partitions[0].nodesets": ["cpu", "more"]}, "error", 2,
+                 id="two-reserved-nodesets-with-compact-placement"),
+    pytest.param("slurm.reservation-bound", f"{NS}.reservation_bound",
+                 {f"{NS}.provisioning": "flex-start", f"{NS}.reservation_bound": Here(True)},
+                 "error", 1, id="reservation-bound-without-a-reservation"),
+    pytest.param("slurm.reservation-bound", f"{NS}.reservation_bound",
+                 {f"{NS}.reservation_bound": Here(True)}, "error", 1,
+                 id="reservation-bound-on-demand"),
+    pytest.param("slurm.reservation-bound", f"{NS}.machine_type",
+                 {**BOUND, f"{NS}.machine_type": Here("a3-highgpu-4g")}, "warning", 1,
+                 id="reservation-bound-on-an-undocumented-type"),
     pytest.param("slurm.gpu-detection", "slurm.nodesets[1].machine_type", MIXED, "warning", 1,
                  id="gpu-and-cpu-nodesets-on-the-default-image"),
     pytest.param("slurm.reservation", f"{NS}.provisioning",
@@ -52,6 +74,16 @@ REFUSED = [
 ]
 
 ACCEPTED = [
+    pytest.param("slurm.reservation-placement", {**RESERVED}, id="reservation-without-placement"),
+    pytest.param("slurm.reservation-placement", {**RESERVED, f"{NS}.placement": "none"},
+                 id="reservation-placement-none"),
+    pytest.param("slurm.reservation-placement", {f"{NS}.placement": "compact"},
+                 id="compact-on-demand"),
+    pytest.param("slurm.reservation-bound", {**BOUND}, id="dense-a4-reservation"),
+    pytest.param("slurm.reservation-bound", {**BOUND, f"{NS}.machine_type": "a3-highgpu-8g"},
+                 id="a3-high-8-gpus-is-the-smallest-documented"),
+    pytest.param("slurm.reservation-bound", {**RESERVED, f"{NS}.reservation_bound": False},
+                 id="ordinary-reservation"),
     pytest.param("slurm.gpu-detection", {**ULTRA}, id="one-gpu-nodeset"),
     pytest.param("slurm.gpu-detection",
                  {**MIXED, "slurm.nodesets[1].image": {"project": "my-images",
