@@ -103,6 +103,15 @@ class GpuNodeset(pulumi.ComponentResource):
     deleted while the group still uses it (pulumi/pulumi#8779); the group's OPPORTUNISTIC
     update policy applies it to new and replaced VMs only, never recreating nodes under
     running jobs.
+
+    Flex-start capacity comes only through a resize request (Compute docs "About resize
+    requests in a MIG"; slurm-gcp's mig_flex.py): the group starts at target size 0, does
+    nothing on a failed VM (the request's VMs are not recreated), and one
+    ``compute.ResizeRequest`` asks for ``count`` VMs for the longest run duration, 7 days;
+    Compute Engine deletes them when it ends. A resize request cannot be updated
+    (magic-modules ResizeRequest.yaml), so a changed ``count`` previews as a replaced
+    request. With ``count`` 0 there is no request: an operator adds one up to
+    ``max_count``.
     """
 
     def __init__(self, name: str, *, nodeset: Nodeset, cluster: str, project: str,
@@ -142,14 +151,31 @@ class GpuNodeset(pulumi.ComponentResource):
                       node_metadata.ROLE: "compute", node_metadata.NODESET: nodeset.name},
             tags=list(tags), labels=labels, opts=child)
         self.base_instance_name = f"{cluster}-{nodeset.name}"
+        flex = nodeset.provisioning == "flex-start"
         self.group = gcp.compute.InstanceGroupManager(
             f"{name}-group", project=project, zone=zone,
             base_instance_name=self.base_instance_name,
             versions=[gcp.compute.InstanceGroupManagerVersionArgs(
                 name="primary", instance_template=self.template.self_link_unique)],
-            target_size=nodeset.count,
+            target_size=0 if flex else nodeset.count,
             update_policy=gcp.compute.InstanceGroupManagerUpdatePolicyArgs(
                 type="OPPORTUNISTIC", minimal_action="REPLACE"),
-            wait_for_instances=False, opts=child)
+            instance_lifecycle_policy=(
+                gcp.compute.InstanceGroupManagerInstanceLifecyclePolicyArgs(
+                    default_action_on_failure="DO_NOTHING") if flex else None),
+            wait_for_instances=False,
+            # The resize request, not Pulumi, sets a flex-start group's size: a refresh
+            # must not shrink it back to 0 under running nodes.
+            opts=pulumi.ResourceOptions(parent=self,
+                                        ignore_changes=["targetSize"] if flex else None))
+        #: The flex-start request for ``count`` VMs (None otherwise, or with count 0).
+        self.resize_request: gcp.compute.ResizeRequest | None = None
+        if flex and nodeset.count:
+            self.resize_request = gcp.compute.ResizeRequest(
+                f"{name}-resize", project=project, zone=zone,
+                instance_group_manager=self.group.name, resize_by=nodeset.count,
+                requested_run_duration=gcp.compute.ResizeRequestRequestedRunDurationArgs(
+                    seconds=str(FLEX_START_MAX_RUN_S)),
+                opts=child)
         self.register_outputs({"template": self.template.self_link_unique,
                                "group": self.group.self_link})

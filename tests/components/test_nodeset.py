@@ -10,6 +10,7 @@ from components.nodeset import FLEX_START_MAX_RUN_S, GpuNodeset
 TEMPLATE = "gcp:compute/instanceTemplate:InstanceTemplate"
 GROUP = "gcp:compute/instanceGroupManager:InstanceGroupManager"
 POLICY = "gcp:compute/resourcePolicy:ResourcePolicy"
+RESIZE = "gcp:compute/resizeRequest:ResizeRequest"
 SYSTEM = ["sys-0", "sys-1"]
 GPU = [f"gpu-{i}" for i in range(8)]
 
@@ -91,6 +92,33 @@ def test_flex_start_has_a_run_duration_and_no_reservation(cloud):
     assert template["scheduling"]["provisioningModel"] == "FLEX_START"
     assert template["scheduling"]["maxRunDuration"] == {"seconds": FLEX_START_MAX_RUN_S}
     assert template["reservationAffinity"] == {"type": "NO_RESERVATION"}
+
+
+def test_flex_start_capacity_comes_from_one_resize_request_on_an_empty_group(cloud):
+    nodeset(cloud, provisioning="flex-start", count=8, max_count=16)
+    group = cloud.one(GROUP)
+    assert group.inputs["targetSize"] == 0
+    assert group.inputs["instanceLifecyclePolicy"] == {"defaultActionOnFailure": "DO_NOTHING"}
+    assert group.ignore_changes == ("targetSize",)
+    request = cloud.one(RESIZE)
+    assert request.parent == "ns"
+    assert request.inputs["resizeBy"] == 8 and request.inputs["zone"] == "us-central1-a"
+    assert request.inputs["instanceGroupManager"] == "ns-group-auto"
+    assert request.inputs["requestedRunDuration"] == {"seconds": str(FLEX_START_MAX_RUN_S)}
+
+
+def test_flex_start_without_static_nodes_requests_nothing(cloud):
+    nodeset(cloud, provisioning="flex-start", count=0, max_count=4)
+    assert cloud.one(GROUP).inputs["targetSize"] == 0
+    assert not cloud.of_type(RESIZE)
+
+
+def test_other_groups_keep_count_vms_and_their_size_is_pulumis(cloud):
+    nodeset(cloud, provisioning="spot", count=3)
+    group = cloud.one(GROUP)
+    assert group.inputs["targetSize"] == 3 and group.ignore_changes == ()
+    assert "instanceLifecyclePolicy" not in group.inputs
+    assert not cloud.of_type(RESIZE)
 
 
 def test_on_demand_gpu_vms_terminate_on_maintenance(cloud):
