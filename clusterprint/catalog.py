@@ -229,6 +229,16 @@ FILESTORE_REGIONAL_TIERS = frozenset({"REGIONAL", "ENTERPRISE"})
 FILESTORE_BASIC_TIERS = frozenset({"BASIC_HDD", "BASIC_SSD"})
 
 
+#: The block (prefix length) a Filestore instance takes from the private service access
+#: range, per tier: /29 for the basic tiers, /24 for High Scale, /26 for Enterprise
+#: (Filestore API NetworkConfig.reservedIpRange), /26 for zonal and regional as for
+#: Enterprise (cloud.google.com/filestore/docs/network-ip-requirements).
+FILESTORE_PSA_PREFIX: dict[str, int] = {
+    "BASIC_HDD": 29, "BASIC_SSD": 29, "ZONAL": 26, "REGIONAL": 26, "ENTERPRISE": 26,
+    "HIGH_SCALE_SSD": 24,
+}
+
+
 @dataclass(frozen=True)
 class LustreTier:
     """One Managed Lustre performance tier: throughput per TiB and its capacity steps.
@@ -263,6 +273,12 @@ LUSTRE_TIERS: dict[int, LustreTier] = {
         LustreTier(125, 72_000, 72_000, None, None, 12_240_000),
     )
 }
+
+
+#: The block each Managed Lustre instance takes from the private service access range: a
+#: contiguous /23 (cloud.google.com/managed-lustre/docs/vpc, "Allocate an IP range": each
+#: instance needs a CIDR block of prefix length 23 or shorter; an older version said /24).
+LUSTRE_PSA_PREFIX = 23
 
 
 @dataclass(frozen=True)

@@ -96,3 +96,11 @@ def test_families_without_gpu_networks_do_not_change_the_default_mtu():
 ])
 def test_machine_known(machine_type, known):
     assert catalog.machine_known(machine_type) is known
+
+
+def test_private_service_access_blocks_per_producer():
+    assert catalog.FILESTORE_PSA_PREFIX == {
+        "BASIC_HDD": 29, "BASIC_SSD": 29, "ZONAL": 26, "REGIONAL": 26, "ENTERPRISE": 26,
+        "HIGH_SCALE_SSD": 24}
+    assert set(catalog.FILESTORE_PSA_PREFIX) == set(catalog.FILESTORE_TIERS)
+    assert catalog.LUSTRE_PSA_PREFIX == 23
