@@ -27,8 +27,9 @@ def network_interfaces(machine_type: str, system_subnetworks: Sequence[pulumi.In
     A3 High/Mega: 1 gVNIC on the system subnet + 4/8 gVNICs, one per GPU VPC (TCPX/O).
     A3 Ultra/A4: 2 gVNICs + 8 MRDMA NICs on the RoCE VPC's subnets. A VM cannot have two
     NICs in one VPC, so the second gVNIC sits on its own VPC, as in the Cluster
-    Toolkit's a3ultra/a4high Slurm blueprints (``a3ultra-slurm-net-1``). CPU machines get
-    one NIC of the default type. None has an access config: no external IP, ever.
+    Toolkit's a3ultra/a4high Slurm blueprints (``a3ultra-slurm-net-1``); A4X likewise with
+    4 MRDMA NICs. A2, G2 and A3 High below 8 GPUs have no GPU networks: one gVNIC. CPU
+    machines get one NIC of the default type. None has an access config: no external IP.
     """
     family = catalog.gpu_family(machine_type)
     if family is None:
