@@ -214,7 +214,15 @@ class Nodeset(Strict):
         None, pattern=RESERVATION_PATTERN,
         description="[projects/P/reservations/]NAME[/reservationBlocks/B[/reservationSubBlocks/S]]"
                     "; only with provisioning reservation.")
-    placement: Literal["compact", "none"] = Field("none")
+    reservation_bound: bool = Field(
+        False,
+        description="true for a dense (AI Hypercomputer) or calendar-mode reservation: its VMs "
+                    "use the RESERVATION_BOUND provisioning model and are deleted when the "
+                    "reservation ends. Only with provisioning reservation.")
+    placement: Literal["compact", "none"] = Field(
+        "none", description="compact: a placement policy keeps the nodes close. Not with a "
+                            "reservation: reserved VMs are placed by the reservation (its own "
+                            "compact policy, or the block or sub-block named).")
     boot_disk: BootDisk = Field(default_factory=BootDisk)
     image: Image | None = Field(None, description="Default: the clusterprint Slurm image.")
 

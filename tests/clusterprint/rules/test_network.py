@@ -17,7 +17,28 @@ def peering(name, peer_network):
     return {"name": name, "peer_network": peer_network}
 
 
+PSA = "network.private_service_access"
+
+
+def lustre(*names: str) -> dict:
+    """Lustre entries of the smallest tier-500 size, one per name."""
+    return {"storage.lustre": [{"name": n, "filesystem": n, "capacity_gib": 18000}
+                               for n in names]}
+
+
 REFUSED = [
+    pytest.param("network.psa-size", f"{PSA}.prefix_length",
+                 {**lustre("scratch"), f"{PSA}.prefix_length": Here(24)}, "error", 1,
+                 id="/24-cannot-hold-filestore-and-a-lustre-/23"),
+    pytest.param("network.psa-size", f"{PSA}.range",
+                 {**lustre("scratch"), f"{PSA}.range": Here("10.200.0.0/23")}, "error", 1,
+                 id="a-/23-range-holds-lustre-but-not-filestore-too"),
+    pytest.param("network.psa-size", f"{PSA}.prefix_length",
+                 {**lustre("home", "scratch"), "storage.home": {"lustre": "home"},
+                  f"{PSA}.prefix_length": Here(23)}, "error", 1, id="two-lustre-in-a-/23"),
+    pytest.param("network.psa-size", PSA,
+                 {**lustre(*(f"s{i}" for i in range(8))), PSA: Here({})}, "error", 1,
+                 id="eight-lustre-and-filestore-overflow-the-default-/20"),
     pytest.param("network.cidr", "network.subnet_cidr",
                  {"network.subnet_cidr": Here("10.0.0.1/20")}, "error", 1, id="host-bits-set"),
     pytest.param("network.cidr", "network.subnet_cidr",
@@ -90,6 +111,15 @@ REFUSED = [
 ]
 
 ACCEPTED = [
+    pytest.param("network.psa-size", {**lustre("scratch"), f"{PSA}.prefix_length": 22},
+                 id="filestore-and-one-lustre-in-a-/22"),
+    pytest.param("network.psa-size", {**lustre("home"), "storage.home": {"lustre": "home"},
+                                      f"{PSA}.range": "10.200.0.0/23"},
+                 id="one-lustre-fills-a-/23-exactly"),
+    pytest.param("network.psa-size", {"storage.home.filestore.tier": "BASIC_HDD",
+                                      f"{PSA}.prefix_length": 24}, id="basic-filestore-in-a-/24"),
+    pytest.param("network.psa-size", {**lustre(*(f"s{i}" for i in range(7)))},
+                 id="seven-lustre-and-filestore-in-the-default-/20"),
     pytest.param("network.range-size", {"network.subnet_cidr": "10.0.0.0/29",
                                         "network.private_service_access.range": "10.200.0.0/24"},
                  id="smallest-subnet-and-psa-range"),
@@ -164,3 +194,11 @@ def test_repeated_peering_names_the_first(rules_check):
     hit = rules_check.refused({"network.peerings": [peering("a", PEER), peering("b", Here(PEER))]},
                               "network.peerings", "network.peerings[1].peer_network")
     assert hit.finding.message == f"peerings[0] already peers with {PEER}"
+
+
+def test_psa_size_says_what_each_producer_takes(rules_check):
+    hit = rules_check.refused({**lustre("scratch"), f"{PSA}.prefix_length": Here(24)},
+                              "network.psa-size", f"{PSA}.prefix_length")
+    assert hit.finding.message == ("a /24 range holds 256 addresses, but Filestore ZONAL a /26 "
+                                   "and Lustre scratch a /23 take 576")
+    assert hit.finding.hint == "use a prefix length of 22 or shorter"
