@@ -11,6 +11,7 @@ from dataclasses import dataclass
 from typing import Literal
 
 GpuNetworking = Literal["none", "tcpx", "tcpxo", "rdma"]
+Architecture = Literal["x86_64", "arm64"]
 
 #: MTU limits of a VPC (cloud.google.com/vpc/docs/mtu).
 MTU_MIN = 1300
@@ -35,10 +36,13 @@ class MachineFamily:
     #: NICs on GPU networks: one per GPU VPC (A3 Mega/High) or one per RoCE subnet.
     gpu_nics: int
     networking: GpuNetworking
-    recommended_mtu: int
+    #: Google's MTU for the family's GPUDirect traffic; None where no GPU network needs one.
+    recommended_mtu: int | None
     boot_disk_type: str
     #: Whether the managed Cluster Director API accepts this machine type.
     managed: bool
+    #: The CPU architecture the boot image must match (A4X's Grace CPUs are arm64).
+    arch: Architecture = "x86_64"
 
 
 # Sources: cloud.google.com/compute/docs/gpus/gpu-network-bandwidth; Cluster Toolkit
@@ -56,6 +60,46 @@ GPU_MACHINES: dict[str, MachineFamily] = {
                       "hyperdisk-balanced", managed=True),
     )
 }
+
+# Families without GPUDirect: one gVNIC, no GPU networks, no MTU of their own. A2 and G2
+# reach at most 100 Gbps and A3 High below 8 GPUs has a single physical NIC
+# (cloud.google.com/compute/docs/gpus/gpu-network-bandwidth); GPU counts from Cluster
+# Toolkit pkg/config/machine_mappings.json (accelerator_shorthand_map) and, for the G2
+# shapes it leaves out (4, 8, 16, 32 vCPUs: 1 L4 each), the accelerator-optimized
+# machines page (cloud.google.com/compute/docs/accelerator-optimized-machines#g2-vms).
+GPU_MACHINES.update({
+    m.machine_type: m
+    for m in (
+        *(MachineFamily(f"a2-highgpu-{n}g", "nvidia-tesla-a100", n, 1, 0, "none", None,
+                        "pd-balanced", managed=False) for n in (1, 2, 4, 8)),
+        MachineFamily("a2-megagpu-16g", "nvidia-tesla-a100", 16, 1, 0, "none", None,
+                      "pd-balanced", managed=False),
+        *(MachineFamily(f"a2-ultragpu-{n}g", "nvidia-a100-80gb", n, 1, 0, "none", None,
+                        "pd-balanced", managed=False) for n in (1, 2, 4, 8)),
+        *(MachineFamily(f"g2-standard-{vcpus}", "nvidia-l4", n, 1, 0, "none", None,
+                        "pd-balanced", managed=False)
+          for vcpus, n in ((4, 1), (8, 1), (12, 1), (16, 1), (24, 2), (32, 1), (48, 4),
+                           (96, 8))),
+        *(MachineFamily(f"a3-highgpu-{n}g", "nvidia-h100-80gb", n, 1, 0, "none", None,
+                        "pd-balanced", managed=False) for n in (1, 2, 4)),
+    )
+})
+
+# A3 Edge: 8 x H100 on GPUDirect-TCPX like A3 High, 1 gVNIC + 4 GPU NICs (gpu-network-
+# bandwidth: "A3 Edge ... GPUDirect-TCPX"; SkyPilot's GCP provisioner gives a3-edgegpu-8g
+# and a3-highgpu-8g the same five VPCs). A4X: 4 x GB200 with arm64 Grace CPUs, 2 Titanium
+# gVNICs + 4 CX-7 MRDMA NICs on a RoCE VPC of 4 subnets, Hyperdisk boot, MTU 8896
+# (gpu-network-bandwidth "A4X machine types"; Cluster Toolkit
+# examples/machine-learning/a4x-highgpu-4g/a4xhigh-slurm-blueprint.yaml).
+GPU_MACHINES.update({
+    m.machine_type: m
+    for m in (
+        MachineFamily("a3-edgegpu-8g", "nvidia-h100-80gb", 8, 1, 4, "tcpx", 8244,
+                      "pd-balanced", managed=False),
+        MachineFamily("a4x-highgpu-4g", "nvidia-gb200", 4, 2, 4, "rdma", 8896,
+                      "hyperdisk-balanced", managed=True, arch="arm64"),
+    )
+})
 
 #: Boot disk type for machine types outside GPU_MACHINES.
 DEFAULT_BOOT_DISK_TYPE = "pd-balanced"
@@ -78,7 +122,8 @@ def recommended_mtu(machine_types: list[str]) -> int:
     The lowest wins because a VPC carries one MTU and a larger one than a family's
     recommendation fragments its GPUDirect traffic.
     """
-    recommendations = [f.recommended_mtu for t in machine_types if (f := gpu_family(t))]
+    recommendations = [f.recommended_mtu for t in machine_types
+                       if (f := gpu_family(t)) and f.recommended_mtu is not None]
     return min(recommendations, default=MTU_DEFAULT)
 
 
@@ -86,6 +131,58 @@ def boot_disk_type(machine_type: str) -> str:
     """Default boot disk type: A3 Ultra and A4 take only Hyperdisk."""
     family = gpu_family(machine_type)
     return family.boot_disk_type if family else DEFAULT_BOOT_DISK_TYPE
+
+
+#: Machine types the reservation-bound provisioning model (dense and calendar-mode
+#: reservations) is documented for (cloud.google.com/compute/docs/instances/
+#: about-reservation-bound-vms: "A4X VMs, and A4, A3 Ultra, A3 Mega, or A3 High (8 GPUs)").
+RESERVATION_BOUND_MACHINES = frozenset({"a4x-highgpu-4g", "a4-highgpu-8g", "a3-ultragpu-8g",
+                                        "a3-megagpu-8g", "a3-highgpu-8g"})
+
+#: CPU machine series and the shapes (the word after the series) each offers, so a
+#: misspelt machine type is caught before `pulumi up` (Cluster Toolkit
+#: pkg/config/machine_mappings.json ``cpu_machine_families``; shapes and the series it
+#: lists not from cloud.google.com/compute/docs/general-purpose-machines,
+#: .../compute-optimized-machines, .../memory-optimized-machines,
+#: .../storage-optimized-machines). ``custom`` stands for custom machine types such as
+#: ``n2-custom-8-32768``.
+CPU_MACHINE_SERIES: dict[str, tuple[str, ...]] = {
+    "e2": ("standard", "highmem", "highcpu", "custom", "micro", "small", "medium"),
+    "f1": ("micro",),
+    "g1": ("small",),
+    "n1": ("standard", "highmem", "highcpu", "custom", "megamem", "ultramem"),
+    "n2": ("standard", "highmem", "highcpu", "custom"),
+    "n2d": ("standard", "highmem", "highcpu", "custom"),
+    "n4": ("standard", "highmem", "highcpu", "custom"),
+    "c2": ("standard",),
+    "c2d": ("standard", "highmem", "highcpu"),
+    "c3": ("standard", "highmem", "highcpu"),
+    "c3d": ("standard", "highmem", "highcpu"),
+    "c4": ("standard", "highmem", "highcpu"),
+    "c4a": ("standard", "highmem", "highcpu"),
+    "c4d": ("standard", "highmem", "highcpu"),
+    "t2a": ("standard",),
+    "t2d": ("standard",),
+    "h3": ("standard",),
+    "m1": ("megamem", "ultramem"),
+    "m2": ("megamem", "ultramem", "hypermem"),
+    "m3": ("megamem", "ultramem"),
+    "z3": ("highmem",),
+}
+
+
+def cpu_machine_known(machine_type: str) -> bool:
+    """True when the type's series and shape are a CPU machine the catalog lists.
+
+    ``custom-CPUS-MEM`` without a series is an N1 custom machine type.
+    """
+    series, _, rest = machine_type.partition("-")
+    return series == "custom" or rest.partition("-")[0] in CPU_MACHINE_SERIES.get(series, ())
+
+
+def machine_known(machine_type: str) -> bool:
+    """True for a GPU machine type of the catalog or a CPU series and shape it lists."""
+    return gpu_family(machine_type) is not None or cpu_machine_known(machine_type)
 
 
 @dataclass(frozen=True)
@@ -132,6 +229,16 @@ FILESTORE_REGIONAL_TIERS = frozenset({"REGIONAL", "ENTERPRISE"})
 FILESTORE_BASIC_TIERS = frozenset({"BASIC_HDD", "BASIC_SSD"})
 
 
+#: The block (prefix length) a Filestore instance takes from the private service access
+#: range, per tier: /29 for the basic tiers, /24 for High Scale, /26 for Enterprise
+#: (Filestore API NetworkConfig.reservedIpRange), /26 for zonal and regional as for
+#: Enterprise (cloud.google.com/filestore/docs/network-ip-requirements).
+FILESTORE_PSA_PREFIX: dict[str, int] = {
+    "BASIC_HDD": 29, "BASIC_SSD": 29, "ZONAL": 26, "REGIONAL": 26, "ENTERPRISE": 26,
+    "HIGH_SCALE_SSD": 24,
+}
+
+
 @dataclass(frozen=True)
 class LustreTier:
     """One Managed Lustre performance tier: throughput per TiB and its capacity steps.
@@ -166,6 +273,12 @@ LUSTRE_TIERS: dict[int, LustreTier] = {
         LustreTier(125, 72_000, 72_000, None, None, 12_240_000),
     )
 }
+
+
+#: The block each Managed Lustre instance takes from the private service access range: a
+#: contiguous /23 (cloud.google.com/managed-lustre/docs/vpc, "Allocate an IP range": each
+#: instance needs a CIDR block of prefix length 23 or shorter; an older version said /24).
+LUSTRE_PSA_PREFIX = 23
 
 
 @dataclass(frozen=True)
@@ -218,11 +331,6 @@ MANAGED_UNSUPPORTED_KEYS = (
 #: Filestore tiers the managed API can create (pulumi-gcp 10.2 hypercomputecluster
 #: ``ClusterStorageResourceConfigNewFilestoreArgs.tier``).
 MANAGED_FILESTORE_TIERS = ("ZONAL", "REGIONAL")
-
-#: The managed API's ids of partitions, node sets and compute and storage resources:
-#: RFC 1034 labels, at most 63 characters (pulumi-gcp 10.2 hypercomputecluster
-#: ``ClusterOrchestratorSlurmPartitionArgs.id``).
-MANAGED_ID_PATTERN = r"^[a-z](?:[-a-z0-9]{0,61}[a-z0-9])?$"
 
 #: The managed API's cluster_id: lowercase letters and digits, at most 10.
 MANAGED_CLUSTER_ID_PATTERN = r"^[a-z][a-z0-9]{0,9}$"

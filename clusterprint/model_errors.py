@@ -24,7 +24,7 @@ PATTERN_MEANINGS = {
     model.LIST_NAME_PATTERN: "1 to 16 lowercase letters, digits or hyphens, starting with a "
                              "letter and not ending with a hyphen",
     model.PARTITION_NAME_PATTERN: "1 to 31 lowercase letters, digits or hyphens, starting "
-                                  "with a letter",
+                                  "with a letter and not ending with a hyphen",
     model.IMAGE_FAMILY_PATTERN: "an image family: lowercase letters, digits or hyphens, "
                                 "starting with a letter, at most 63",
     model.PROJECT_PATTERN: "a project id: 6 to 30 lowercase letters, digits or hyphens, "

@@ -28,6 +28,7 @@ LNET_FIREWALL = "lnet"
 PLACEMENT = "placement"
 TEMPLATE = "template"
 GROUP = "group"
+RESIZE = "resize"
 #: Service account ids are ``{cluster}-{role}``.
 COMPUTE_ACCOUNT = "compute"
 LOGIN_ACCOUNT = "login"

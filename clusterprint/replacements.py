@@ -154,6 +154,11 @@ RULES: dict[str, ReplacementRule] = {
         MM_TF + "compute/resource_compute_instance_group_manager.go.tmpl: ForceNew on name, zone, "
         "base_instance_name, project; target_size, version and update_policy are "
         "updatable"),
+    "gcp:compute/resizeRequest:ResizeRequest": ReplacementRule(
+        ("*",),
+        MM + "compute/ResizeRequest.yaml: resource immutable and no update method "
+        "(\"Resize requests are currently not update-able\"): a changed resize_by or "
+        "requested_run_duration makes a new request"),
     "gcp:compute/resourcePolicy:ResourcePolicy": ReplacementRule(
         ("region", "project", "groupPlacementPolicy.gpuTopology",
          "groupPlacementPolicy.tpuTopology", "diskConsistencyGroupPolicy.enabled"),

@@ -3,13 +3,12 @@
 from __future__ import annotations
 
 import difflib
-import re
 from collections.abc import Iterator
 from dataclasses import dataclass
 
-from clusterprint import catalog, naming
+from clusterprint import naming
 from clusterprint.findings import Finding, KeyPath, error, format_path, warning
-from clusterprint.model import Blueprint
+from clusterprint.model import Blueprint, Nodeset
 from clusterprint.rules.registry import rule
 
 
@@ -63,9 +62,14 @@ class DerivedName:
         return (*self.entry, self.key) if self.key else self.entry
 
 
-#: GpuNodeset's children, in words.
-NODESET_CHILDREN = {naming.TEMPLATE: "instance template", naming.GROUP: "instance group",
-                    naming.PLACEMENT: "placement policy"}
+def nodeset_children(nodeset: Nodeset) -> dict[str, str]:
+    """The roles of a nodeset's GpuNodeset children, each in words."""
+    children = {naming.TEMPLATE: "instance template", naming.GROUP: "instance group"}
+    if nodeset.compact_policy:
+        children[naming.PLACEMENT] = "placement policy"
+    if nodeset.resize_requested:
+        children[naming.RESIZE] = "resize request"
+    return children
 
 
 def stack_names(bp: Blueprint) -> list[DerivedName]:
@@ -93,8 +97,7 @@ def stack_names(bp: Blueprint) -> list[DerivedName]:
         component = naming.nodeset_component(bp.name, ns.name)
         names.append(DerivedName(component, "nodeset component", entry, "name"))
         names += [DerivedName(naming.child(component, role), words, entry, "name")
-                  for role, words in NODESET_CHILDREN.items()
-                  if role != naming.PLACEMENT or ns.placement == "compact"]
+                  for role, words in nodeset_children(ns).items()]
     return names
 
 
@@ -137,19 +140,6 @@ def check_derived_collisions(bp: Blueprint) -> Iterator[Finding]:
                     "rename one of the two: each derived name must name one resource")
 
 
-@rule("names.managed-id")
-def check_managed_ids(bp: Blueprint) -> Iterator[Finding]:
-    """The managed API takes a partition's name as its id, an RFC 1034 label, which ends in
-    a letter or digit; Slurm's own names may end in a hyphen. (Nodeset and Lustre names
-    always fit: their pattern is stricter.)"""
-    if bp.orchestrator != "managed":
-        return
-    for index, partition in enumerate(bp.slurm.partitions):
-        if not re.match(catalog.MANAGED_ID_PATTERN, partition.name):
-            yield error(("slurm", "partitions", index, "name"),
-                        f"{partition.name!r} is not a valid id for the managed API",
-                        f"end it with a letter or digit, e.g. {partition.name.rstrip('-')}")
-
 
 #: Words slurm.conf reads as keywords where a partition or nodeset name stands:
 #: ``PartitionName=DEFAULT`` sets defaults for the lines after it (the partition
@@ -170,13 +160,22 @@ def check_slurm_keywords(bp: Blueprint) -> Iterator[Finding]:
 
 @rule("names.partition-nodesets")
 def check_partition_nodesets(bp: Blueprint) -> Iterator[Finding]:
-    """Every nodeset a partition names must be listed under slurm.nodesets."""
+    """A partition names each nodeset once, and only nodesets under slurm.nodesets.
+
+    slurm.conf's ``Nodes=a,a`` swaps only the first ``a`` for the nodeset's nodes; the
+    second is taken for a node name, and slurmctld 22.05 crashes on it.
+    """
     known = [n.name for n in bp.slurm.nodesets]
     for p_index, partition in enumerate(bp.slurm.partitions):
+        first: dict[str, int] = {}
         for n_index, name in enumerate(partition.nodesets):
-            if name not in known:
-                yield unknown_reference(("slurm", "partitions", p_index, "nodesets", n_index),
-                                        name, known, "nodeset", "nodesets")
+            path = ("slurm", "partitions", p_index, "nodesets", n_index)
+            if name in first:
+                yield error(path, f"{name!r} is already listed at nodesets[{first[name]}]",
+                            "list each nodeset once: slurmctld does not start on a repeat")
+            elif name not in known:
+                yield unknown_reference(path, name, known, "nodeset", "nodesets")
+            first.setdefault(name, n_index)
 
 
 @rule("names.default-partition")

@@ -29,7 +29,7 @@ from tests.clusterprint.blueprint_texts import LINE_FORMAT, MINIMAL, apply_overr
 
 ROOT = Path(__file__).resolve().parents[2]
 #: Nodesets beside one named x: its children's names, and the storage children's.
-NODESETS = ["x-template", "x-group", "x-placement", "home", "lnet"]
+NODESETS = ["x-template", "x-group", "x-placement", "x-resize", "home", "lnet"]
 LUSTRE = ["home", "lnet", "scratch", "x", "bucket-0", "bucket-1"]
 BUCKETS = ["home", "lnet", "scratch", "ckpts", "bucket-0"]
 PEERINGS = ["gvnic-1", "gpu-0", "rdma-0", "vpc", "subnet", "ssh", "internal", "x"]
@@ -55,6 +55,7 @@ def blueprints(draw) -> dict:
         "labels": {key: "v" for key in draw(st.lists(st.sampled_from(LABEL_KEYS), max_size=2))},
         "slurm.nodesets": [
             {"name": name, "machine_type": draw(st.sampled_from(MACHINES)), "count": 2,
+             "provisioning": draw(st.sampled_from(["on-demand", "flex-start"])),
              **({} if managed else {"placement": draw(st.sampled_from(["compact", "none"]))})}
             for name in nodesets],
         "slurm.partitions": [{"name": "debug", "nodesets": nodesets}],
