@@ -14,10 +14,14 @@ KeyPath = tuple[str | int, ...]
 
 
 def format_path(path: KeyPath) -> str:
-    """``("storage", "lustre", 0, "capacity_gib")`` as ``storage.lustre[0].capacity_gib``."""
+    """``("storage", "lustre", 0, "capacity_gib")`` as ``storage.lustre[0].capacity_gib``.
+
+    A part that is neither a key nor an index (an item of a diff's id-keyed list) prints
+    in brackets too: ``computeResources[a4].config``.
+    """
     text = ""
     for part in path:
-        text += f"[{part}]" if isinstance(part, int) else (f".{part}" if text else str(part))
+        text += (f".{part}" if text else part) if isinstance(part, str) else f"[{part}]"
     return text or "(root)"
 
 
