@@ -5,6 +5,7 @@ from dataclasses import replace
 
 import pytest
 
+from clusterprint import catalog
 from clusterprint.catalog import MANAGED_UNSUPPORTED_KEYS
 from clusterprint.findings import Fix, format_path, warning
 from clusterprint.model import Blueprint
@@ -40,22 +41,16 @@ REFUSED = [
                  "error", 1, id="hyphen"),
     pytest.param("managed.cluster-id", "name", {**MANAGED, "name": Here("abcdefghijk")},
                  "error", 1, id="eleven-characters"),
-    pytest.param("managed.machine-type", f"{NS}.machine_type",
-                 {**MANAGED, f"{NS}.machine_type": Here("a3-highgpu-8g")}, "error", 1,
-                 id="a3-high-unsupported"),
-    pytest.param("managed.machine-type", f"{NS}.machine_type",
-                 {**MANAGED, f"{NS}.machine_type": Here("c2-standard-8")}, "error", 1,
-                 id="cpu-type-outside-n2"),
+    *[pytest.param("managed.machine-type", f"{where}.machine_type",
+                   {**MANAGED, f"{where}.machine_type": Here(machine)}, "error", 1, id=case)
+      for where, machine, case in ((NS, "a3-highgpu-8g", "a3-high-unsupported"),
+                                   (NS, "c2-standard-8", "cpu-type-outside-n2"),
+                                   (LOGIN, "n2-standard-48", "login-over-32-vcpus"),
+                                   (LOGIN, "n2-highmem-4", "login-not-n2-standard"))],
     pytest.param("managed.machine-type", "slurm.nodesets[1].machine_type",
                  {**MANAGED, f"{NS}.machine_type": "n2d-standard-8",
                   **second_nodeset(Here("g2-standard-8"))}, "error", 2,
                  id="every-nodeset-outside-the-list"),
-    pytest.param("managed.machine-type", f"{LOGIN}.machine_type",
-                 {**MANAGED, f"{LOGIN}.machine_type": Here("n2-standard-48")}, "error", 1,
-                 id="login-over-32-vcpus"),
-    pytest.param("managed.machine-type", f"{LOGIN}.machine_type",
-                 {**MANAGED, f"{LOGIN}.machine_type": Here("n2-highmem-4")}, "error", 1,
-                 id="login-not-n2-standard"),
     pytest.param("managed.login-count", f"{LOGIN}.count",
                  {**MANAGED, f"{LOGIN}.count": Here(0)}, "error", 1, id="no-login-node"),
     pytest.param("managed.region", "region",
@@ -159,7 +154,21 @@ def test_machine_type_hint_names_what_the_api_runs(rules_check):
     hit = rules_check.refused({**MANAGED, f"{NS}.machine_type": Here("c2-standard-8")},
                               "managed.machine-type", f"{NS}.machine_type")
     assert hit.finding.message == "the managed API does not run c2-standard-8"
-    assert "a3-megagpu-8g, a3-ultragpu-8g, a4-highgpu-8g or an N2 type" in hit.finding.hint
+    gpus = [m for m, f in catalog.GPU_MACHINES.items() if f.managed]
+    assert f"use {', '.join(gpus)} or an N2 type" in hit.finding.hint
+    assert "a3-megagpu-8g" in gpus and "a3-highgpu-8g" not in gpus
+
+
+def test_a_gpu_family_catalogued_as_managed_is_allowed(rules_check, monkeypatch):
+    """The allow-list reads MachineFamily.managed: a new family (A4X) needs no second list."""
+    # A made-up family: only ``managed`` matters to this rule.
+    later = catalog.MachineFamily("a9-highgpu-8g", "nvidia-next", 8, 2, 8, "rdma", 8896,
+                                  "hyperdisk-balanced", managed=True)
+    rules_check.refused({**MANAGED, f"{NS}.machine_type": Here(later.machine_type)},
+                        "managed.machine-type", f"{NS}.machine_type")
+    monkeypatch.setitem(catalog.GPU_MACHINES, later.machine_type, later)
+    rules_check.accepted({**MANAGED, f"{NS}.machine_type": later.machine_type},
+                         "managed.machine-type")
 
 
 def test_lustre_capacity_hint_offers_the_nearest_end(rules_check):
