@@ -102,7 +102,7 @@ def check_managed_lustre_capacity(bp: Blueprint) -> Iterator[Finding]:
             yield error(("storage", "lustre", index, "capacity_gib"),
                         f"the managed API creates Lustre of {band.minimum} to {band.maximum} "
                         f"GiB, not {lustre.capacity_gib}",
-                        f"use {band.nearest(lustre.capacity_gib)[0]} GiB or a value between")
+                        f"use {band.minimum} to {band.maximum} GiB, on the tier's steps")
 
 
 @rule("managed.filestore-tier")

@@ -171,10 +171,12 @@ def test_a_gpu_family_catalogued_as_managed_is_allowed(rules_check, monkeypatch)
                          "managed.machine-type")
 
 
-def test_lustre_capacity_hint_offers_the_nearest_end(rules_check):
+def test_lustre_capacity_says_the_api_range(rules_check):
     hit = rules_check.refused({**MANAGED, **lustre(0, Here(7_776_000))},
                               "managed.lustre-capacity", "storage.lustre[0].capacity_gib")
-    assert hit.finding.hint == "use 7632000 GiB or a value between"
+    assert hit.finding.message == ("the managed API creates Lustre of 18000 to 7632000 GiB, "
+                                   "not 7776000")
+    assert hit.finding.hint == "use 18000 to 7632000 GiB, on the tier's steps"
 
 
 # No hint that has the user set a key managed mode refuses.
