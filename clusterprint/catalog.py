@@ -334,3 +334,56 @@ MANAGED_FILESTORE_TIERS = ("ZONAL", "REGIONAL")
 
 #: The managed API's cluster_id: lowercase letters and digits, at most 10.
 MANAGED_CLUSTER_ID_PATTERN = r"^[a-z][a-z0-9]{0,9}$"
+
+# The managed API's machine types, regions and Lustre range. Sources:
+# docs.cloud.google.com/cluster-director/docs/compute ("CPU-based machines"): "Cluster
+# Director supports the N2 machine series ... For login nodes, you can only use N2 standard
+# machine types with 32 or fewer vCPUs. Otherwise, you can use any N2 machine type." The
+# sizes are Compute Engine's predefined N2 shapes: standard and highmem 2 to 128 vCPUs,
+# highcpu 2 to 96. The stored copy of that page breaks off inside its N2 standard table
+# (after n2-standard-96) and before its GPU section, so the GPU types the API runs are the
+# GPU_MACHINES marked ``managed`` (A3 Mega, A3 Ultra, A4, and A4X once catalogued) and the
+# highcpu ceiling of 96 could not be read there. Custom N2 shapes are not allowed: the page
+# lists predefined types only.
+_N2_VCPUS = (2, 4, 8, 16, 32, 48, 64, 80, 96, 128)
+_N2_HIGHCPU_MAX_VCPUS = 96
+#: N2 types the managed API runs as compute nodes.
+MANAGED_N2_MACHINES: tuple[str, ...] = tuple(
+    f"n2-{kind}-{vcpus}" for kind in ("standard", "highmem", "highcpu") for vcpus in _N2_VCPUS
+    if kind != "highcpu" or vcpus <= _N2_HIGHCPU_MAX_VCPUS)
+#: The only login node types the managed API runs: N2 standard with at most 32 vCPUs.
+MANAGED_LOGIN_MACHINES: tuple[str, ...] = tuple(
+    f"n2-standard-{vcpus}" for vcpus in _N2_VCPUS if vcpus <= 32)
+
+
+def managed_machine_types() -> tuple[str, ...]:
+    """Compute node types the managed API runs: its GPU families, then N2.
+
+    Read from GPU_MACHINES at call time, so a GPU family catalogued with ``managed=True``
+    is allowed without a second list to keep in step.
+    """
+    return (*(m for m, f in GPU_MACHINES.items() if f.managed), *MANAGED_N2_MACHINES)
+
+
+#: Regions the managed API runs in, from docs.cloud.google.com/cluster-director/docs/locations:
+#: its Americas, Europe and Asia Pacific tables, and the newer copy of the page
+#: (locations.md.txt) that adds us-west2 and us-west3 and names Middle East regions. Both
+#: stored copies break off inside their Asia Pacific table after asia-southeast1, so Asia
+#: Pacific and Middle East regions beyond it are missing here: unverified, not excluded
+#: by a source.
+MANAGED_REGIONS: tuple[str, ...] = (
+    "us-central1", "us-east1", "us-east4", "us-east5", "us-south1", "us-west1", "us-west2",
+    "us-west3", "us-west4",
+    "europe-north1", "europe-west1", "europe-west4",
+    "asia-southeast1",
+)
+
+#: Managed Lustre capacity the managed API creates, in GiB: "Allowed values are between
+#: 18000 and 7632000" (pulumi-gcp 10.2 ClusterStorageResourceConfigNewLustreArgs.capacity_gb;
+#: magic-modules mmv1/products/hypercomputecluster/Cluster.yaml; the v1 API's
+#: NewLustreConfig.capacity_gb). Narrower than LUSTRE_TIERS' own ranges at both ends.
+MANAGED_LUSTRE_CAPACITY_GIB = CapacityBand(18_000, 7_632_000, 1)
+
+#: Login nodes a managed cluster needs: the v1 API's SlurmLoginNodes.count is "Required",
+#: and a proto3 int64 of 0 reads as unset (google-cloud-hypercomputecluster v1 types).
+MANAGED_MIN_LOGIN_NODES = 1

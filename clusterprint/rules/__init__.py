@@ -17,5 +17,6 @@ _DOMAINS = (location, names, labels, network, storage, slurm, recipes, managed) 
 
 
 def check(blueprint: Blueprint) -> list[Finding]:
-    """Every finding of every rule, in rule order."""
-    return [finding for r in RULES for finding in r.check(blueprint)]
+    """Every finding of every rule, in rule order, as the blueprint's orchestrator sees it."""
+    found = [finding for r in RULES for finding in r.check(blueprint)]
+    return managed.as_managed_mode_sees_it(blueprint, found)

@@ -6,7 +6,7 @@ import ipaddress
 from collections.abc import Iterator
 
 from clusterprint import catalog
-from clusterprint.findings import Finding, KeyPath, error, format_path, warning
+from clusterprint.findings import Finding, Fix, KeyPath, error, format_path, warning
 from clusterprint.gpu_fabric import fabric_kinds, subnets_needed
 from clusterprint.model import Blueprint
 from clusterprint.rules.registry import rule
@@ -120,8 +120,8 @@ def check_one_gpu_fabric(bp: Blueprint) -> Iterator[Finding]:
             yield error(("slurm", "nodesets", index, "machine_type"),
                         f"{family.machine_type} needs {family.networking} GPU networking, "
                         f"nodesets[{first_index}] needs {first.networking}",
-                        "one GPU fabric per cluster: split it in two, or set "
-                        "network.gpu_networks: none")
+                        (Fix("one GPU fabric per cluster: split it in two"),
+                         Fix("set network.gpu_networks: none", sets="network.gpu_networks")))
 
 
 @rule("network.mtu-recommended")

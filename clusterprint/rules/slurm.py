@@ -6,7 +6,7 @@ import difflib
 from collections.abc import Iterator
 
 from clusterprint import catalog
-from clusterprint.findings import Finding, KeyPath, error, warning
+from clusterprint.findings import Finding, Fix, KeyPath, error, warning
 from clusterprint.model import Blueprint
 from clusterprint.rules.registry import rule
 from clusterprint.slurm_time import MAX_MINUTES, format_minutes, slurm_minutes, slurm_time_seconds
@@ -149,8 +149,9 @@ def check_gpu_detection(bp: Blueprint) -> Iterator[Finding]:
                           "nodesets differ in GPUs, so gres.conf cannot name this nodeset's "
                           "GPU devices; the default image's Slurm has no gpu/nvml plugin to "
                           "find them, and its nodes would be drained",
-                          "set image to one whose Slurm has gpu/nvml, or put nodes of "
-                          "another GPU count in a cluster of their own")
+                          (Fix("set image to one whose Slurm has gpu/nvml",
+                               sets="slurm.nodesets[].image"),
+                           Fix("put nodes of another GPU count in a cluster of their own")))
 
 
 def time_limit_problem(text: str) -> tuple[str, str] | None:
