@@ -45,21 +45,22 @@ def test_rules_next_to_a_refused_value_stay_quiet():
     assert [f.finding.rule for f in check_text("bp.yaml", text).findings] == ["schema.enum"]
 
 
-@pytest.mark.parametrize(("key", "value", "refused", "recipe"), [
+RECIPE = [{"name": "gemma-2b-sft", "partition": "debug", "nodes": 4}]
+LUSTRE = [{"name": "scratch", "filesystem": "scratch", "capacity_gib": 20000}]
+
+
+@pytest.mark.parametrize(("key", "value", "refused", "others", "said"), [
     # Refused for its GPUs, not for 4 nodes against a count nobody could read.
-    ("slurm.nodesets[0].count", "2", "schema.type",
-     "gemma-2b-sft needs at least 1 GPU(s) per node"),
-    # 4 nodes against the 2 written stays; whether a machine type nobody could read has
-    # the recipe's GPUs depends on the stand-in, so nothing is said about it.
-    ("slurm.nodesets[0].machine_type", "N2", "schema.pattern",
-     "4 nodes is more than partition debug holds (2)"),
+    ("slurm.nodesets[0].count", "2", "schema.type", {"recipes": RECIPE},
+     ("recipes.partition", "gemma-2b-sft needs at least 1 GPU(s) per node")),
+    ("slurm.nodesets[0].machine_type", "N2", "schema.pattern", {"storage.lustre": LUSTRE},
+     ("storage.lustre-capacity", "20000 is not a multiple of")),
 ], ids=["integer", "string"])
-def test_a_refused_required_value_still_lets_the_rules_run(key, value, refused, recipe):
-    text = blueprint_text({key: value, "zone": "us-east1-b", "recipes": [
-        {"name": "gemma-2b-sft", "partition": "debug", "nodes": 4}]})
+def test_a_refused_required_value_still_lets_the_rules_run(key, value, refused, others, said):
+    text = blueprint_text({key: value, "zone": "us-east1-b", **others})
     found = {f.finding.rule: f.finding.message for f in check_text("bp.yaml", text).findings}
-    assert sorted(found) == sorted(["location.zone-in-region", "recipes.partition", refused])
-    assert found["recipes.partition"].startswith(recipe)
+    assert sorted(found) == sorted(["location.zone-in-region", said[0], refused])
+    assert found[said[0]].startswith(said[1])
 
 
 def rules_found(overrides: dict) -> list[str]:
@@ -82,8 +83,7 @@ def test_one_bad_value_does_not_hide_the_other_problems(overrides, refused):
 
 
 def test_a_refused_zone_hides_only_what_depends_on_it():
-    lustre = [{"name": "scratch", "filesystem": "scratch", "capacity_gib": 20000}]
-    assert rules_found({"zone": "us-central1", "storage.lustre": lustre}) == [
+    assert rules_found({"zone": "us-central1", "storage.lustre": LUSTRE}) == [
         "schema.pattern", "storage.lustre-capacity"]
 
 
@@ -93,6 +93,9 @@ def test_no_finding_comes_from_a_stand_in():
         "schema.required"]
     # A region stand-in would put the written zone outside it.
     assert rules_found({"region": "US"}) == ["schema.pattern"]
+    # Whether the partition has the recipe's GPUs depends on the machine type.
+    assert rules_found({"slurm.nodesets[0].machine_type": "N2", "recipes": RECIPE}) == [
+        "schema.pattern"]
 
 
 def test_warnings_do_not_stop_a_program(tmp_path):
