@@ -14,7 +14,7 @@ ROOT = Path(__file__).resolve().parents[1]
 BLUEPRINTS = ROOT / "blueprints"
 
 
-def blueprint(name: str) -> str:
+def blueprint_path(name: str) -> str:
     """The path of the reference blueprint ``name`` (``a4`` is ``blueprints/a4.yaml``)."""
     return str(BLUEPRINTS / f"{name}.yaml")
 

@@ -29,7 +29,7 @@ import pytest
 from clusterprint import node_metadata
 from clusterprint.render import rendered_files
 from clusterprint.validate import load_checked
-from tests.paths import blueprint
+from tests.paths import blueprint_path
 
 STUBS = Path(__file__).parent / "stubs"
 SANDBOXED = ("/etc/munge", "/etc/slurm", "/etc/systemd/system", "/etc/apt", "/var/spool",
@@ -170,19 +170,19 @@ def node(tmp_path) -> Node:
 @pytest.fixture(scope="module")
 def files() -> dict[str, str]:
     """The cpu-small blueprint's rendered files."""
-    return rendered_files(load_checked(blueprint("cpu-small")))
+    return rendered_files(load_checked(blueprint_path("cpu-small")))
 
 
 @pytest.fixture(scope="module")
 def a3mega() -> dict[str, str]:
     """The a3mega blueprint's rendered files: Lustre scratch and a bucket."""
-    return rendered_files(load_checked(blueprint("a3mega")))
+    return rendered_files(load_checked(blueprint_path("a3mega")))
 
 
 @pytest.fixture(scope="module")
 def a4() -> dict[str, str]:
     """The a4 blueprint's rendered files: GPU nodes, /home on Lustre, a bucket."""
-    return rendered_files(load_checked(blueprint("a4")))
+    return rendered_files(load_checked(blueprint_path("a4")))
 
 
 @pytest.fixture
