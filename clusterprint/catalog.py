@@ -11,6 +11,7 @@ from dataclasses import dataclass
 from typing import Literal
 
 GpuNetworking = Literal["none", "tcpx", "tcpxo", "rdma"]
+Architecture = Literal["x86_64", "arm64"]
 
 #: MTU limits of a VPC (cloud.google.com/vpc/docs/mtu).
 MTU_MIN = 1300
@@ -35,10 +36,13 @@ class MachineFamily:
     #: NICs on GPU networks: one per GPU VPC (A3 Mega/High) or one per RoCE subnet.
     gpu_nics: int
     networking: GpuNetworking
-    recommended_mtu: int
+    #: Google's MTU for the family's GPUDirect traffic; None where no GPU network needs one.
+    recommended_mtu: int | None
     boot_disk_type: str
     #: Whether the managed Cluster Director API accepts this machine type.
     managed: bool
+    #: The CPU architecture the boot image must match (A4X's Grace CPUs are arm64).
+    arch: Architecture = "x86_64"
 
 
 # Sources: cloud.google.com/compute/docs/gpus/gpu-network-bandwidth; Cluster Toolkit
@@ -56,6 +60,46 @@ GPU_MACHINES: dict[str, MachineFamily] = {
                       "hyperdisk-balanced", managed=True),
     )
 }
+
+# Families without GPUDirect: one gVNIC, no GPU networks, no MTU of their own. A2 and G2
+# reach at most 100 Gbps and A3 High below 8 GPUs has a single physical NIC
+# (cloud.google.com/compute/docs/gpus/gpu-network-bandwidth); GPU counts from Cluster
+# Toolkit pkg/config/machine_mappings.json (accelerator_shorthand_map) and, for the G2
+# shapes it leaves out (4, 8, 16, 32 vCPUs: 1 L4 each), the accelerator-optimized
+# machines page (cloud.google.com/compute/docs/accelerator-optimized-machines#g2-vms).
+GPU_MACHINES.update({
+    m.machine_type: m
+    for m in (
+        *(MachineFamily(f"a2-highgpu-{n}g", "nvidia-tesla-a100", n, 1, 0, "none", None,
+                        "pd-balanced", managed=False) for n in (1, 2, 4, 8)),
+        MachineFamily("a2-megagpu-16g", "nvidia-tesla-a100", 16, 1, 0, "none", None,
+                      "pd-balanced", managed=False),
+        *(MachineFamily(f"a2-ultragpu-{n}g", "nvidia-a100-80gb", n, 1, 0, "none", None,
+                        "pd-balanced", managed=False) for n in (1, 2, 4, 8)),
+        *(MachineFamily(f"g2-standard-{vcpus}", "nvidia-l4", n, 1, 0, "none", None,
+                        "pd-balanced", managed=False)
+          for vcpus, n in ((4, 1), (8, 1), (12, 1), (16, 1), (24, 2), (32, 1), (48, 4),
+                           (96, 8))),
+        *(MachineFamily(f"a3-highgpu-{n}g", "nvidia-h100-80gb", n, 1, 0, "none", None,
+                        "pd-balanced", managed=False) for n in (1, 2, 4)),
+    )
+})
+
+# A3 Edge: 8 x H100 on GPUDirect-TCPX like A3 High, 1 gVNIC + 4 GPU NICs (gpu-network-
+# bandwidth: "A3 Edge ... GPUDirect-TCPX"; SkyPilot's GCP provisioner gives a3-edgegpu-8g
+# and a3-highgpu-8g the same five VPCs). A4X: 4 x GB200 with arm64 Grace CPUs, 2 Titanium
+# gVNICs + 4 CX-7 MRDMA NICs on a RoCE VPC of 4 subnets, Hyperdisk boot, MTU 8896
+# (gpu-network-bandwidth "A4X machine types"; Cluster Toolkit
+# examples/machine-learning/a4x-highgpu-4g/a4xhigh-slurm-blueprint.yaml).
+GPU_MACHINES.update({
+    m.machine_type: m
+    for m in (
+        MachineFamily("a3-edgegpu-8g", "nvidia-h100-80gb", 8, 1, 4, "tcpx", 8244,
+                      "pd-balanced", managed=False),
+        MachineFamily("a4x-highgpu-4g", "nvidia-gb200", 4, 2, 4, "rdma", 8896,
+                      "hyperdisk-balanced", managed=True, arch="arm64"),
+    )
+})
 
 #: Boot disk type for machine types outside GPU_MACHINES.
 DEFAULT_BOOT_DISK_TYPE = "pd-balanced"
@@ -78,7 +122,8 @@ def recommended_mtu(machine_types: list[str]) -> int:
     The lowest wins because a VPC carries one MTU and a larger one than a family's
     recommendation fragments its GPUDirect traffic.
     """
-    recommendations = [f.recommended_mtu for t in machine_types if (f := gpu_family(t))]
+    recommendations = [f.recommended_mtu for t in machine_types
+                       if (f := gpu_family(t)) and f.recommended_mtu is not None]
     return min(recommendations, default=MTU_DEFAULT)
 
 
@@ -86,6 +131,58 @@ def boot_disk_type(machine_type: str) -> str:
     """Default boot disk type: A3 Ultra and A4 take only Hyperdisk."""
     family = gpu_family(machine_type)
     return family.boot_disk_type if family else DEFAULT_BOOT_DISK_TYPE
+
+
+#: Machine types the reservation-bound provisioning model (dense and calendar-mode
+#: reservations) is documented for (cloud.google.com/compute/docs/instances/
+#: about-reservation-bound-vms: "A4X VMs, and A4, A3 Ultra, A3 Mega, or A3 High (8 GPUs)").
+RESERVATION_BOUND_MACHINES = frozenset({"a4x-highgpu-4g", "a4-highgpu-8g", "a3-ultragpu-8g",
+                                        "a3-megagpu-8g", "a3-highgpu-8g"})
+
+#: CPU machine series and the shapes (the word after the series) each offers, so a
+#: misspelt machine type is caught before `pulumi up` (Cluster Toolkit
+#: pkg/config/machine_mappings.json ``cpu_machine_families``; shapes and the series it
+#: lists not from cloud.google.com/compute/docs/general-purpose-machines,
+#: .../compute-optimized-machines, .../memory-optimized-machines,
+#: .../storage-optimized-machines). ``custom`` stands for custom machine types such as
+#: ``n2-custom-8-32768``.
+CPU_MACHINE_SERIES: dict[str, tuple[str, ...]] = {
+    "e2": ("standard", "highmem", "highcpu", "custom", "micro", "small", "medium"),
+    "f1": ("micro",),
+    "g1": ("small",),
+    "n1": ("standard", "highmem", "highcpu", "custom", "megamem", "ultramem"),
+    "n2": ("standard", "highmem", "highcpu", "custom"),
+    "n2d": ("standard", "highmem", "highcpu", "custom"),
+    "n4": ("standard", "highmem", "highcpu", "custom"),
+    "c2": ("standard",),
+    "c2d": ("standard", "highmem", "highcpu"),
+    "c3": ("standard", "highmem", "highcpu"),
+    "c3d": ("standard", "highmem", "highcpu"),
+    "c4": ("standard", "highmem", "highcpu"),
+    "c4a": ("standard", "highmem", "highcpu"),
+    "c4d": ("standard", "highmem", "highcpu"),
+    "t2a": ("standard",),
+    "t2d": ("standard",),
+    "h3": ("standard",),
+    "m1": ("megamem", "ultramem"),
+    "m2": ("megamem", "ultramem", "hypermem"),
+    "m3": ("megamem", "ultramem"),
+    "z3": ("highmem",),
+}
+
+
+def cpu_machine_known(machine_type: str) -> bool:
+    """True when the type's series and shape are a CPU machine the catalog lists.
+
+    ``custom-CPUS-MEM`` without a series is an N1 custom machine type.
+    """
+    series, _, rest = machine_type.partition("-")
+    return series == "custom" or rest.partition("-")[0] in CPU_MACHINE_SERIES.get(series, ())
+
+
+def machine_known(machine_type: str) -> bool:
+    """True for a GPU machine type of the catalog or a CPU series and shape it lists."""
+    return gpu_family(machine_type) is not None or cpu_machine_known(machine_type)
 
 
 @dataclass(frozen=True)
@@ -132,6 +229,16 @@ FILESTORE_REGIONAL_TIERS = frozenset({"REGIONAL", "ENTERPRISE"})
 FILESTORE_BASIC_TIERS = frozenset({"BASIC_HDD", "BASIC_SSD"})
 
 
+#: The block (prefix length) a Filestore instance takes from the private service access
+#: range, per tier: /29 for the basic tiers, /24 for High Scale, /26 for Enterprise
+#: (Filestore API NetworkConfig.reservedIpRange), /26 for zonal and regional as for
+#: Enterprise (cloud.google.com/filestore/docs/network-ip-requirements).
+FILESTORE_PSA_PREFIX: dict[str, int] = {
+    "BASIC_HDD": 29, "BASIC_SSD": 29, "ZONAL": 26, "REGIONAL": 26, "ENTERPRISE": 26,
+    "HIGH_SCALE_SSD": 24,
+}
+
+
 @dataclass(frozen=True)
 class LustreTier:
     """One Managed Lustre performance tier: throughput per TiB and its capacity steps.
@@ -168,6 +275,12 @@ LUSTRE_TIERS: dict[int, LustreTier] = {
 }
 
 
+#: The block each Managed Lustre instance takes from the private service access range: a
+#: contiguous /23 (cloud.google.com/managed-lustre/docs/vpc, "Allocate an IP range": each
+#: instance needs a CIDR block of prefix length 23 or shorter; an older version said /24).
+LUSTRE_PSA_PREFIX = 23
+
+
 @dataclass(frozen=True)
 class Recipe:
     """A training job clusterprint can stage onto the login node."""
@@ -188,6 +301,10 @@ RECIPES: dict[str, Recipe] = {
         Recipe("gemma-2b-rl", "Gemma 2B reinforcement learning (GRPO)", 1),
     )
 }
+
+#: Labels one resource may carry, its own and clusterprint's together
+#: (cloud.google.com/compute/docs/labeling-resources#requirements).
+MAX_LABELS = 64
 
 #: IAP TCP forwarding's source range: the only SSH source a new cluster allows.
 IAP_RANGE = "35.235.240.0/20"
@@ -217,3 +334,56 @@ MANAGED_FILESTORE_TIERS = ("ZONAL", "REGIONAL")
 
 #: The managed API's cluster_id: lowercase letters and digits, at most 10.
 MANAGED_CLUSTER_ID_PATTERN = r"^[a-z][a-z0-9]{0,9}$"
+
+# The managed API's machine types, regions and Lustre range. Sources:
+# docs.cloud.google.com/cluster-director/docs/compute ("CPU-based machines"): "Cluster
+# Director supports the N2 machine series ... For login nodes, you can only use N2 standard
+# machine types with 32 or fewer vCPUs. Otherwise, you can use any N2 machine type." The
+# sizes are Compute Engine's predefined N2 shapes: standard and highmem 2 to 128 vCPUs,
+# highcpu 2 to 96. The stored copy of that page breaks off inside its N2 standard table
+# (after n2-standard-96) and before its GPU section, so the GPU types the API runs are the
+# GPU_MACHINES marked ``managed`` (A3 Mega, A3 Ultra, A4, and A4X once catalogued) and the
+# highcpu ceiling of 96 could not be read there. Custom N2 shapes are not allowed: the page
+# lists predefined types only.
+_N2_VCPUS = (2, 4, 8, 16, 32, 48, 64, 80, 96, 128)
+_N2_HIGHCPU_MAX_VCPUS = 96
+#: N2 types the managed API runs as compute nodes.
+MANAGED_N2_MACHINES: tuple[str, ...] = tuple(
+    f"n2-{kind}-{vcpus}" for kind in ("standard", "highmem", "highcpu") for vcpus in _N2_VCPUS
+    if kind != "highcpu" or vcpus <= _N2_HIGHCPU_MAX_VCPUS)
+#: The only login node types the managed API runs: N2 standard with at most 32 vCPUs.
+MANAGED_LOGIN_MACHINES: tuple[str, ...] = tuple(
+    f"n2-standard-{vcpus}" for vcpus in _N2_VCPUS if vcpus <= 32)
+
+
+def managed_machine_types() -> tuple[str, ...]:
+    """Compute node types the managed API runs: its GPU families, then N2.
+
+    Read from GPU_MACHINES at call time, so a GPU family catalogued with ``managed=True``
+    is allowed without a second list to keep in step.
+    """
+    return (*(m for m, f in GPU_MACHINES.items() if f.managed), *MANAGED_N2_MACHINES)
+
+
+#: Regions the managed API runs in, from docs.cloud.google.com/cluster-director/docs/locations:
+#: its Americas, Europe and Asia Pacific tables, and the newer copy of the page
+#: (locations.md.txt) that adds us-west2 and us-west3 and names Middle East regions. Both
+#: stored copies break off inside their Asia Pacific table after asia-southeast1, so Asia
+#: Pacific and Middle East regions beyond it are missing here: unverified, not excluded
+#: by a source.
+MANAGED_REGIONS: tuple[str, ...] = (
+    "us-central1", "us-east1", "us-east4", "us-east5", "us-south1", "us-west1", "us-west2",
+    "us-west3", "us-west4",
+    "europe-north1", "europe-west1", "europe-west4",
+    "asia-southeast1",
+)
+
+#: Managed Lustre capacity the managed API creates, in GiB: "Allowed values are between
+#: 18000 and 7632000" (pulumi-gcp 10.2 ClusterStorageResourceConfigNewLustreArgs.capacity_gb;
+#: magic-modules mmv1/products/hypercomputecluster/Cluster.yaml; the v1 API's
+#: NewLustreConfig.capacity_gb). Narrower than LUSTRE_TIERS' own ranges at both ends.
+MANAGED_LUSTRE_CAPACITY_GIB = CapacityBand(18_000, 7_632_000, 1)
+
+#: Login nodes a managed cluster needs: the v1 API's SlurmLoginNodes.count is "Required",
+#: and a proto3 int64 of 0 reads as unset (google-cloud-hypercomputecluster v1 types).
+MANAGED_MIN_LOGIN_NODES = 1

@@ -19,14 +19,27 @@ from clusterprint.plan import Plan, mock_id
 from clusterprint.replacements import (
     forces_replacement,
     is_data_bearing,
+    keyed_lists,
     replaced_on_any_change,
 )
 
 Action = Literal["create", "update", "replace", "delete"]
 #: The order changes are listed in: what destroys data reads first.
 ACTION_ORDER: tuple[Action, ...] = ("delete", "replace", "update", "create")
-#: A path inside a resource's inputs: keys and list indexes.
-InputPath = tuple[str | int, ...]
+
+
+@dataclass(frozen=True)
+class ItemId:
+    """An item of an id-keyed list in an input path: ``computeResources[a4]``."""
+
+    id: str
+
+    def __str__(self) -> str:
+        return self.id
+
+
+#: A path inside a resource's inputs: keys, list indexes and ids of keyed items.
+InputPath = tuple[str | int | ItemId, ...]
 #: Marks a side of an input change where the input is not set.
 ABSENT = None
 
@@ -150,29 +163,60 @@ def _propagate_replacements(new: Plan, changes: dict[tuple[str, str], ResourceCh
 
 
 def _input_changes(type_: str, old: dict, new: dict) -> tuple[InputChange, ...]:
-    old_leaves = dict(_leaves(old)) if old else {}
-    new_leaves = dict(_leaves(new)) if new else {}
+    keyed = keyed_lists(type_)
+    old_leaves = dict(_leaves(old, keyed=keyed)) if old else {}
+    new_leaves = dict(_leaves(new, keyed=keyed)) if new else {}
+    old_items, new_items = _items(old_leaves), _items(new_leaves)
     out = []
     for path in sorted(old_leaves.keys() | new_leaves.keys(), key=_sort_key):
         before, after = old_leaves.get(path, ABSENT), new_leaves.get(path, ABSENT)
         if before != after or type(before) is not type(after):
-            text = format_path(path)
-            out.append(InputChange(text, before, after,
-                                   forces_replacement(type_, _normalise(path), before, after)))
+            item = _item(path)
+            if item is not None and item not in old_items:
+                forced = False  # an item the API adds to its map in place
+            elif item is not None and item not in new_items:
+                forced = keyed[_normalise(item)]
+            else:
+                forced = forces_replacement(type_, _normalise(path), before, after)
+            out.append(InputChange(format_path(path), before, after, forced))
     return tuple(out)
 
 
-def _leaves(value: Any, path: InputPath = ()) -> list[tuple[InputPath, Any]]:
-    """Every scalar (and every empty dict or list) in nested inputs, with its path."""
+def _leaves(value: Any, path: InputPath = (),
+            keyed: dict[str, bool] | None = None) -> list[tuple[InputPath, Any]]:
+    """Every scalar (and every empty dict or list) in nested inputs, with its path.
+
+    Items of the lists in ``keyed`` whose ids are unique are placed by id, so an item
+    inserted before others changes no one else's path.
+    """
+    keyed = keyed or {}
     if isinstance(value, dict) and value:
-        return [leaf for k, v in value.items() for leaf in _leaves(v, (*path, k))]
+        return [leaf for k, v in value.items() for leaf in _leaves(v, (*path, k), keyed)]
     if isinstance(value, list) and value:
-        return [leaf for i, v in enumerate(value) for leaf in _leaves(v, (*path, i))]
+        ids = [v.get("id") if isinstance(v, dict) else None for v in value]
+        if _normalise(path) in keyed and all(isinstance(i, str) for i in ids) and (
+                len(set(ids)) == len(ids)):
+            steps: list[int | ItemId] = [ItemId(i) for i in ids]
+        else:
+            steps = list(range(len(value)))
+        return [leaf for step, v in zip(steps, value, strict=True)
+                for leaf in _leaves(v, (*path, step), keyed)]
     return [(path, value)]
 
 
+def _item(path: InputPath) -> InputPath | None:
+    """The path of the keyed item ``path`` lies in, if any."""
+    index = next((i for i, p in enumerate(path) if isinstance(p, ItemId)), None)
+    return None if index is None else path[:index + 1]
+
+
+def _items(leaves: dict[InputPath, Any]) -> set[InputPath]:
+    return {item for path in leaves if (item := _item(path)) is not None}
+
+
 def _sort_key(path: InputPath) -> tuple:
-    return tuple((0, p, "") if isinstance(p, int) else (1, 0, p) for p in path)
+    return tuple((0, p, "") if isinstance(p, int) else (0, 0, p.id) if isinstance(p, ItemId)
+                 else (1, 0, p) for p in path)
 
 
 def _normalise(path: InputPath) -> str:

@@ -14,11 +14,37 @@ KeyPath = tuple[str | int, ...]
 
 
 def format_path(path: KeyPath) -> str:
-    """``("storage", "lustre", 0, "capacity_gib")`` as ``storage.lustre[0].capacity_gib``."""
+    """``("storage", "lustre", 0, "capacity_gib")`` as ``storage.lustre[0].capacity_gib``.
+
+    A part that is neither a key nor an index (an item of a diff's id-keyed list) prints
+    in brackets too: ``computeResources[a4].config``.
+    """
     text = ""
     for part in path:
-        text += f"[{part}]" if isinstance(part, int) else (f".{part}" if text else str(part))
+        text += (f".{part}" if text else part) if isinstance(part, str) else f"[{part}]"
     return text or "(root)"
+
+
+@dataclass(frozen=True)
+class Fix:
+    """One way out of a finding, and the blueprint key it has the user set, if any.
+
+    A hint built from fixes can lose the ones an orchestrator cannot take (managed mode
+    has no ``network.gpu_networks``) and still read as a hint.
+    """
+
+    text: str
+    #: The dotted key the fix sets, ``[]`` for every item (``slurm.nodesets[].image``).
+    sets: str | None = None
+
+
+#: A hint: plain text, or ways out joined as "A, or B".
+Hint = str | tuple[Fix, ...] | None
+
+
+def hint_text(fixes: tuple[Fix, ...]) -> str | None:
+    """The fixes as one hint line."""
+    return ", or ".join(f.text for f in fixes) or None
 
 
 @dataclass(frozen=True)
@@ -30,16 +56,24 @@ class Finding:
     message: str
     hint: str | None = None
     severity: Severity = "error"
+    #: The ways out ``hint`` was built from, when the rule named them one by one.
+    fixes: tuple[Fix, ...] = ()
 
 
-def error(path: KeyPath, message: str, hint: str | None = None, *, rule: str = "") -> Finding:
+def _finding(path: KeyPath, message: str, hint: Hint, rule: str, severity: Severity) -> Finding:
+    if isinstance(hint, tuple):
+        return Finding(path, rule, message, hint_text(hint), severity, hint)
+    return Finding(path, rule, message, hint, severity)
+
+
+def error(path: KeyPath, message: str, hint: Hint = None, *, rule: str = "") -> Finding:
     """A finding that makes the blueprint invalid (rules get their id from the registry)."""
-    return Finding(path, rule, message, hint, "error")
+    return _finding(path, message, hint, rule, "error")
 
 
-def warning(path: KeyPath, message: str, hint: str | None = None, *, rule: str = "") -> Finding:
+def warning(path: KeyPath, message: str, hint: Hint = None, *, rule: str = "") -> Finding:
     """A finding worth reading that does not fail validation."""
-    return Finding(path, rule, message, hint, "warning")
+    return _finding(path, message, hint, rule, "warning")
 
 
 @dataclass(frozen=True)

@@ -11,11 +11,12 @@ from typing import Annotated, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from clusterprint import catalog
+from clusterprint import catalog, naming
 
 NAME_PATTERN = r"^[a-z][a-z0-9-]{0,18}[a-z0-9]$"
 LIST_NAME_PATTERN = r"^[a-z](?:[a-z0-9-]{0,14}[a-z0-9])?$"
-PARTITION_NAME_PATTERN = r"^[a-z](?:[a-z0-9-]{0,30})$"
+# RFC 1034 labels (the managed API's partition ids): no hyphen at the end.
+PARTITION_NAME_PATTERN = r"^[a-z](?:[a-z0-9-]{0,29}[a-z0-9])?$"
 IMAGE_FAMILY_PATTERN = r"^[a-z](?:[-a-z0-9]{0,61}[a-z0-9])?$"
 PROJECT_PATTERN = r"^[a-z][a-z0-9-]{4,28}[a-z0-9]$"
 REGION_PATTERN = r"^[a-z]+-[a-z]+[0-9]+$"
@@ -93,7 +94,8 @@ class Network(Strict):
     nat: bool = Field(True, description="Cloud NAT for egress; nodes never get external IPs.")
     ssh_source_ranges: list[Cidr] = Field(
         default_factory=lambda: [catalog.IAP_RANGE],
-        description="Sources allowed to reach SSH. Default: IAP TCP forwarding only.")
+        description="Sources allowed to reach SSH. Default: IAP TCP forwarding only; an empty "
+                    "list creates no SSH firewall rule.")
     private_service_access: PrivateServiceAccess = Field(default_factory=PrivateServiceAccess)
     peerings: list[Peering] = Field(default_factory=list, description="VPC peerings to add.")
     existing: str | None = Field(
@@ -213,7 +215,15 @@ class Nodeset(Strict):
         None, pattern=RESERVATION_PATTERN,
         description="[projects/P/reservations/]NAME[/reservationBlocks/B[/reservationSubBlocks/S]]"
                     "; only with provisioning reservation.")
-    placement: Literal["compact", "none"] = Field("none")
+    reservation_bound: bool = Field(
+        False,
+        description="true for a dense (AI Hypercomputer) or calendar-mode reservation: its VMs "
+                    "use the RESERVATION_BOUND provisioning model and are deleted when the "
+                    "reservation ends. Only with provisioning reservation.")
+    placement: Literal["compact", "none"] = Field(
+        "none", description="compact: a placement policy keeps the nodes close. Not with a "
+                            "reservation: reserved VMs are placed by the reservation (its own "
+                            "compact policy, or the block or sub-block named).")
     boot_disk: BootDisk = Field(default_factory=BootDisk)
     image: Image | None = Field(None, description="Default: the clusterprint Slurm image.")
 
@@ -221,6 +231,17 @@ class Nodeset(Strict):
     def upper_bound(self) -> int:
         """The most nodes this nodeset can hold: Slurm sizes MaxNodeCount from it."""
         return self.max_count if self.max_count is not None else self.count
+
+    @property
+    def compact_policy(self) -> bool:
+        """Whether clusterprint makes the nodeset a compact placement policy: a reservation
+        places its own VMs and refuses one (rule slurm.reservation-placement)."""
+        return self.placement == "compact" and self.provisioning != "reservation"
+
+    @property
+    def resize_requested(self) -> bool:
+        """Whether a flex-start resize request asks for the nodeset's ``count`` VMs."""
+        return self.provisioning == "flex-start" and self.count > 0
 
     @property
     def gpus(self) -> int:
@@ -240,8 +261,10 @@ class Partition(Strict):
     nodesets: list[str] = Field(min_length=1, description="Names of `slurm.nodesets` entries.")
     default: bool | None = Field(None, description="Default partition; the first one when "
                                                    "none is marked.")
-    max_time: str | None = Field(None, pattern=SLURM_TIME_PATTERN,
-                                 description="Slurm time limit, e.g. 7-00:00:00.")
+    max_time: str | None = Field(
+        None, pattern=SLURM_TIME_PATTERN,
+        description="Slurm time limit, e.g. 7-00:00:00: 1 minute up to 24855-03:13:00, or "
+                    "UNLIMITED (the default).")
 
 
 class HealthChecks(Strict):
@@ -250,7 +273,9 @@ class HealthChecks(Strict):
     gpu: Literal["off", "quick", "thorough"] = Field(
         "quick", description="quick: DCGM level 1 + ECC + NVLink before each job; thorough: adds "
                              "DCGM level 2 after a failed job.")
-    interval_s: int = Field(300, ge=0, le=86400, description="HealthCheckInterval; 0 disables.")
+    interval_s: int = Field(
+        300, ge=0, le=65535,
+        description="HealthCheckInterval; 0 disables. Slurm reads it as a 16-bit number.")
     on_failure: Literal["drain", "reboot", "replace"] = Field("drain")
 
 
@@ -316,7 +341,11 @@ class Blueprint(Strict):
                       description="Prefixes every resource; the Slurm ClusterName.")
     labels: dict[Annotated[str, Field(pattern=LABEL_KEY_PATTERN)],
                  Annotated[str, Field(pattern=LABEL_VALUE_PATTERN)]] = Field(
-        default_factory=dict, max_length=64, description="GCE labels on every resource.",
+        default_factory=dict, max_length=catalog.MAX_LABELS - len(naming.OWN_LABELS),
+        description=f"GCE labels on every resource: at most "
+                    f"{catalog.MAX_LABELS - len(naming.OWN_LABELS)}, as GCE allows "
+                    f"{catalog.MAX_LABELS} and clusterprint adds {', '.join(naming.OWN_LABELS)}; "
+                    f"keys starting {naming.RESERVED_LABEL_PREFIX} are clusterprint's.",
         # Without it, JSON Schema lets keys that miss the key pattern through unchecked.
         json_schema_extra={"additionalProperties": False})
     project: str | None = Field(None, pattern=PROJECT_PATTERN,

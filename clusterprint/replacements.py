@@ -39,6 +39,21 @@ class ReplacementRule:
     replace_when: tuple[tuple[str, Callable[[Any, Any], bool]], ...] = ()
     #: Replacing or deleting it loses data (Filestore, Lustre, buckets).
     data_bearing: bool = False
+    #: List inputs whose items the API keys by ``id`` (its maps), matched by id.
+    keyed: tuple[KeyedList, ...] = ()
+
+
+@dataclass(frozen=True)
+class KeyedList:
+    """A list input whose items are a map keyed by ``id`` in the API.
+
+    Items match by id, not by position. A new item is added in place; what removing one
+    costs is the item's own matter.
+    """
+
+    path: str
+    #: Removing an item replaces the resource: the item is data the resource created.
+    removal_replaces: bool = False
 
 
 def _not_an_expansion(old: Any, new: Any) -> bool:
@@ -154,6 +169,11 @@ RULES: dict[str, ReplacementRule] = {
         MM_TF + "compute/resource_compute_instance_group_manager.go.tmpl: ForceNew on name, zone, "
         "base_instance_name, project; target_size, version and update_policy are "
         "updatable"),
+    "gcp:compute/resizeRequest:ResizeRequest": ReplacementRule(
+        ("*",),
+        MM + "compute/ResizeRequest.yaml: resource immutable and no update method "
+        "(\"Resize requests are currently not update-able\"): a changed resize_by or "
+        "requested_run_duration makes a new request"),
     "gcp:compute/resourcePolicy:ResourcePolicy": ReplacementRule(
         ("region", "project", "groupPlacementPolicy.gpuTopology",
          "groupPlacementPolicy.tpuTopology", "diskConsistencyGroupPolicy.enabled"),
@@ -212,17 +232,39 @@ RULES: dict[str, ReplacementRule] = {
                    "gcp:secretmanager/secretIamMember:SecretIamMember",
                    "gcp:serviceaccount/iAMMember:IAMMember")},
     # The managed cluster creates its Filestore, Lustre and buckets itself
-    # (storage_resources), so replacing or deleting it is counted as data loss.
+    # (storage_resources), so replacing or deleting it is counted as data loss. Every
+    # managed blueprint has /home among them (Filestore or Lustre).
     "gcp:hypercomputecluster/cluster:Cluster": ReplacementRule(
         ("clusterId", "location", "project", "orchestrator.slurm.loginNodes.zone",
-         "storageResources.config.newLustre.perUnitStorageThroughput"),
+         "computeResources.config", "storageResources.config", "networkResources.config",
+         "orchestrator.slurm.nodeSets.computeInstance.bootDisk",
+         "orchestrator.slurm.loginNodes.bootDisk"),
         MM + "hypercomputecluster/Cluster.yaml: location, cluster_id, "
         "orchestrator.slurm.login_nodes.zone, "
         "storage_resources.config.new_lustre.per_unit_storage_throughput immutable; the "
-        "rest (compute, network and storage resources, nodesets, partitions) is in the "
-        "update mask",
-        data_bearing=True),
+        "Cluster Director v1 API (googleapis/google-cloud-python packages/"
+        "google-cloud-hypercomputecluster hypercomputecluster_v1/types/"
+        "hypercompute_cluster.py) marks ComputeResource.config, StorageResource.config, "
+        "NetworkResource.config (each 'Immutable', every field under them too) and "
+        "BootDisk.type and size_gb Immutable. The provider leaves those out of ForceNew "
+        "(they are in its update mask; the 2025 Cluster.yaml still had boot_disk "
+        "immutable), so `pulumi preview` shows an update that the API refuses: applying "
+        "the change takes a new cluster. compute_resources, storage_resources and "
+        "network_resources are maps keyed by id (set_hash_func), node_sets and partitions "
+        "lists of items with an id",
+        data_bearing=True,
+        keyed=(KeyedList("computeResources"),
+               KeyedList("storageResources", removal_replaces=True),
+               KeyedList("networkResources", removal_replaces=True),
+               KeyedList("orchestrator.slurm.nodeSets"),
+               KeyedList("orchestrator.slurm.partitions"))),
 }
+
+
+def keyed_lists(type_: str) -> dict[str, bool]:
+    """The type's id-keyed list inputs, each with whether removing an item replaces it."""
+    rule = RULES.get(type_)
+    return {k.path: k.removal_replaces for k in rule.keyed} if rule else {}
 
 
 def is_data_bearing(type_: str) -> bool:

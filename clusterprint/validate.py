@@ -66,7 +66,8 @@ def check_document(file: str, doc: Document) -> Checked:
         else:
             found = rules.check(result.blueprint)
     for finding in found:
-        key = finding.rule in ("schema.unknown-key", "schema.label-key")  # the key is at fault
+        # These blame the key itself: point at it, not at its value.
+        key = finding.rule in ("schema.unknown-key", "schema.label-key", "labels.reserved")
         line, column = doc.position(finding.path, key=key)
         result.findings.append(Located(file, line, column, finding))
     result.findings.sort(key=lambda f: (f.line or 0, f.column or 0))

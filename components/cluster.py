@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pulumi
 
-from clusterprint import node_metadata
+from clusterprint import naming, node_metadata
 from clusterprint.gpu_fabric import gpu_networking, gpu_ranges
 from clusterprint.model import Blueprint
 from clusterprint.render import node_scripts
@@ -16,9 +16,6 @@ from components.observability import Observability
 from components.private_service_access import PrivateServiceAccess
 from components.slurm_controller import MUNGE_READER_ROLES, SlurmController
 from components.storage import SharedStorage
-
-#: The label every resource of a cluster carries; the dashboard selects VMs by it.
-CLUSTER_LABEL = "clusterprint-cluster"
 
 
 def project_of(blueprint: Blueprint) -> str:
@@ -50,7 +47,7 @@ class TrainingCluster(pulumi.ComponentResource):
         super().__init__("clusterprint:index:TrainingCluster", name, None, opts)
         bp, child = blueprint, pulumi.ResourceOptions(parent=self)
         project, cluster = project_of(bp), bp.name
-        labels = {**bp.labels, CLUSTER_LABEL: cluster}
+        labels = naming.cluster_labels(bp.labels, cluster)
         scripts = node_scripts(bp)
         net = bp.network
         gpu_cidrs, gvnic_cidrs = gpu_ranges(bp)
@@ -67,8 +64,9 @@ class TrainingCluster(pulumi.ComponentResource):
             address=net.private_service_access.range, opts=child)
         home = bp.storage.home
         storage = SharedStorage(
-            f"{name}-storage", cluster=cluster, project=project, region=bp.region, zone=bp.zone,
-            network=network.network_id, node_tag=network.node_tag, service_range=psa.cidr,
+            naming.child(name, naming.STORAGE), cluster=cluster, project=project,
+            region=bp.region, zone=bp.zone, network=network.network_id,
+            node_tag=network.node_tag, service_range=psa.cidr,
             filestore=home.filestore if home.uses_filestore else None,
             lustre=bp.storage.lustre, buckets=bp.storage.buckets, protect=bp.storage.protect,
             labels=labels, depends_on=[psa.connection], opts=child)
@@ -93,13 +91,15 @@ class TrainingCluster(pulumi.ComponentResource):
             machine_type=bp.slurm.login.machine_type, metadata=metadata, **shared, opts=child)
 
         compute_identity = NodeServiceAccount(
-            f"{name}-compute-identity", project=project, account_id=f"{cluster}-compute",
+            f"{name}-compute-identity", project=project,
+            account_id=naming.service_account_id(cluster, naming.COMPUTE_ACCOUNT),
             display_name=f"{cluster} compute nodes", secret=controller.munge_secret_id,
             secret_roles=MUNGE_READER_ROLES, buckets=storage.bucket_names, opts=child)
         self.nodesets = {
             ns.name: GpuNodeset(
-                f"{name}-nodeset-{ns.name}", nodeset=ns, cluster=cluster, project=project,
-                region=bp.region, zone=bp.zone, system_subnetworks=network.system_subnetworks,
+                naming.nodeset_component(name, ns.name), nodeset=ns, cluster=cluster,
+                project=project, region=bp.region, zone=bp.zone,
+                system_subnetworks=network.system_subnetworks,
                 gpu_subnetworks=network.gpu_subnetworks,
                 service_account_email=compute_identity.email,
                 startup_script=scripts.compute[ns.name],

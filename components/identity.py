@@ -7,6 +7,8 @@ from collections.abc import Mapping, Sequence
 import pulumi
 import pulumi_gcp as gcp
 
+from clusterprint import naming
+
 #: Roles every node needs: the Ops Agent ships logs and metrics.
 NODE_ROLES = ("roles/logging.logWriter", "roles/monitoring.metricWriter")
 #: Scopes of every node VM. Secret Manager accepts only the cloud-platform scope, so
@@ -49,7 +51,7 @@ class NodeServiceAccount(pulumi.ComponentResource):
         self.grants += [
             # Named by bucket, not by position: a shifted position would replace a grant
             # and its delete would revoke the identical grant just created.
-            gcp.storage.BucketIAMMember(f"{name}-bucket-{key}", bucket=bucket, role=BUCKET_ROLE,
-                                        member=account.member, opts=child)
+            gcp.storage.BucketIAMMember(naming.bucket_grant(name, key), bucket=bucket,
+                                        role=BUCKET_ROLE, member=account.member, opts=child)
             for key, bucket in (buckets or {}).items()]
         self.register_outputs({"email": self.email})

@@ -12,6 +12,9 @@ family ``ubuntu-accelerator-2404-amd64-with-nvidia-580`` of project
 its images as ``ubuntu-accelerator-2404-amd64-with-nvidia-580-v<date>``, while Google's
 guest tests list the ``-570`` family among images not rebuilt since April 2026). The rest
 boot ``ubuntu-2404-lts-amd64`` of ``ubuntu-os-cloud``, Canonical's family for noble on x86.
+A4X's Grace CPUs are arm64: it boots the same build for arm64,
+``ubuntu-accelerator-2404-arm64-with-nvidia-580`` (the Cluster Toolkit's A4X blueprint,
+examples/machine-learning/a4x-highgpu-4g, builds on its ``-v20260522`` image).
 """
 
 from __future__ import annotations
@@ -21,6 +24,8 @@ from clusterprint.model import Image
 
 GPU_IMAGE = ("projects/ubuntu-os-accelerator-images/global/images/family/"
              "ubuntu-accelerator-2404-amd64-with-nvidia-580")
+GPU_ARM64_IMAGE = ("projects/ubuntu-os-accelerator-images/global/images/family/"
+                   "ubuntu-accelerator-2404-arm64-with-nvidia-580")
 CPU_IMAGE = "projects/ubuntu-os-cloud/global/images/family/ubuntu-2404-lts-amd64"
 
 
@@ -28,4 +33,7 @@ def boot_image(machine_type: str, image: Image | None = None) -> str:
     """The image family path a VM of ``machine_type`` boots: the blueprint's, else a default."""
     if image is not None:
         return f"projects/{image.project}/global/images/family/{image.family}"
-    return GPU_IMAGE if catalog.gpu_family(machine_type) else CPU_IMAGE
+    family = catalog.gpu_family(machine_type)
+    if family is None:
+        return CPU_IMAGE
+    return GPU_ARM64_IMAGE if family.arch == "arm64" else GPU_IMAGE

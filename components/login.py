@@ -6,7 +6,7 @@ from collections.abc import Mapping, Sequence
 
 import pulumi
 
-from clusterprint import node_metadata
+from clusterprint import naming, node_metadata
 from components.identity import NodeServiceAccount
 from components.images import boot_image
 from components.slurm_controller import MUNGE_READER_ROLES
@@ -33,7 +33,8 @@ class LoginNodes(pulumi.ComponentResource):
         super().__init__("clusterprint:index:LoginNodes", name, None, opts)
         child = pulumi.ResourceOptions(parent=self)
         identity = NodeServiceAccount(
-            f"{name}-identity", project=project, account_id=f"{cluster}-login",
+            f"{name}-identity", project=project,
+            account_id=naming.service_account_id(cluster, naming.LOGIN_ACCOUNT),
             display_name=f"{cluster} login nodes", secret=munge_secret,
             secret_roles=MUNGE_READER_ROLES, buckets=buckets,
             opts=child)

@@ -6,16 +6,15 @@ import pulumi
 import pulumi_gcp as gcp
 from pulumi_gcp import hypercomputecluster as hcc
 
-from clusterprint import catalog
+from clusterprint import catalog, naming
 from clusterprint.model import Blueprint, Nodeset
-from components.cluster import CLUSTER_LABEL, iap_ssh_command, project_of
+from components.cluster import iap_ssh_command, project_of
 from components.nodeset import FLEX_START_MAX_RUN_S
 from components.observability import Observability
 from components.storage import HOME_SHARE
 
 #: The one network resource's id, by which the API refers to it.
 NETWORK_ID = "network"
-HOME_ID = "home"
 
 
 def managed_reservation(nodeset: Nodeset, project: str, zone: str) -> str:
@@ -66,24 +65,25 @@ def storage_resources(bp: Blueprint, project: str,
             raise ValueError(f"the managed API creates Filestore tiers {tiers} only, "
                              f"not {home.tier}")
         location = bp.region if home.tier in catalog.FILESTORE_REGIONAL_TIERS else bp.zone
-        resources.append(hcc.ClusterStorageResourceArgs(id=HOME_ID, config=(
+        resources.append(hcc.ClusterStorageResourceArgs(id=naming.MANAGED_HOME_ID, config=(
             hcc.ClusterStorageResourceConfigArgs(
                 new_filestore=hcc.ClusterStorageResourceConfigNewFilestoreArgs(
                     filestore=f"projects/{project}/locations/{location}/instances/"
-                              f"{bp.name}-home",
+                              f"{naming.filestore_instance(bp.name)}",
                     tier=home.tier, file_shares=[
                         hcc.ClusterStorageResourceConfigNewFilestoreFileShareArgs(
                             capacity_gb=str(home.capacity_gib), file_share=HOME_SHARE)])))))
-        mounts[HOME_ID] = "/home"
+        mounts[naming.MANAGED_HOME_ID] = "/home"
     for lustre in bp.storage.lustre:
-        resources.append(hcc.ClusterStorageResourceArgs(id=lustre.name, config=(
+        lustre_id = naming.managed_lustre_id(lustre.name)
+        resources.append(hcc.ClusterStorageResourceArgs(id=lustre_id, config=(
             hcc.ClusterStorageResourceConfigArgs(
                 new_lustre=hcc.ClusterStorageResourceConfigNewLustreArgs(
                     lustre=f"projects/{project}/locations/{bp.zone}/instances/"
-                           f"{bp.name}-{lustre.name}",
+                           f"{naming.lustre_instance_id(bp.name, lustre.name)}",
                     filesystem=lustre.filesystem, capacity_gb=str(lustre.capacity_gib),
                     per_unit_storage_throughput=str(lustre.performance_tier))))))
-        mounts[lustre.name] = bp.mount_of(lustre)
+        mounts[lustre_id] = bp.mount_of(lustre)
     for index, bucket in enumerate(bp.storage.buckets):
         config = (hcc.ClusterStorageResourceConfigArgs(
             new_bucket=hcc.ClusterStorageResourceConfigNewBucketArgs(bucket=bucket.bucket))
@@ -91,8 +91,9 @@ def storage_resources(bp: Blueprint, project: str,
                 existing_bucket=hcc.ClusterStorageResourceConfigExistingBucketArgs(
                     bucket=bucket.bucket)))
         # Ids follow RFC 1034; bucket names may hold dots and underscores.
-        resources.append(hcc.ClusterStorageResourceArgs(id=f"bucket-{index}", config=config))
-        mounts[f"bucket-{index}"] = bucket.mount_path
+        bucket_id = naming.managed_bucket_id(index)
+        resources.append(hcc.ClusterStorageResourceArgs(id=bucket_id, config=config))
+        mounts[bucket_id] = bucket.mount_path
     return resources, mounts
 
 
@@ -111,7 +112,7 @@ class ManagedTrainingCluster(pulumi.ComponentResource):
                  opts: pulumi.ResourceOptions | None = None) -> None:
         super().__init__("clusterprint:index:ManagedTrainingCluster", name, None, opts)
         bp, project = blueprint, project_of(blueprint)
-        labels = {**bp.labels, CLUSTER_LABEL: bp.name}
+        labels = naming.cluster_labels(bp.labels, bp.name)
         storage, mounts = storage_resources(bp, project)
         mount_configs = [{"id": key, "local_mount": path} for key, path in mounts.items()]
         net = bp.network
@@ -122,7 +123,8 @@ class ManagedTrainingCluster(pulumi.ComponentResource):
             if net.existing and net.existing_subnetwork else
             hcc.ClusterNetworkResourceConfigArgs(
                 new_network=hcc.ClusterNetworkResourceConfigNewNetworkArgs(
-                    network=f"projects/{project}/global/networks/{bp.name}-net")))
+                    network=f"projects/{project}/global/networks/"
+                            f"{naming.managed_network(bp.name)}")))
         self.cluster = gcp.hypercomputecluster.Cluster(
             f"{name}-cluster", project=project, cluster_id=bp.name, location=bp.region,
             labels=labels,

@@ -7,7 +7,7 @@ from collections.abc import Sequence
 import pulumi
 import pulumi_gcp as gcp
 
-from clusterprint import catalog
+from clusterprint import catalog, naming
 from clusterprint.model import Peering
 
 #: Every protocol: nodes of one cluster talk Slurm, munge, NCCL and MPI to each other.
@@ -17,8 +17,9 @@ ALL_TRAFFIC = [gcp.compute.FirewallAllowArgs(protocol="all")]
 class ClusterNetwork(pulumi.ComponentResource):
     """Where the cluster's VMs and shared file systems talk, and nothing else reaches in.
 
-    The system VPC carries Slurm, SSH (from ``ssh_source_ranges`` only, IAP by default)
-    and file-system traffic; the GPU networks carry only GPU-to-GPU traffic:
+    The system VPC carries Slurm, SSH (from ``ssh_source_ranges`` only, IAP by default;
+    an empty list opens no SSH rule at all) and file-system traffic; the GPU networks
+    carry only GPU-to-GPU traffic:
     ``tcpx``/``tcpxo`` get one VPC per GPU NIC (A3 High 4, A3 Mega 8), ``rdma`` one VPC
     with the zone's RoCE network profile and one subnet per GPU NIC (A3 Ultra, A4),
     plus ``extra_gvnic_cidrs``: one more plain VPC per additional gVNIC those machines
@@ -64,7 +65,7 @@ class ClusterNetwork(pulumi.ComponentResource):
 
         self.peerings = [
             gcp.compute.NetworkPeering(
-                f"{name}-peering-{p.name}", network=self.network_id, peer_network=p.peer_network,
+                naming.peering(name, p.name), network=self.network_id, peer_network=p.peer_network,
                 export_custom_routes=p.export_custom_routes,
                 import_custom_routes=p.import_custom_routes, opts=self._child)
             for p in peerings]
@@ -88,6 +89,9 @@ class ClusterNetwork(pulumi.ComponentResource):
             f"{self._name}-internal", project=self._project, network=self.network_id,
             direction="INGRESS", allows=ALL_TRAFFIC, source_tags=[self.node_tag],
             target_tags=[self.node_tag], opts=self._child)
+        if not ssh_sources:
+            # A rule without sources admits 0.0.0.0/0 (hashicorp/terraform-provider-google#6789).
+            return
         gcp.compute.Firewall(
             f"{self._name}-ssh", project=self._project, network=self.network_id,
             direction="INGRESS", source_ranges=list(ssh_sources), target_tags=[self.node_tag],

@@ -7,7 +7,7 @@ from collections.abc import Mapping, Sequence
 import pulumi
 import pulumi_gcp as gcp
 
-from clusterprint import catalog, node_metadata
+from clusterprint import catalog, naming, node_metadata
 from clusterprint.model import Nodeset
 from components.identity import NODE_SCOPES
 from components.images import boot_image
@@ -27,8 +27,9 @@ def network_interfaces(machine_type: str, system_subnetworks: Sequence[pulumi.In
     A3 High/Mega: 1 gVNIC on the system subnet + 4/8 gVNICs, one per GPU VPC (TCPX/O).
     A3 Ultra/A4: 2 gVNICs + 8 MRDMA NICs on the RoCE VPC's subnets. A VM cannot have two
     NICs in one VPC, so the second gVNIC sits on its own VPC, as in the Cluster
-    Toolkit's a3ultra/a4high Slurm blueprints (``a3ultra-slurm-net-1``). CPU machines get
-    one NIC of the default type. None has an access config: no external IP, ever.
+    Toolkit's a3ultra/a4high Slurm blueprints (``a3ultra-slurm-net-1``); A4X likewise with
+    4 MRDMA NICs. A2, G2 and A3 High below 8 GPUs have no GPU networks: one gVNIC. CPU
+    machines get one NIC of the default type. None has an access config: no external IP.
     """
     family = catalog.gpu_family(machine_type)
     if family is None:
@@ -45,9 +46,18 @@ def network_interfaces(machine_type: str, system_subnetworks: Sequence[pulumi.In
 def scheduling(nodeset: Nodeset) -> gcp.compute.InstanceTemplateSchedulingArgs:
     """How Compute Engine provisions and keeps the nodeset's VMs, per its provisioning.
 
-    GPU VMs cannot live-migrate, so they always terminate on host maintenance.
+    GPU VMs cannot live-migrate, so they always terminate on host maintenance. VMs of a
+    dense or calendar-mode reservation are RESERVATION_BOUND (as slurm-gcp's resume.py
+    sets them): pulumi-gcp 10.2 wants a SPECIFIC_RESERVATION affinity with it, and the
+    Compute docs a termination action for the reservation's end; DELETE, as for
+    flex-start, so a node that ran out of reservation leaves the group instead of
+    lingering stopped.
     """
     gpu = nodeset.gpus > 0
+    if nodeset.provisioning == "reservation" and nodeset.reservation_bound:
+        return gcp.compute.InstanceTemplateSchedulingArgs(
+            provisioning_model="RESERVATION_BOUND", on_host_maintenance="TERMINATE",
+            automatic_restart=True, instance_termination_action="DELETE")
     if nodeset.provisioning == "spot":
         return gcp.compute.InstanceTemplateSchedulingArgs(
             provisioning_model="SPOT", preemptible=True, automatic_restart=False,
@@ -94,6 +104,15 @@ class GpuNodeset(pulumi.ComponentResource):
     deleted while the group still uses it (pulumi/pulumi#8779); the group's OPPORTUNISTIC
     update policy applies it to new and replaced VMs only, never recreating nodes under
     running jobs.
+
+    Flex-start capacity comes only through a resize request (Compute docs "About resize
+    requests in a MIG"; slurm-gcp's mig_flex.py): the group starts at target size 0, does
+    nothing on a failed VM (the request's VMs are not recreated), and one
+    ``compute.ResizeRequest`` asks for ``count`` VMs for the longest run duration, 7 days;
+    Compute Engine deletes them when it ends. A resize request cannot be updated
+    (magic-modules ResizeRequest.yaml), so a changed ``count`` previews as a replaced
+    request. With ``count`` 0 there is no request: an operator adds one up to
+    ``max_count``.
     """
 
     def __init__(self, name: str, *, nodeset: Nodeset, cluster: str, project: str,
@@ -105,16 +124,18 @@ class GpuNodeset(pulumi.ComponentResource):
                  opts: pulumi.ResourceOptions | None = None) -> None:
         super().__init__("clusterprint:index:GpuNodeset", name, None, opts)
         child = pulumi.ResourceOptions(parent=self)
-        labels = {**(labels or {}), "clusterprint-nodeset": nodeset.name}
+        labels = naming.nodeset_labels(labels or {}, nodeset.name)
         placement: pulumi.Input[str] | None = None
-        if nodeset.placement == "compact":
+        # A reservation places its own VMs and refuses a policy of ours
+        # (rule slurm.reservation-placement); this guards callers that skip validation.
+        if nodeset.compact_policy:
             # No max_distance: A3 machines refuse max distance 1 (toolkit nodeset metadata).
             placement = (gcp.compute.ResourcePolicy(
-                f"{name}-placement", project=project, region=region,
+                naming.child(name, naming.PLACEMENT), project=project, region=region,
                 group_placement_policy=gcp.compute.ResourcePolicyGroupPlacementPolicyArgs(
                     collocation="COLLOCATED"), opts=child).self_link)
         self.template = gcp.compute.InstanceTemplate(
-            f"{name}-template", project=project, region=region,
+            naming.child(name, naming.TEMPLATE), project=project, region=region,
             machine_type=nodeset.machine_type,
             disks=[gcp.compute.InstanceTemplateDiskArgs(
                 boot=True, auto_delete=True,
@@ -130,15 +151,32 @@ class GpuNodeset(pulumi.ComponentResource):
             metadata={**(metadata or {}), "startup-script": startup_script,
                       node_metadata.ROLE: "compute", node_metadata.NODESET: nodeset.name},
             tags=list(tags), labels=labels, opts=child)
-        self.base_instance_name = f"{cluster}-{nodeset.name}"
+        self.base_instance_name = naming.base_instance_name(cluster, nodeset.name)
+        flex = nodeset.provisioning == "flex-start"
         self.group = gcp.compute.InstanceGroupManager(
-            f"{name}-group", project=project, zone=zone,
+            naming.child(name, naming.GROUP), project=project, zone=zone,
             base_instance_name=self.base_instance_name,
             versions=[gcp.compute.InstanceGroupManagerVersionArgs(
                 name="primary", instance_template=self.template.self_link_unique)],
-            target_size=nodeset.count,
+            target_size=0 if flex else nodeset.count,
             update_policy=gcp.compute.InstanceGroupManagerUpdatePolicyArgs(
                 type="OPPORTUNISTIC", minimal_action="REPLACE"),
-            wait_for_instances=False, opts=child)
+            instance_lifecycle_policy=(
+                gcp.compute.InstanceGroupManagerInstanceLifecyclePolicyArgs(
+                    default_action_on_failure="DO_NOTHING") if flex else None),
+            wait_for_instances=False,
+            # The resize request, not Pulumi, sets a flex-start group's size: a refresh
+            # must not shrink it back to 0 under running nodes.
+            opts=pulumi.ResourceOptions(parent=self,
+                                        ignore_changes=["targetSize"] if flex else None))
+        #: The flex-start request for ``count`` VMs (None otherwise, or with count 0).
+        self.resize_request: gcp.compute.ResizeRequest | None = None
+        if nodeset.resize_requested:
+            self.resize_request = gcp.compute.ResizeRequest(
+                naming.child(name, naming.RESIZE), project=project, zone=zone,
+                instance_group_manager=self.group.name, resize_by=nodeset.count,
+                requested_run_duration=gcp.compute.ResizeRequestRequestedRunDurationArgs(
+                    seconds=str(FLEX_START_MAX_RUN_S)),
+                opts=child)
         self.register_outputs({"template": self.template.self_link_unique,
                                "group": self.group.self_link})

@@ -8,6 +8,8 @@ from collections.abc import Mapping
 import pulumi
 import pulumi_gcp as gcp
 
+from clusterprint import naming
+
 #: Charts on the dashboard: title -> metric type. GPU metrics come from the Ops Agent.
 DASHBOARD_CHARTS = {
     "GPU utilization": "agent.googleapis.com/gpu/utilization",
@@ -20,7 +22,7 @@ DASHBOARD_CHARTS = {
 def dashboard_json(cluster: str) -> str:
     """A dashboard of the cluster's VMs, selected by their ``clusterprint-cluster`` label."""
     selector = (f'resource.type="gce_instance" AND '
-                f'metadata.user_labels."clusterprint-cluster"="{cluster}"')
+                f'metadata.user_labels."{naming.CLUSTER_LABEL}"="{cluster}"')
     tiles = [
         {"xPos": (i % 2) * 6, "yPos": (i // 2) * 4, "width": 6, "height": 4,
          "widget": {"title": title, "xyChart": {"dataSets": [{

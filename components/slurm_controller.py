@@ -7,7 +7,7 @@ from collections.abc import Mapping, Sequence
 import pulumi
 import pulumi_gcp as gcp
 
-from clusterprint import node_metadata
+from clusterprint import naming, node_metadata
 from components.identity import NodeServiceAccount
 from components.images import boot_image
 from components.vm import private_vm
@@ -46,14 +46,15 @@ class SlurmController(pulumi.ComponentResource):
         child = pulumi.ResourceOptions(parent=self)
         labels = dict(labels or {})
         self.munge_secret = gcp.secretmanager.Secret(
-            f"{name}-munge-key", project=project, secret_id=f"{cluster}-munge-key",
+            f"{name}-munge-key", project=project, secret_id=naming.munge_secret_id(cluster),
             replication=gcp.secretmanager.SecretReplicationArgs(
                 auto=gcp.secretmanager.SecretReplicationAutoArgs()),
             labels=labels, opts=child)
         #: projects/P/secrets/S of the munge key: what every node's metadata names.
         self.munge_secret_id: pulumi.Output[str] = self.munge_secret.id
         identity = NodeServiceAccount(
-            f"{name}-identity", project=project, account_id=f"{cluster}-ctl",
+            f"{name}-identity", project=project,
+            account_id=naming.service_account_id(cluster, naming.CONTROLLER_ACCOUNT),
             display_name=f"{cluster} Slurm controller",
             secret=self.munge_secret_id, secret_roles=MUNGE_WRITER_ROLES, buckets=buckets,
             opts=child)

@@ -7,7 +7,7 @@ from collections.abc import Sequence
 import pulumi
 import pulumi_gcp as gcp
 
-from clusterprint import catalog
+from clusterprint import catalog, naming
 from clusterprint.model import Bucket, FilestoreHome, Lustre
 
 #: The Filestore file share exported as /home.
@@ -49,7 +49,8 @@ class SharedStorage(pulumi.ComponentResource):
         if filestore is not None:
             regional = filestore.tier in catalog.FILESTORE_REGIONAL_TIERS
             instance = gcp.filestore.Instance(
-                f"{name}-home", project=project, name=f"{cluster}-home",
+                naming.child(name, naming.FILESTORE_HOME), project=project,
+                name=naming.filestore_instance(cluster),
                 location=region if regional else zone, tier=filestore.tier,
                 file_shares=gcp.filestore.InstanceFileSharesArgs(
                     name=HOME_SHARE, capacity_gb=filestore.capacity_gib),
@@ -68,7 +69,8 @@ class SharedStorage(pulumi.ComponentResource):
         self.lustre_sources: dict[str, pulumi.Output[str]] = {}
         for entry in lustre:
             instance = gcp.lustre.Instance(
-                f"{name}-{entry.name}", project=project, instance_id=f"{cluster}-{entry.name}",
+                naming.child(name, entry.name), project=project,
+                instance_id=naming.lustre_instance_id(cluster, entry.name),
                 location=zone, network=network, filesystem=entry.filesystem,
                 # The API takes both numbers as strings.
                 capacity_gib=str(entry.capacity_gib),
@@ -77,8 +79,8 @@ class SharedStorage(pulumi.ComponentResource):
             self.lustre_sources[entry.name] = instance.mount_point
         if lustre and service_range is not None:
             gcp.compute.Firewall(
-                f"{name}-lnet", project=project, network=network, direction="INGRESS",
-                source_ranges=[service_range], target_tags=[node_tag],
+                naming.child(name, naming.LNET_FIREWALL), project=project, network=network,
+                direction="INGRESS", source_ranges=[service_range], target_tags=[node_tag],
                 allows=[gcp.compute.FirewallAllowArgs(protocol="tcp", ports=[LNET_PORT])],
                 opts=child)
 
@@ -88,7 +90,7 @@ class SharedStorage(pulumi.ComponentResource):
             bucket_name: pulumi.Input[str] = bucket.bucket
             if bucket.create:
                 bucket_name = gcp.storage.Bucket(
-                    f"{name}-{bucket.bucket}", project=project, name=bucket.bucket,
+                    naming.child(name, bucket.bucket), project=project, name=bucket.bucket,
                     location=region.upper(), uniform_bucket_level_access=True,
                     public_access_prevention="enforced", force_destroy=False, labels=labels,
                     opts=pulumi.ResourceOptions(parent=self, protect=protect)).name

@@ -8,14 +8,15 @@ from __future__ import annotations
 
 from clusterprint.findings import Finding
 from clusterprint.model import Blueprint
-from clusterprint.rules import location, managed, names, network, recipes, slurm, storage
+from clusterprint.rules import labels, location, managed, names, network, recipes, slurm, storage
 from clusterprint.rules.registry import RULES, rule
 
 __all__ = ["RULES", "check", "rule"]
 
-_DOMAINS = (location, names, network, storage, slurm, recipes, managed)  # registers rules
+_DOMAINS = (location, names, labels, network, storage, slurm, recipes, managed)  # registers rules
 
 
 def check(blueprint: Blueprint) -> list[Finding]:
-    """Every finding of every rule, in rule order."""
-    return [finding for r in RULES for finding in r.check(blueprint)]
+    """Every finding of every rule, in rule order, as the blueprint's orchestrator sees it."""
+    found = [finding for r in RULES for finding in r.check(blueprint)]
+    return managed.as_managed_mode_sees_it(blueprint, found)

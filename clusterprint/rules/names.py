@@ -4,9 +4,11 @@ from __future__ import annotations
 
 import difflib
 from collections.abc import Iterator
+from dataclasses import dataclass
 
-from clusterprint.findings import Finding, KeyPath, error, warning
-from clusterprint.model import Blueprint
+from clusterprint import naming
+from clusterprint.findings import Finding, KeyPath, error, format_path, warning
+from clusterprint.model import Blueprint, Nodeset
 from clusterprint.rules.registry import rule
 
 
@@ -43,6 +45,102 @@ def check_unique_names(bp: Blueprint) -> Iterator[Finding]:
     yield from duplicates(("recipes",), [r.name for r in bp.recipes], "name")
 
 
+@dataclass(frozen=True)
+class DerivedName:
+    """A name clusterprint gives a resource, and the blueprint entry it comes from."""
+
+    name: str
+    #: What carries the name, in words: "Lustre instance".
+    what: str
+    #: The entry (or section) the name derives from, and the key in it that names it.
+    entry: KeyPath
+    key: str | None = None
+
+    @property
+    def path(self) -> KeyPath:
+        """Where a collision is reported: the naming key of the entry."""
+        return (*self.entry, self.key) if self.key else self.entry
+
+
+def nodeset_children(nodeset: Nodeset) -> dict[str, str]:
+    """The roles of a nodeset's GpuNodeset children, each in words."""
+    children = {naming.TEMPLATE: "instance template", naming.GROUP: "instance group"}
+    if nodeset.compact_policy:
+        children[naming.PLACEMENT] = "placement policy"
+    if nodeset.resize_requested:
+        children[naming.RESIZE] = "resize request"
+    return children
+
+
+def stack_names(bp: Blueprint) -> list[DerivedName]:
+    """The logical names blueprint entries derive in a self-managed stack, with the fixed
+    names beside them, as TrainingCluster (named ``bp.name`` by the stack program) gives
+    them; fixed names first, then entries in file order.
+    """
+    storage = naming.child(bp.name, naming.STORAGE)
+    home = bp.storage.home
+    names: list[DerivedName] = []
+    if home.uses_filestore and home.filestore is not None:
+        names.append(DerivedName(naming.child(storage, naming.FILESTORE_HOME),
+                                 "Filestore instance", ("storage", "home")))
+    if bp.storage.lustre:
+        names.append(DerivedName(naming.child(storage, naming.LNET_FIREWALL),
+                                 "LNet firewall", ("storage", "lustre")))
+    names += [DerivedName(naming.child(storage, x.name), "Lustre instance",
+                          ("storage", "lustre", i), "name")
+              for i, x in enumerate(bp.storage.lustre)]
+    names += [DerivedName(naming.child(storage, b.bucket), "bucket",
+                          ("storage", "buckets", i), "bucket")
+              for i, b in enumerate(bp.storage.buckets) if b.create]
+    for i, ns in enumerate(bp.slurm.nodesets):
+        entry = ("slurm", "nodesets", i)
+        component = naming.nodeset_component(bp.name, ns.name)
+        names.append(DerivedName(component, "nodeset component", entry, "name"))
+        names += [DerivedName(naming.child(component, role), words, entry, "name")
+                  for role, words in nodeset_children(ns).items()]
+    return names
+
+
+def managed_storage_ids(bp: Blueprint) -> list[DerivedName]:
+    """The managed API's storage resource ids; the positional bucket ids come before the
+    Lustre entries, so a collision is reported where a rename helps.
+    """
+    home = bp.storage.home
+    ids: list[DerivedName] = []
+    if home.uses_filestore and home.filestore is not None:
+        ids.append(DerivedName(naming.MANAGED_HOME_ID, "Filestore /home", ("storage", "home")))
+    ids += [DerivedName(naming.managed_bucket_id(i), "bucket", ("storage", "buckets", i),
+                        "bucket")
+            for i in range(len(bp.storage.buckets))]
+    ids += [DerivedName(naming.managed_lustre_id(x.name), "Lustre instance",
+                        ("storage", "lustre", i), "name")
+            for i, x in enumerate(bp.storage.lustre)]
+    return ids
+
+
+@rule("names.derived-collision")
+def check_derived_collisions(bp: Blueprint) -> Iterator[Finding]:
+    """Entries of different lists (or different roles of one list) can derive one name.
+
+    The plan would then show children under the wrong parent and diff false
+    replacements; in managed mode the API keeps one storage resource per id, and the
+    mount of the other (perhaps /home) is lost. A repeat within one list is
+    ``names.unique``'s.
+    """
+    managed = bp.orchestrator == "managed"
+    first: dict[str, DerivedName] = {}
+    for item in managed_storage_ids(bp) if managed else stack_names(bp):
+        earlier = first.setdefault(item.name, item)
+        if earlier is item or earlier.what == item.what:
+            continue
+        taken = "have the managed storage id" if managed else "be named"
+        yield error(item.path,
+                    f"its {item.what} would clash with the {earlier.what} of "
+                    f"{format_path(earlier.entry)}: both would {taken} {item.name!r}",
+                    "rename one of the two: each derived name must name one resource")
+
+
+
 #: Words slurm.conf reads as keywords where a partition or nodeset name stands:
 #: ``PartitionName=DEFAULT`` sets defaults for the lines after it (the partition
 #: vanishes), ``Nodes=ALL`` means every node.
@@ -62,13 +160,22 @@ def check_slurm_keywords(bp: Blueprint) -> Iterator[Finding]:
 
 @rule("names.partition-nodesets")
 def check_partition_nodesets(bp: Blueprint) -> Iterator[Finding]:
-    """Every nodeset a partition names must be listed under slurm.nodesets."""
+    """A partition names each nodeset once, and only nodesets under slurm.nodesets.
+
+    slurm.conf's ``Nodes=a,a`` swaps only the first ``a`` for the nodeset's nodes; the
+    second is taken for a node name, and slurmctld 22.05 crashes on it.
+    """
     known = [n.name for n in bp.slurm.nodesets]
     for p_index, partition in enumerate(bp.slurm.partitions):
+        first: dict[str, int] = {}
         for n_index, name in enumerate(partition.nodesets):
-            if name not in known:
-                yield unknown_reference(("slurm", "partitions", p_index, "nodesets", n_index),
-                                        name, known, "nodeset", "nodesets")
+            path = ("slurm", "partitions", p_index, "nodesets", n_index)
+            if name in first:
+                yield error(path, f"{name!r} is already listed at nodesets[{first[name]}]",
+                            "list each nodeset once: slurmctld does not start on a repeat")
+            elif name not in known:
+                yield unknown_reference(path, name, known, "nodeset", "nodesets")
+            first.setdefault(name, n_index)
 
 
 @rule("names.default-partition")

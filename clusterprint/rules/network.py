@@ -6,7 +6,7 @@ import ipaddress
 from collections.abc import Iterator
 
 from clusterprint import catalog
-from clusterprint.findings import Finding, KeyPath, error, format_path, warning
+from clusterprint.findings import Finding, Fix, KeyPath, error, format_path, warning
 from clusterprint.gpu_fabric import fabric_kinds, subnets_needed
 from clusterprint.model import Blueprint
 from clusterprint.rules.registry import rule
@@ -120,8 +120,8 @@ def check_one_gpu_fabric(bp: Blueprint) -> Iterator[Finding]:
             yield error(("slurm", "nodesets", index, "machine_type"),
                         f"{family.machine_type} needs {family.networking} GPU networking, "
                         f"nodesets[{first_index}] needs {first.networking}",
-                        "one GPU fabric per cluster: split it in two, or set "
-                        "network.gpu_networks: none")
+                        (Fix("one GPU fabric per cluster: split it in two"),
+                         Fix("set network.gpu_networks: none", sets="network.gpu_networks")))
 
 
 @rule("network.mtu-recommended")
@@ -131,7 +131,7 @@ def check_mtu_recommended(bp: Blueprint) -> Iterator[Finding]:
     families = {f.machine_type: f for n in bp.slurm.nodesets
                 if (f := catalog.gpu_family(n.machine_type))}
     for family in families.values():
-        if mtu is not None and mtu != family.recommended_mtu:
+        if mtu is not None and family.recommended_mtu not in (None, mtu):
             yield warning(("network", "mtu"),
                           f"{mtu} differs from {family.recommended_mtu}, the MTU recommended for "
                           f"{family.machine_type}",
@@ -188,3 +188,58 @@ def check_psa_choice(bp: Blueprint) -> Iterator[Finding]:
                     "set either prefix_length or range, not both",
                     "an explicit range fixes the prefix length already")
 
+
+@rule("network.peerings")
+def check_peerings(bp: Blueprint) -> Iterator[Finding]:
+    """Each peering reaches another network, and only once.
+
+    A network cannot peer with itself, and two networks share at most one peering. The
+    cluster's own network is known here only as ``existing``: a network clusterprint
+    creates takes its name from Pulumi, with a random suffix.
+    """
+    net = bp.network
+    first: dict[str, int] = {}
+    for index, peering in enumerate(net.peerings):
+        path = ("network", "peerings", index, "peer_network")
+        if peering.peer_network == net.existing:
+            yield error(path, "is the cluster's own network (network.existing)",
+                        "peer with another network, or remove this peering")
+        elif peering.peer_network in first:
+            yield error(path, f"peerings[{first[peering.peer_network]}] already peers with "
+                              f"{peering.peer_network}", "peer with each network once")
+        first.setdefault(peering.peer_network, index)
+
+def _psa_blocks(bp: Blueprint) -> list[tuple[str, int]]:
+    """What each producer takes from the PSA range: (what, prefix length)."""
+    home = bp.storage.home
+    blocks = []
+    if home.uses_filestore and home.filestore is not None:
+        blocks.append((f"Filestore {home.filestore.tier}",
+                       catalog.FILESTORE_PSA_PREFIX[home.filestore.tier]))
+    blocks += [(f"Lustre {x.name}", catalog.LUSTRE_PSA_PREFIX) for x in bp.storage.lustre]
+    return blocks
+
+
+@rule("network.psa-size")
+def check_psa_size(bp: Blueprint) -> Iterator[Finding]:
+    """The private service access range must hold Filestore and every Lustre instance.
+
+    Each producer takes an aligned block of its own (Filestore /26 or /29 by tier, each
+    Lustre instance /23); the sum of the blocks is the least the range must hold.
+    """
+    psa = bp.network.private_service_access
+    if bp.orchestrator == "managed" or (psa.range and parse_cidr(psa.range)[0] is None):
+        return
+    blocks = _psa_blocks(bp)
+    needed = sum(2 ** (32 - prefix) for _, prefix in blocks)
+    prefix = psa.effective_prefix_length
+    if needed <= 2 ** (32 - prefix):
+        return
+    key = "range" if psa.range else "prefix_length"
+    path = ("network", "private_service_access", key) if key in psa.model_fields_set else (
+        "network", "private_service_access")
+    wanted = 32 - (needed - 1).bit_length()
+    parts = [f"{what} a /{p}" for what, p in blocks]
+    takes = ", ".join(parts[:-1]) + " and " + parts[-1] if len(parts) > 1 else parts[0]
+    yield error(path, f"a /{prefix} range holds {2 ** (32 - prefix)} addresses, but {takes} "
+                      f"take {needed}", f"use a prefix length of {wanted} or shorter")

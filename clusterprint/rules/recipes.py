@@ -24,14 +24,20 @@ def check_recipe_partition(bp: Blueprint) -> Iterator[Finding]:
         nodesets = [bp.slurm.nodeset(name) for name in partition.nodesets]
         if None in nodesets:
             continue  # names.partition-nodesets reports the missing nodeset
-        capacity = sum(ns.upper_bound for ns in nodesets if ns)
-        if job.nodes > capacity:
-            yield error(("recipes", index, "nodes"),
-                        f"{job.nodes} nodes is more than partition {partition.name} holds "
-                        f"({capacity})", f"use at most {capacity}")
         needed = catalog.RECIPES[job.name].min_gpus_per_node
-        gpus = min((ns.gpus for ns in nodesets if ns), default=0)
-        if gpus < needed:
+        # Slurm places a job asking for N GPUs per node only on nodes that have them, so a
+        # partition mixing GPU and CPU nodesets holds as many nodes as its GPU nodesets.
+        able = [ns for ns in nodesets if ns and ns.gpus >= needed]
+        if not able:
+            most = max(ns.gpus for ns in nodesets if ns)
             yield error(("recipes", index, "partition"),
                         f"{job.name} needs at least {needed} GPU(s) per node; partition "
-                        f"{partition.name} has {gpus}", "submit it to a GPU partition")
+                        f"{partition.name} has {most}", "submit it to a GPU partition")
+            continue
+        capacity = sum(ns.upper_bound for ns in able)
+        holds = (f"holds ({capacity})" if len(able) == len(nodesets) else
+                 f"holds with at least {needed} GPU(s) per node ({capacity})")
+        if job.nodes > capacity:
+            yield error(("recipes", index, "nodes"),
+                        f"{job.nodes} nodes is more than partition {partition.name} {holds}",
+                        f"use at most {capacity}")

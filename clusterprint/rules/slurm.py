@@ -6,9 +6,10 @@ import difflib
 from collections.abc import Iterator
 
 from clusterprint import catalog
-from clusterprint.findings import Finding, error, warning
+from clusterprint.findings import Finding, Fix, KeyPath, error, warning
 from clusterprint.model import Blueprint
 from clusterprint.rules.registry import rule
+from clusterprint.slurm_time import MAX_MINUTES, format_minutes, slurm_minutes, slurm_time_seconds
 
 
 @rule("slurm.reservation")
@@ -25,6 +26,42 @@ def check_reservation(bp: Blueprint) -> Iterator[Finding]:
                         f"{ns.provisioning}", "set provisioning: reservation, or remove it")
 
 
+@rule("slurm.reservation-placement")
+def check_reservation_placement(bp: Blueprint) -> Iterator[Finding]:
+    """Reserved VMs are placed by their reservation: they take no placement policy of ours.
+
+    Compute Engine refuses an external placement policy on VMs that consume an ordinary
+    reservation (slurm-gcp clears it: "vanilla reservations don't support external
+    policies"), and the Cluster Toolkit's A3 Ultra and A4 blueprints turn placement off.
+    """
+    for index, ns in enumerate(bp.slurm.nodesets):
+        if ns.provisioning == "reservation" and ns.placement == "compact":
+            yield error(("slurm", "nodesets", index, "placement"),
+                        "a reservation places its own VMs; a compact placement policy cannot "
+                        "be added to them",
+                        "remove placement; for close nodes reserve with a compact placement "
+                        "policy, or name a reservation block or sub-block")
+
+
+@rule("slurm.reservation-bound")
+def check_reservation_bound(bp: Blueprint) -> Iterator[Finding]:
+    """RESERVATION_BOUND VMs consume a dense or calendar-mode reservation, on A3/A4 types."""
+    for index, ns in enumerate(bp.slurm.nodesets):
+        if not ns.reservation_bound:
+            continue
+        path = ("slurm", "nodesets", index)
+        if ns.provisioning != "reservation":
+            yield error((*path, "reservation_bound"),
+                        f"reservation_bound applies to a reservation, not to {ns.provisioning}",
+                        "set provisioning: reservation and a reservation, or remove it")
+        elif ns.machine_type not in catalog.RESERVATION_BOUND_MACHINES:
+            yield warning((*path, "machine_type"),
+                          f"the reservation-bound model is documented only for "
+                          f"{', '.join(sorted(catalog.RESERVATION_BOUND_MACHINES))}",
+                          "check that your reservation is dense or calendar-mode, or remove "
+                          "reservation_bound")
+
+
 @rule("slurm.max-count")
 def check_max_count(bp: Blueprint) -> Iterator[Finding]:
     """max_count bounds the nodeset, so it cannot be below the static count."""
@@ -38,18 +75,41 @@ def check_max_count(bp: Blueprint) -> Iterator[Finding]:
                         "a nodeset with count 0 needs max_count", "set max_count >= 1")
 
 
+def close_machine_type(machine_type: str) -> str | None:
+    """The known machine type nearest a misspelt one: a GPU type, or a CPU series and shape
+    with the size the user wrote."""
+    series, _, rest = machine_type.partition("-")
+    size = rest.partition("-")[2]
+    cpu = [f"{s}-{shape}" + (f"-{size}" if size else "")
+           for s, shapes in catalog.CPU_MACHINE_SERIES.items() for shape in shapes]
+    close = difflib.get_close_matches(machine_type, [*catalog.GPU_MACHINES, *cpu], n=1,
+                                      cutoff=0.6)
+    return close[0] if close else None
+
+
+def _machine_types(bp: Blueprint) -> list[tuple[KeyPath, str]]:
+    return [(("slurm", "controller", "machine_type"), bp.slurm.controller.machine_type),
+            (("slurm", "login", "machine_type"), bp.slurm.login.machine_type),
+            *((("slurm", "nodesets", i, "machine_type"), ns.machine_type)
+              for i, ns in enumerate(bp.slurm.nodesets))]
+
+
 @rule("slurm.machine-type")
-def check_gpu_machine_known(bp: Blueprint) -> Iterator[Finding]:
-    """A GPU-looking machine type outside the catalog gets no GPUs, GRES or GPU networks."""
-    known = list(catalog.GPU_MACHINES)
-    for index, ns in enumerate(bp.slurm.nodesets):
-        if "gpu" in ns.machine_type and catalog.gpu_family(ns.machine_type) is None:
-            close = difflib.get_close_matches(ns.machine_type, known, n=1, cutoff=0.6)
-            yield warning(("slurm", "nodesets", index, "machine_type"),
-                          f"{ns.machine_type} is not in clusterprint's GPU catalog; its nodes get "
-                          f"no GPU GRES and no GPU networks",
-                          f"did you mean {close[0]}?" if close else
-                          f"known GPU machine types: {', '.join(known)}")
+def check_machine_known(bp: Blueprint) -> Iterator[Finding]:
+    """A machine type outside the catalog may not exist, and a GPU one would get no GPUs.
+
+    Such a node gets no GPU GRES, no GPU networks and a CPU image, so an unlisted GPU
+    type boots as a CPU node; a typo only fails at `pulumi up`.
+    """
+    series = sorted(set(catalog.CPU_MACHINE_SERIES)
+                    | {t.split("-")[0] for t in catalog.GPU_MACHINES})
+    for path, machine_type in _machine_types(bp):
+        if catalog.machine_known(machine_type):
+            continue
+        close = close_machine_type(machine_type)
+        yield warning(path, f"{machine_type} is not a machine type clusterprint knows; its "
+                            f"nodes would get no GPU GRES, no GPU networks and the CPU image",
+                      f"did you mean {close}?" if close else f"known series: {', '.join(series)}")
 
 
 @rule("slurm.boot-disk")
@@ -89,5 +149,30 @@ def check_gpu_detection(bp: Blueprint) -> Iterator[Finding]:
                           "nodesets differ in GPUs, so gres.conf cannot name this nodeset's "
                           "GPU devices; the default image's Slurm has no gpu/nvml plugin to "
                           "find them, and its nodes would be drained",
-                          "set image to one whose Slurm has gpu/nvml, or put nodes of "
-                          "another GPU count in a cluster of their own")
+                          (Fix("set image to one whose Slurm has gpu/nvml",
+                               sets="slurm.nodesets[].image"),
+                           Fix("put nodes of another GPU count in a cluster of their own")))
+
+
+def time_limit_problem(text: str) -> tuple[str, str] | None:
+    """Why slurmctld would refuse, wrap or zero a time limit, and the range it takes; or None."""
+    seconds = slurm_time_seconds(text)
+    if seconds is None:
+        return None
+    minutes = slurm_minutes(seconds)
+    accepted = (f"use 1 minute up to {MAX_MINUTES} minutes = {format_minutes(MAX_MINUTES)}, "
+                f"or UNLIMITED")
+    if minutes == 0:
+        return f"{text} is a limit of 0 minutes: Slurm keeps it as 0, not as no limit", accepted
+    if minutes > MAX_MINUTES:
+        return (f"{text} is {format_minutes(minutes)}, longer than Slurm's 32-bit time "
+                f"arithmetic holds: slurmctld refuses it or wraps it to another limit"), accepted
+    return None
+
+
+@rule("slurm.time-limit")
+def check_time_limits(bp: Blueprint) -> Iterator[Finding]:
+    """A partition's max_time is a limit Slurm 22.05 and 23.11 keep: 1 minute up to 2**31 s."""
+    for index, partition in enumerate(bp.slurm.partitions):
+        if partition.max_time and (problem := time_limit_problem(partition.max_time)):
+            yield error(("slurm", "partitions", index, "max_time"), *problem)

@@ -11,9 +11,29 @@ from clusterprint.model import Blueprint
 from clusterprint.rules.names import unknown_reference
 from clusterprint.rules.registry import rule
 
-#: Paths a shared file system must never cover: the node would stop booting.
-SYSTEM_PATHS = ("/", "/bin", "/boot", "/dev", "/etc", "/lib", "/lib64", "/opt", "/proc",
-                "/root", "/run", "/sbin", "/sys", "/tmp", "/usr", "/var")
+#: What a node needs at these paths of Ubuntu 24.04 (the default image) to boot and run
+#: its boot scripts: a mount may not be at, inside or above one (so never ``/`` or ``/mnt``).
+#: Left free on purpose: /home (its own rule), /media, /srv (empty on the image), the rest of
+#: /mnt (the usual place for extra mounts), /lost+found and the *.usr-is-merged markers.
+SYSTEM_PATHS = {
+    "/bin": "programs, through a link to /usr/bin",
+    "/sbin": "programs, through a link to /usr/sbin",
+    "/lib": "libraries, through a link to /usr/lib",
+    "/lib64": "the loader, through a link to /usr/lib64",
+    "/usr": "programs and libraries",
+    "/boot": "the kernel",
+    "/dev": "device files",
+    "/etc": "configuration",
+    "/proc": "the kernel's process view",
+    "/sys": "the kernel's device view",
+    "/run": "runtime state such as munge's socket",
+    "/tmp": "temporary files",
+    "/var": "Slurm's spool and state",
+    "/root": "root's home",
+    "/opt": "add-on software",
+    "/snap": "snaps, gcloud among them on Ubuntu's images: the boot scripts call it",
+    "/mnt/localssd": "its local SSD, as Cluster Toolkit's GPU nodes do",
+}
 
 
 def capacity_problem(capacity: int, bands: tuple[catalog.CapacityBand, ...],
@@ -93,8 +113,11 @@ def mount_problem(path: str) -> tuple[str, str] | None:
     normal = posixpath.normpath(path)
     if normal != path or "//" in path:
         return f"{path!r} is not a normalized path", f"try {normal}"
-    if path in SYSTEM_PATHS or any(path.startswith(p + "/") for p in SYSTEM_PATHS[1:]):
-        return f"{path} would cover a system directory", "mount under a path of its own"
+    for system, holds in SYSTEM_PATHS.items():
+        where = ("is" if path == system else f"is inside {system}," if _inside(path, system)
+                 else f"would cover {system}," if _inside(system, path) else None)
+        if where:
+            return f"{path} {where} where the node keeps {holds}", "mount under a path of its own"
     return None
 
 

@@ -50,6 +50,14 @@ def test_vpc_mtu_range():
     ("a3-megagpu-8g", 8, 1 + 8, "tcpxo", 8244, "pd-balanced", True),
     ("a3-ultragpu-8g", 8, 2 + 8, "rdma", 8896, "hyperdisk-balanced", True),
     ("a4-highgpu-8g", 8, 2 + 8, "rdma", 8896, "hyperdisk-balanced", True),
+    ("a4x-highgpu-4g", 4, 2 + 4, "rdma", 8896, "hyperdisk-balanced", True),
+    ("a3-edgegpu-8g", 8, 1 + 4, "tcpx", 8244, "pd-balanced", False),
+    ("a3-highgpu-4g", 4, 1, "none", None, "pd-balanced", False),
+    ("a2-highgpu-8g", 8, 1, "none", None, "pd-balanced", False),
+    ("a2-megagpu-16g", 16, 1, "none", None, "pd-balanced", False),
+    ("a2-ultragpu-1g", 1, 1, "none", None, "pd-balanced", False),
+    ("g2-standard-32", 1, 1, "none", None, "pd-balanced", False),
+    ("g2-standard-48", 4, 1, "none", None, "pd-balanced", False),
 ])
 def test_gpu_machines(machine, gpus, nics, networking, mtu, disk, managed):
     f = catalog.gpu_family(machine)
@@ -70,3 +78,29 @@ def test_capacity_band_nearest_values():
     assert band.nearest(1) == [18_000]
     assert band.nearest(9_999_999) == [3_060_000]
 
+
+
+def test_only_a4x_is_arm64():
+    assert [m for m, f in catalog.GPU_MACHINES.items() if f.arch == "arm64"] == ["a4x-highgpu-4g"]
+
+
+def test_families_without_gpu_networks_do_not_change_the_default_mtu():
+    assert catalog.recommended_mtu(["a2-highgpu-8g", "g2-standard-96"]) == catalog.MTU_DEFAULT
+    assert catalog.recommended_mtu(["g2-standard-4", "a3-edgegpu-8g"]) == 8244
+
+
+@pytest.mark.parametrize(("machine_type", "known"), [
+    ("n2-standard-4", True), ("c4a-highcpu-16", True), ("e2-medium", True),
+    ("n2-custom-8-32768", True), ("custom-4-16384", True), ("m2-hypermem-416", True),
+    ("n2-standrd-4", False), ("a2-highgpu-3g", False), ("q9-standard-4", False),
+])
+def test_machine_known(machine_type, known):
+    assert catalog.machine_known(machine_type) is known
+
+
+def test_private_service_access_blocks_per_producer():
+    assert catalog.FILESTORE_PSA_PREFIX == {
+        "BASIC_HDD": 29, "BASIC_SSD": 29, "ZONAL": 26, "REGIONAL": 26, "ENTERPRISE": 26,
+        "HIGH_SCALE_SSD": 24}
+    assert set(catalog.FILESTORE_PSA_PREFIX) == set(catalog.FILESTORE_TIERS)
+    assert catalog.LUSTRE_PSA_PREFIX == 23

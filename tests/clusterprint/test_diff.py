@@ -174,6 +174,9 @@ def test_a_subnet_range_only_grows_in_place(old, new, replaced):
     (INSTANCE, "scheduling.provisioningModel", True),
     ("gcp:compute/resourcePolicy:ResourcePolicy", "groupPlacementPolicy.collocation", False),
     ("gcp:compute/resourcePolicy:ResourcePolicy", "region", True),
+    ("gcp:compute/resizeRequest:ResizeRequest", "resizeBy", True),
+    ("gcp:compute/resizeRequest:ResizeRequest", "requestedRunDuration.seconds", True),
+    ("gcp:compute/instanceGroupManager:InstanceGroupManager", "instanceLifecyclePolicy", False),
     ("gcp:compute/firewall:Firewall", "network", False),
     ("gcp:compute/firewall:Firewall", "direction", True),
     ("gcp:compute/routerNat:RouterNat", "type", True),
@@ -181,7 +184,14 @@ def test_a_subnet_range_only_grows_in_place(old, new, replaced):
     ("gcp:secretmanager/secret:Secret", "replication.auto", True),
     (CLUSTER, "orchestrator.slurm.loginNodes.zone", True),
     (CLUSTER, "storageResources.config.newLustre.perUnitStorageThroughput", True),
-    (CLUSTER, "storageResources.config.newFilestore.fileShares.capacityGb", False),
+    (CLUSTER, "storageResources.config.newFilestore.fileShares.capacityGb", True),
+    (CLUSTER, "computeResources.config.newOnDemandInstances.machineType", True),
+    (CLUSTER, "networkResources.config.newNetwork.network", True),
+    (CLUSTER, "orchestrator.slurm.nodeSets.computeInstance.bootDisk.sizeGb", True),
+    (CLUSTER, "orchestrator.slurm.nodeSets.staticNodeCount", False),
+    (CLUSTER, "orchestrator.slurm.loginNodes.count", False),
+    (CLUSTER, "orchestrator.slurm.partitions.nodeSetIds", False),
+    (CLUSTER, "labels", False),
 ])
 def test_the_table_follows_the_provider_schema(type_, path, replaced):
     assert forces_replacement(type_, path) is replaced

@@ -17,7 +17,7 @@ CASES = [
      "did you mean `mtu`?"),
     ({f"{NS}.bogus": Here(1)}, "schema.unknown-key", f"{NS}.bogus", "unknown key",
      "known keys: boot_disk, count, image, machine_type, max_count, name, placement, "
-     "provisioning, reservation"),
+     "provisioning, reservation, reservation_bound"),
     ({f"{NS}.count": Here("2")}, "schema.type", f"{NS}.count",
      "expected an integer, got a string ('2')", None),
     ({f"{NS}.count": Here(2.5)}, "schema.type", f"{NS}.count",
@@ -48,7 +48,12 @@ CASES = [
      "ending with a hyphen"),
     ({"slurm.partitions[0].name": Here("Debug")}, "schema.pattern",
      "slurm.partitions[0].name", "'Debug' is not valid",
-     "expected 1 to 31 lowercase letters, digits or hyphens, starting with a letter"),
+     "expected 1 to 31 lowercase letters, digits or hyphens, starting with a letter and not "
+     "ending with a hyphen"),
+    ({"slurm.partitions[0].name": Here("debug-")}, "schema.pattern",
+     "slurm.partitions[0].name", "'debug-' is not valid",
+     "expected 1 to 31 lowercase letters, digits or hyphens, starting with a letter and not "
+     "ending with a hyphen"),
     ({"zone": Here("us-central1")}, "schema.pattern", "zone", "'us-central1' is not valid",
      "expected a zone such as us-central1-a"),
     ({f"{NS}.reservation": Here("projects/p/reservations/r")}, "schema.pattern",
@@ -61,6 +66,8 @@ CASES = [
      "must be at least 0"),
     ({"slurm.login.count": Here(17)}, "schema.range", "slurm.login.count", "17 is out of range",
      "must be at most 16"),
+    ({"slurm.health_checks.interval_s": Here(65536)}, "schema.range",
+     "slurm.health_checks.interval_s", "65536 is out of range", "must be at most 65535"),
     ({"slurm.nodesets": Here([])}, "schema.length", "slurm.nodesets", "has 0 items",
      "needs at least 1"),
     ({NS: Here({"name": "cpu", "count": 2})}, "schema.required", f"{NS}.machine_type",
@@ -103,6 +110,18 @@ def test_every_problem_in_one_run_in_line_order(make_text, check):
 def test_valid_minimal_blueprint_has_no_findings(make_text, check):
     checked = check(make_text())
     assert (checked.exit_code, checked.findings) == (0, [])
+
+
+@pytest.mark.parametrize("name", ["a", "a1", "a--b", "p" * 30 + "1"])
+def test_partition_names_up_to_31_not_ending_in_a_hyphen_are_valid(make_text, check, name):
+    checked = check(make_text({"slurm.partitions[0].name": name}))
+    assert (checked.exit_code, checked.findings) == (0, []), describe(checked)
+
+
+@pytest.mark.parametrize("name", ["a-", "p" * 31 + "1", "1a"])
+def test_other_partition_names_are_refused_by_the_model(rules_check, name):
+    rules_check.refused({"slurm.partitions[0].name": Here(name)}, "schema.pattern",
+                        "slurm.partitions[0].name")
 
 
 def test_every_model_pattern_is_explained_in_words():

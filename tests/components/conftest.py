@@ -39,6 +39,8 @@ class Registered:
     parent: str
     protect: bool
     custom: bool
+    #: Input names the engine keeps from the program's values (``ignore_changes``).
+    ignore_changes: tuple[str, ...] = ()
 
 
 def _urn_name(urn: str) -> str:
@@ -58,6 +60,8 @@ def _computed(typ: str, name: str, inputs: dict[str, Any]) -> dict[str, Any]:
         return {"networks": [network]}
     if typ == "gcp:lustre/instance:Instance":
         return {"mountPoint": f"10.200.0.3@tcp:/{inputs['filesystem']}"}
+    if typ == "gcp:compute/instanceGroupManager:InstanceGroupManager":
+        return {"name": inputs.get("name", f"{name}-auto")}  # the engine's auto-name
     if typ == "gcp:serviceaccount/account:Account":
         email = f"{inputs['accountId']}@{PROJECT}.iam.gserviceaccount.com"
         return {"email": email, "member": f"serviceAccount:{email}"}
@@ -98,7 +102,8 @@ class RecordingMonitor(MockMonitor):
             self.registered.append(Registered(
                 request.type, request.name, self.recording.inputs.get((request.type,
                                                                         request.name), {}),
-                _urn_name(request.parent), request.protect, request.custom))
+                _urn_name(request.parent), request.protect, request.custom,
+                tuple(request.ignoreChanges)))
         return response
 
 

@@ -176,6 +176,35 @@ def test_every_vm_and_data_resource_carries_the_cluster_label(cloud, name):
         assert bp.labels.items() <= resource.inputs["labels"].items()
 
 
+def with_network(blueprint: Blueprint, **network) -> Blueprint:
+    data = blueprint.model_dump(by_alias=True)
+    data["network"] |= network
+    return Blueprint.model_validate_json(json.dumps(data))
+
+
+@pytest.mark.parametrize("ssh", [None, []], ids=["ssh-as-written", "ssh-none"])
+@pytest.mark.parametrize("name", REFERENCES)
+def test_no_firewall_admits_traffic_without_a_source(cloud, name, ssh):
+    # A firewall rule with no source admits 0.0.0.0/0 (hashicorp/terraform-provider-google#6789).
+    bp = reference_blueprint(name)
+    bp = bp if ssh is None else with_network(bp, ssh_source_ranges=ssh)
+    build(cloud, bp)
+    firewalls = cloud.of_type("gcp:compute/firewall:Firewall")
+    assert firewalls
+    for rule in firewalls:
+        assert rule.inputs.get("sourceRanges") or rule.inputs.get("sourceTags"), rule.name
+    ssh_rules = [r for r in firewalls if r.name.endswith("-network-ssh")]
+    assert len(ssh_rules) == (1 if bp.network.ssh_source_ranges else 0)
+
+
+def test_the_most_labels_a_blueprint_may_set_fit_every_resource(cloud):
+    bp = reference_blueprint("cpu-small").model_copy(
+        update={"labels": {f"k{i}": "v" for i in range(62)}})
+    build(cloud, bp)
+    counts = [len(r.inputs["labels"]) for r in cloud.resources if r.inputs.get("labels")]
+    assert max(counts) == 64
+
+
 def test_file_systems_sit_on_the_full_system_network_name(cloud):
     bp = reference_blueprint("a3mega")
     build(cloud, bp)

@@ -43,6 +43,11 @@ def test_ssh_only_from_the_given_ranges_and_nodes_talk_freely(cloud):
     assert "sourceRanges" not in internal
 
 
+def test_no_ssh_sources_means_no_ssh_rule(cloud):
+    network(cloud, ssh_source_ranges=[], node_tag="c1")
+    assert [r.name for r in cloud.of_type(FIREWALL)] == ["net-internal"]
+
+
 def test_nat_only_when_asked(cloud):
     network(cloud, nat=False)
     assert not cloud.of_type("gcp:compute/routerNat:RouterNat")

@@ -10,6 +10,7 @@ from components.nodeset import FLEX_START_MAX_RUN_S, GpuNodeset
 TEMPLATE = "gcp:compute/instanceTemplate:InstanceTemplate"
 GROUP = "gcp:compute/instanceGroupManager:InstanceGroupManager"
 POLICY = "gcp:compute/resourcePolicy:ResourcePolicy"
+RESIZE = "gcp:compute/resizeRequest:ResizeRequest"
 SYSTEM = ["sys-0", "sys-1"]
 GPU = [f"gpu-{i}" for i in range(8)]
 
@@ -30,6 +31,12 @@ def nodeset(cloud, **fields) -> dict:
     ("a3-highgpu-8g", ["GVNIC"] + ["GVNIC"] * 4),
     ("a3-ultragpu-8g", ["GVNIC"] * 2 + ["MRDMA"] * 8),
     ("a4-highgpu-8g", ["GVNIC"] * 2 + ["MRDMA"] * 8),
+    ("a4x-highgpu-4g", ["GVNIC"] * 2 + ["MRDMA"] * 4),
+    ("a3-edgegpu-8g", ["GVNIC"] + ["GVNIC"] * 4),
+    ("a3-highgpu-2g", ["GVNIC"]),
+    ("a2-ultragpu-8g", ["GVNIC"]),
+    ("a2-megagpu-16g", ["GVNIC"]),
+    ("g2-standard-48", ["GVNIC"]),
     ("n2-standard-4", [None]),
 ])
 def test_nics_follow_the_machine_family(cloud, machine_type, expected):
@@ -55,6 +62,24 @@ def test_reservation_is_consumed_by_name(cloud):
     assert template["scheduling"]["onHostMaintenance"] == "TERMINATE"
 
 
+def test_a_reservation_template_gets_no_placement_policy_of_ours(cloud):
+    template = nodeset(cloud, provisioning="reservation", placement="compact",
+                       reservation="projects/p-roject/reservations/r1")
+    assert "resourcePolicies" not in template
+    assert not cloud.of_type(POLICY)
+
+
+def test_a_dense_or_calendar_reservation_is_consumed_reservation_bound(cloud):
+    template = nodeset(cloud, machine_type="a4-highgpu-8g", provisioning="reservation",
+                       reservation="projects/p-roject/reservations/dense", reservation_bound=True)
+    assert template["scheduling"] == {
+        "provisioningModel": "RESERVATION_BOUND", "onHostMaintenance": "TERMINATE",
+        "automaticRestart": True, "instanceTerminationAction": "DELETE"}
+    assert template["reservationAffinity"]["type"] == "SPECIFIC_RESERVATION"
+    assert template["reservationAffinity"]["specificReservation"]["values"] == [
+        "projects/p-roject/reservations/dense"]
+
+
 def test_spot_vms_are_preemptible_and_never_restart(cloud):
     scheduling = nodeset(cloud, provisioning="spot")["scheduling"]
     assert scheduling["provisioningModel"] == "SPOT" and scheduling["preemptible"] is True
@@ -67,6 +92,33 @@ def test_flex_start_has_a_run_duration_and_no_reservation(cloud):
     assert template["scheduling"]["provisioningModel"] == "FLEX_START"
     assert template["scheduling"]["maxRunDuration"] == {"seconds": FLEX_START_MAX_RUN_S}
     assert template["reservationAffinity"] == {"type": "NO_RESERVATION"}
+
+
+def test_flex_start_capacity_comes_from_one_resize_request_on_an_empty_group(cloud):
+    nodeset(cloud, provisioning="flex-start", count=8, max_count=16)
+    group = cloud.one(GROUP)
+    assert group.inputs["targetSize"] == 0
+    assert group.inputs["instanceLifecyclePolicy"] == {"defaultActionOnFailure": "DO_NOTHING"}
+    assert group.ignore_changes == ("targetSize",)
+    request = cloud.one(RESIZE)
+    assert request.parent == "ns"
+    assert request.inputs["resizeBy"] == 8 and request.inputs["zone"] == "us-central1-a"
+    assert request.inputs["instanceGroupManager"] == "ns-group-auto"
+    assert request.inputs["requestedRunDuration"] == {"seconds": str(FLEX_START_MAX_RUN_S)}
+
+
+def test_flex_start_without_static_nodes_requests_nothing(cloud):
+    nodeset(cloud, provisioning="flex-start", count=0, max_count=4)
+    assert cloud.one(GROUP).inputs["targetSize"] == 0
+    assert not cloud.of_type(RESIZE)
+
+
+def test_other_groups_keep_count_vms_and_their_size_is_pulumis(cloud):
+    nodeset(cloud, provisioning="spot", count=3)
+    group = cloud.one(GROUP)
+    assert group.inputs["targetSize"] == 3 and group.ignore_changes == ()
+    assert "instanceLifecyclePolicy" not in group.inputs
+    assert not cloud.of_type(RESIZE)
 
 
 def test_on_demand_gpu_vms_terminate_on_maintenance(cloud):
@@ -110,6 +162,21 @@ def test_boot_disk_image_metadata_and_identity(cloud):
     assert template["metadata"]["k"] == "v"
     assert template["serviceAccount"]["email"] == "sa@p-roject.iam.gserviceaccount.com"
     assert template["tags"] == ["c1"]
+
+
+@pytest.mark.parametrize("machine_type", ["a2-highgpu-4g", "g2-standard-24"])
+def test_a2_and_g2_boot_the_gpu_image_from_pd_balanced(cloud, machine_type):
+    disk = nodeset(cloud, machine_type=machine_type)["disks"][0]
+    assert disk["sourceImage"].endswith("/ubuntu-accelerator-2404-amd64-with-nvidia-580")
+    assert disk["diskType"] == "pd-balanced"
+
+
+def test_a4x_boots_the_arm64_gpu_image_from_hyperdisk(cloud):
+    disk = nodeset(cloud, machine_type="a4x-highgpu-4g")["disks"][0]
+    assert disk["sourceImage"] == (
+        "projects/ubuntu-os-accelerator-images/global/images/family/"
+        "ubuntu-accelerator-2404-arm64-with-nvidia-580")
+    assert disk["diskType"] == "hyperdisk-balanced"
 
 
 def test_a_cpu_nodeset_boots_the_cpu_image(cloud):

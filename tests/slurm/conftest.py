@@ -157,6 +157,14 @@ class LocalSlurm:
         assert done.returncode == 0, f"{shlex.join(argv)}: {done.returncode}\n{done.stderr}"
         return done.stdout
 
+    def partitions(self) -> dict[str, dict[str, str]]:
+        """Every partition's settings by name, as ``scontrol show partition -o`` prints them."""
+        shown = {}
+        for line in self.run("scontrol", "show", "partition", "-o").splitlines():
+            fields = dict(re.findall(r"(\w+)=(\S*)", line))
+            shown[fields["PartitionName"]] = fields
+        return shown
+
     def answers(self) -> bool:
         """True when slurmctld answers a ping."""
         ping = subprocess.run(["scontrol", "ping"], env=self.env, capture_output=True,
@@ -169,6 +177,15 @@ class LocalSlurm:
                       self.root / "slurmctld.log", self.env)
         self.daemons.append(ctld)
         wait_until(lambda: ctld.running() and self.answers(), "slurmctld answering", ctld.log)
+
+    def refused_controller(self) -> str:
+        """slurmctld with this configuration, which must exit without answering; its log."""
+        ctld = Daemon(["slurmctld", "-D", "-f", str(self.conf)],
+                      self.root / "slurmctld.log", self.env)
+        self.daemons.append(ctld)
+        wait_until(lambda: not ctld.running() or self.answers(), "slurmctld exiting", ctld.log)
+        assert not ctld.running(), f"slurmctld started:\n{ctld.log.read_text()[-3000:]}"
+        return ctld.log.read_text(errors="replace")
 
     def compute_node_conf(self, nodeset: str) -> str:
         """The ``--conf`` line of the nodeset's rendered compute script."""
@@ -244,16 +261,21 @@ def munge_socket() -> Iterator[Path]:
 
 
 @pytest.fixture
-def local_slurm(munge_socket: Path) -> Iterator[Callable[[Blueprint], LocalSlurm]]:
-    """Starts local clusters from blueprints; stops all of them after the test."""
+def local_slurm(munge_socket: Path) -> Iterator[Callable[..., LocalSlurm]]:
+    """Starts local clusters from blueprints; stops all of them after the test.
+
+    ``local_slurm(blueprint, start=False)`` only prepares one, for a test that expects
+    slurmctld to refuse it (``refused_controller``).
+    """
     clusters: list[LocalSlurm] = []
 
-    def start(blueprint: Blueprint) -> LocalSlurm:
+    def make(blueprint: Blueprint, start: bool = True) -> LocalSlurm:
         cluster = LocalSlurm(blueprint, munge_socket)
         clusters.append(cluster)
-        cluster.start_controller()
+        if start:
+            cluster.start_controller()
         return cluster
 
-    yield start
+    yield make
     for cluster in clusters:
         cluster.stop()

@@ -1,62 +1,145 @@
-"""slurmctld boots the rendered configuration of any valid blueprint, not just ours."""
+"""slurmctld boots the rendered configuration of any valid blueprint, not just ours.
+
+Names are drawn over their whole model pattern, the longest included; time limits over
+the whole range the rules accept, both bounds included, in every form Slurm reads.
+slurmctld must keep each partition's limit exactly as the blueprint means it.
+"""
 
 from __future__ import annotations
 
-from hypothesis import HealthCheck, assume, given, settings
+import re
+
+from hypothesis import HealthCheck, assume, example, given, settings
 from hypothesis import strategies as st
 
 from clusterprint import rules
-from clusterprint.model import Blueprint
+from clusterprint.model import LIST_NAME_PATTERN, NAME_PATTERN, PARTITION_NAME_PATTERN, Blueprint
+from clusterprint.slurm_time import MAX_MINUTES, format_minutes
 
 MACHINE_TYPES = ["a3-megagpu-8g", "a3-ultragpu-8g", "a4-highgpu-8g", "n2-standard-4",
                  "c2-standard-60"]
-MAX_TIMES = [None, "30", "1:00:00", "12:00:00", "7-00:00:00", "UNLIMITED"]
-names = st.from_regex(r"[a-z][a-z0-9]{0,6}", fullmatch=True)
+LETTERS = "abcdefghijklmnopqrstuvwxyz"
+DIGITS = "0123456789"
+
+
+def names(pattern: str, shortest: int, longest: int) -> st.SearchStrategy[str]:
+    """Names of ``pattern``: a letter, then letters, digits or hyphens, ending in no hyphen.
+
+    The longest legal length is drawn as often as any other, so it is always tried.
+    """
+    @st.composite
+    def draw_name(draw) -> str:
+        length = draw(st.just(longest) | st.integers(shortest, longest))
+        middle = draw(st.text(LETTERS + DIGITS + "-", min_size=length - 2,
+                              max_size=length - 2)) if length > 2 else ""
+        last = draw(st.sampled_from(LETTERS + DIGITS)) if length > 1 else ""
+        name = draw(st.sampled_from(LETTERS)) + middle + last
+        assert re.fullmatch(pattern, name), (pattern, name)
+        return name
+    return draw_name()
+
+
+cluster_names = names(NAME_PATTERN, 2, 20)
+nodeset_names = names(LIST_NAME_PATTERN, 1, 16)
+partition_names = names(PARTITION_NAME_PATTERN, 1, 31)
+
+
+def spelled(minutes: int, form: str, seconds: int) -> str:
+    """``minutes`` in one of Slurm's time forms; ``M:S`` comes ``seconds`` (1-60) short.
+
+    Slurm rounds seconds up to the next minute, so every form means exactly ``minutes``.
+    """
+    days, rest = divmod(minutes, 24 * 60)
+    return {"M": f"{minutes}",
+            "M:S": f"{minutes - 1}:{seconds:02d}",
+            "H:M:S": f"{minutes // 60}:{minutes % 60:02d}:00",
+            "D-H:M": f"{days}-{rest // 60}:{rest % 60}",
+            "D-H:M:S": f"{days}-{rest // 60:02d}:{rest % 60:02d}:00"}[form]
 
 
 @st.composite
-def blueprints(draw) -> Blueprint:
-    """A valid blueprint with several nodesets and partitions over them."""
-    nodeset_names = draw(st.lists(names, min_size=2, max_size=4, unique=True))
+def time_limits(draw) -> tuple[str | None, str]:
+    """A max_time the rules accept and how scontrol shows it back."""
+    if draw(st.integers(0, 4)) == 0:
+        text = draw(st.sampled_from([None, "UNLIMITED", "INFINITE"]))
+        return text, "UNLIMITED"
+    minutes = draw(st.sampled_from([1, MAX_MINUTES]) | st.integers(1, MAX_MINUTES))
+    form = draw(st.sampled_from(["M", "M:S", "H:M:S", "D-H:M", "D-H:M:S"]))
+    return spelled(minutes, form, draw(st.integers(1, 60))), format_minutes(minutes)
+
+
+def blueprint_of(cluster: str, nodesets: list[dict], partitions: list[dict]) -> Blueprint:
+    """A blueprint of these parts in the us-central1-a zone."""
+    return Blueprint.model_validate({
+        "apiVersion": "clusterprint/v1", "kind": "TrainingCluster", "name": cluster,
+        "region": "us-central1", "zone": "us-central1-a",
+        "slurm": {"nodesets": nodesets, "partitions": partitions}})
+
+
+@st.composite
+def blueprints(draw) -> tuple[Blueprint, dict[str, str]]:
+    """A valid blueprint with several nodesets and partitions, and each partition's limit."""
+    nodeset_list = draw(st.lists(nodeset_names, min_size=2, max_size=4, unique=True))
     nodesets = []
-    for name in nodeset_names:
+    for name in nodeset_list:
         count = draw(st.integers(0, 64))
         nodesets.append({"name": name, "machine_type": draw(st.sampled_from(MACHINE_TYPES)),
                          "count": count, "max_count": draw(st.integers(max(count, 1), 256))})
-    partitions = []
-    for name in draw(st.lists(names, min_size=2, max_size=4, unique=True)):
-        members = draw(st.lists(st.sampled_from(nodeset_names), min_size=1, unique=True))
-        partitions.append({"name": f"p{name}", "nodesets": members,
-                           "max_time": draw(st.sampled_from(MAX_TIMES))})
+    partitions, shown = [], {}
+    for name in draw(st.lists(partition_names, min_size=2, max_size=4, unique=True)):
+        members = draw(st.lists(st.sampled_from(nodeset_list), min_size=1, unique=True))
+        max_time, shown[name] = draw(time_limits())
+        partitions.append({"name": name, "nodesets": members,
+                           **({"max_time": max_time} if max_time else {})})
     marked = draw(st.none() | st.integers(0, len(partitions) - 1))
     if marked is not None:
         partitions[marked]["default"] = True
-    blueprint = Blueprint.model_validate({
-        "apiVersion": "clusterprint/v1", "kind": "TrainingCluster",
-        "name": f"c{draw(names)}", "region": "us-central1", "zone": "us-central1-a",
-        "slurm": {"nodesets": nodesets, "partitions": partitions}})
+    blueprint = blueprint_of(draw(cluster_names), nodesets, partitions)
     assume(not [f for f in rules.check(blueprint) if f.severity == "error"])
-    return blueprint
+    return blueprint, shown
 
 
-@settings(max_examples=5, deadline=None,
+LONGEST = {"name": "n" * 15 + "1", "machine_type": "n2-standard-4", "count": 1}
+#: Both bounds of max_time on partitions of the longest names, over the longest nodeset names.
+AT_THE_BOUNDS = (
+    blueprint_of("c" * 19 + "9", [LONGEST, {**LONGEST, "name": "m" * 15 + "2"}], [
+        {"name": "p" * 30 + "1", "nodesets": ["n" * 15 + "1", "m" * 15 + "2"],
+         "max_time": f"{MAX_MINUTES}"},
+        {"name": "q" * 30 + "2", "nodesets": ["m" * 15 + "2"],
+         "max_time": format_minutes(MAX_MINUTES)},
+        {"name": "r-1", "nodesets": ["n" * 15 + "1"], "max_time": "1", "default": True},
+        {"name": "s", "nodesets": ["n" * 15 + "1"], "max_time": "0:01"}]),
+    {"p" * 30 + "1": "24855-03:13:00", "q" * 30 + "2": "24855-03:13:00", "r-1": "00:01:00",
+     "s": "00:01:00"})
+
+
+@settings(max_examples=25, deadline=None,
           suppress_health_check=[HealthCheck.function_scoped_fixture])
-@given(blueprint=blueprints())
-def test_slurmctld_boots_rendered_config_of_generated_blueprints(blueprint, local_slurm):
+@given(drawn=blueprints())
+@example(drawn=AT_THE_BOUNDS)
+def test_slurmctld_boots_rendered_config_of_generated_blueprints(drawn, local_slurm):
+    blueprint, shown = drawn
     cluster = local_slurm(blueprint)
     try:
-        check_booted(cluster, blueprint)
+        check_booted(cluster, blueprint, shown)
     finally:
-        cluster.stop()  # one controller per example, not five at once
+        cluster.stop()  # one controller per example, not all at once
 
 
-def check_booted(cluster, blueprint: Blueprint) -> None:
-    """Every partition is up, the default one is marked, MaxNodeCount is the sum."""
-    partitions = dict(line.split() for line in cluster.run("sinfo", "-h", "-o", "%R %a")
-                      .splitlines())
-    assert partitions == {p.name: "up" for p in blueprint.slurm.partitions}
-    default = cluster.run("scontrol", "show", "partition", blueprint.slurm.default_partition.name)
-    assert "Default=YES" in default
+def test_the_bounds_example_is_valid():
+    blueprint, _ = AT_THE_BOUNDS
+    assert not [f for f in rules.check(blueprint) if f.severity == "error"]
+
+
+def check_booted(cluster, blueprint: Blueprint, limits: dict[str, str]) -> None:
+    """Every partition is up with its limit, the default one is marked, MaxNodeCount is the sum."""
+    shown = cluster.partitions()
+    assert set(shown) == {p.name for p in blueprint.slurm.partitions}
+    default = blueprint.slurm.default_partition.name
+    for name, fields in shown.items():
+        assert fields["State"] == "UP"
+        assert (fields["MaxTime"], fields["DefaultTime"]) == (limits[name], limits[name])
+        assert fields["Default"] == ("YES" if name == default else "NO")
     config = cluster.run("scontrol", "show", "config")
     max_nodes = sum(n.upper_bound for n in blueprint.slurm.nodesets)
     assert f"MaxNodeCount            = {max_nodes}" in config

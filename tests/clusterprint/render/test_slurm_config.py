@@ -76,3 +76,14 @@ def test_gres_names_no_files_a_cpu_node_lacks():
     for blueprint in (cluster_of("a4-highgpu-8g", "n2-standard-4"),
                       cluster_of("n2-standard-4")):
         assert lines(render_gres_conf(blueprint)) == ["AutoDetect=nvml"]
+
+
+def test_a2_and_g2_nodes_declare_and_bind_their_gpus():
+    # Before the catalog knew them these machines rendered as CPU nodes: no GRES at all.
+    for machine_type, gpus, files in (("a2-megagpu-16g", 16, "/dev/nvidia[0-15]"),
+                                      ("g2-standard-4", 1, "/dev/nvidia0")):
+        blueprint = cluster_of(machine_type)
+        assert "GresTypes=gpu" in lines(render_slurm_conf(blueprint))
+        assert lines(render_gres_conf(blueprint))[-1] == f"Name=gpu File={files}"
+        script = rendered_files(blueprint)["scripts/compute-n0.sh"]
+        assert f"readonly NODE_CONF='Feature=n0 Gres=gpu:{gpus}'" in script

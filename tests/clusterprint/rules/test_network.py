@@ -8,8 +8,37 @@ A3MEGA = {"slurm.nodesets[0].machine_type": "a3-megagpu-8g"}
 A3ULTRA = {"slurm.nodesets[0].machine_type": "a3-ultragpu-8g"}
 NETWORK = "projects/my-project/global/networks/net"
 SUBNETWORK = "projects/my-project/regions/us-central1/subnetworks/sub"
+EXISTING = {"network.existing": NETWORK, "network.existing_subnetwork": SUBNETWORK}
+PEER = "projects/other-proj/global/networks/peer"
+
+
+def peering(name, peer_network):
+    """A peering entry."""
+    return {"name": name, "peer_network": peer_network}
+
+
+PSA = "network.private_service_access"
+
+
+def lustre(*names: str) -> dict:
+    """Lustre entries of the smallest tier-500 size, one per name."""
+    return {"storage.lustre": [{"name": n, "filesystem": n, "capacity_gib": 18000}
+                               for n in names]}
+
 
 REFUSED = [
+    pytest.param("network.psa-size", f"{PSA}.prefix_length",
+                 {**lustre("scratch"), f"{PSA}.prefix_length": Here(24)}, "error", 1,
+                 id="/24-cannot-hold-filestore-and-a-lustre-/23"),
+    pytest.param("network.psa-size", f"{PSA}.range",
+                 {**lustre("scratch"), f"{PSA}.range": Here("10.200.0.0/23")}, "error", 1,
+                 id="a-/23-range-holds-lustre-but-not-filestore-too"),
+    pytest.param("network.psa-size", f"{PSA}.prefix_length",
+                 {**lustre("home", "scratch"), "storage.home": {"lustre": "home"},
+                  f"{PSA}.prefix_length": Here(23)}, "error", 1, id="two-lustre-in-a-/23"),
+    pytest.param("network.psa-size", PSA,
+                 {**lustre(*(f"s{i}" for i in range(8))), PSA: Here({})}, "error", 1,
+                 id="eight-lustre-and-filestore-overflow-the-default-/20"),
     pytest.param("network.cidr", "network.subnet_cidr",
                  {"network.subnet_cidr": Here("10.0.0.1/20")}, "error", 1, id="host-bits-set"),
     pytest.param("network.cidr", "network.subnet_cidr",
@@ -69,9 +98,28 @@ REFUSED = [
                  {"network.private_service_access": Here(
                      {"prefix_length": 20, "range": "10.200.0.0/20"})}, "error", 1,
                  id="prefix-and-range"),
+    pytest.param("network.peerings", "network.peerings[0].peer_network",
+                 {**EXISTING, "network.peerings": [peering("self", Here(NETWORK))]}, "error", 1,
+                 id="peers-with-its-own-network"),
+    pytest.param("network.peerings", "network.peerings[1].peer_network",
+                 {"network.peerings": [peering("a", PEER), peering("b", Here(PEER))]}, "error", 1,
+                 id="two-peerings-to-one-network"),
+    pytest.param("network.peerings", "network.peerings[2].peer_network",
+                 {**EXISTING, "network.peerings": [peering("a", PEER), peering("b", PEER),
+                                                   peering("c", Here(NETWORK))]}, "error", 2,
+                 id="twice-and-to-itself"),
 ]
 
 ACCEPTED = [
+    pytest.param("network.psa-size", {**lustre("scratch"), f"{PSA}.prefix_length": 22},
+                 id="filestore-and-one-lustre-in-a-/22"),
+    pytest.param("network.psa-size", {**lustre("home"), "storage.home": {"lustre": "home"},
+                                      f"{PSA}.range": "10.200.0.0/23"},
+                 id="one-lustre-fills-a-/23-exactly"),
+    pytest.param("network.psa-size", {"storage.home.filestore.tier": "BASIC_HDD",
+                                      f"{PSA}.prefix_length": 24}, id="basic-filestore-in-a-/24"),
+    pytest.param("network.psa-size", {**lustre(*(f"s{i}" for i in range(7)))},
+                 id="seven-lustre-and-filestore-in-the-default-/20"),
     pytest.param("network.range-size", {"network.subnet_cidr": "10.0.0.0/29",
                                         "network.private_service_access.range": "10.200.0.0/24"},
                  id="smallest-subnet-and-psa-range"),
@@ -106,6 +154,13 @@ ACCEPTED = [
     pytest.param("network.existing-ignored", {"network.mtu": 8896}, id="mtu-of-new-network"),
     pytest.param("network.psa", {"network.private_service_access.range": "10.200.0.0/20"},
                  id="range-only"),
+    pytest.param("network.peerings",
+                 {**EXISTING, "network.peerings": [
+                     peering("a", PEER), peering("b", "projects/other-proj/global/networks/peer2"),
+                     peering("c", "projects/third-proj/global/networks/net")]},
+                 id="distinct-peers-of-an-existing-network"),
+    pytest.param("network.peerings", {"network.peerings": [peering("a", NETWORK)]},
+                 id="a-created-network-peers-with-any-other"),
 ]
 
 test_refused, test_accepted = table_tests(REFUSED, ACCEPTED)
@@ -133,3 +188,17 @@ def test_default_mtu_follows_the_gpu_family(make_text, check):
     assert check(make_text(A3MEGA)).blueprint.mtu == 8244
     assert check(make_text(A3ULTRA)).blueprint.mtu == 8896
     assert check(make_text()).blueprint.mtu == 8896
+
+
+def test_repeated_peering_names_the_first(rules_check):
+    hit = rules_check.refused({"network.peerings": [peering("a", PEER), peering("b", Here(PEER))]},
+                              "network.peerings", "network.peerings[1].peer_network")
+    assert hit.finding.message == f"peerings[0] already peers with {PEER}"
+
+
+def test_psa_size_says_what_each_producer_takes(rules_check):
+    hit = rules_check.refused({**lustre("scratch"), f"{PSA}.prefix_length": Here(24)},
+                              "network.psa-size", f"{PSA}.prefix_length")
+    assert hit.finding.message == ("a /24 range holds 256 addresses, but Filestore ZONAL a /26 "
+                                   "and Lustre scratch a /23 take 576")
+    assert hit.finding.hint == "use a prefix length of 22 or shorter"

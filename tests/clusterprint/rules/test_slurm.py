@@ -1,4 +1,4 @@
-"""slurm.* rules: provisioning, node counts, machine types, boot disks, placement."""
+"""slurm.* rules: provisioning, node counts, machine types, boot disks, placement, time limits."""
 
 import pytest
 
@@ -8,10 +8,35 @@ NS = "slurm.nodesets[0]"
 RESERVATION = "projects/my-project/reservations/res"
 ULTRA = {f"{NS}.machine_type": "a3-ultragpu-8g"}
 
+PART = "slurm.partitions[0]"
+LONGEST = "35791393"  # minutes: the last one Slurm keeps (tests/slurm/test_slurm_limits.py)
+
 MIXED = {"slurm.nodesets[1]": {"name": "gpu", "count": 1, "machine_type": Here("a4-highgpu-8g")},
          "slurm.partitions[0].nodesets": ["cpu", "gpu"]}
 
+RESERVED = {f"{NS}.provisioning": "reservation", f"{NS}.reservation": RESERVATION}
+BOUND = {**RESERVED, f"{NS}.machine_type": "a4-highgpu-8g", f"{NS}.reservation_bound": True}
+
 REFUSED = [
+    pytest.param("slurm.reservation-placement", f"{NS}.placement",
+                 {**RESERVED, f"{NS}.placement": Here("compact")}, "error", 1,
+                 id="compact-placement-on-a-reservation"),
+    pytest.param("slurm.reservation-placement", "slurm.nodesets[1].placement",
+                 {**RESERVED, f"{NS}.placement": "compact",
+                  "slurm.nodesets[1]": {"name": "more", "count": 2, "machine_type": "n2-standard-4",
+                                        "provisioning": "reservation", "reservation": "res2",
+                                        "placement": Here("compact")},
+                  "slurm.partitions[0].nodesets": ["cpu", "more"]}, "error", 2,
+                 id="two-reserved-nodesets-with-compact-placement"),
+    pytest.param("slurm.reservation-bound", f"{NS}.reservation_bound",
+                 {f"{NS}.provisioning": "flex-start", f"{NS}.reservation_bound": Here(True)},
+                 "error", 1, id="reservation-bound-without-a-reservation"),
+    pytest.param("slurm.reservation-bound", f"{NS}.reservation_bound",
+                 {f"{NS}.reservation_bound": Here(True)}, "error", 1,
+                 id="reservation-bound-on-demand"),
+    pytest.param("slurm.reservation-bound", f"{NS}.machine_type",
+                 {**BOUND, f"{NS}.machine_type": Here("a3-highgpu-4g")}, "warning", 1,
+                 id="reservation-bound-on-an-undocumented-type"),
     pytest.param("slurm.gpu-detection", "slurm.nodesets[1].machine_type", MIXED, "warning", 1,
                  id="gpu-and-cpu-nodesets-on-the-default-image"),
     pytest.param("slurm.reservation", f"{NS}.provisioning",
@@ -30,6 +55,16 @@ REFUSED = [
     pytest.param("slurm.machine-type", f"{NS}.machine_type",
                  {f"{NS}.machine_type": Here("a3-megagpu-16g")}, "warning", 1,
                  id="gpu-type-not-in-catalog"),
+    pytest.param("slurm.machine-type", f"{NS}.machine_type",
+                 {f"{NS}.machine_type": Here("n2-standrd-4")}, "warning", 1,
+                 id="cpu-shape-misspelt"),
+    pytest.param("slurm.machine-type", f"{NS}.machine_type",
+                 {f"{NS}.machine_type": Here("qq-zzzzzz-4")}, "warning", 1,
+                 id="unknown-series"),
+    pytest.param("slurm.machine-type", "slurm.login.machine_type",
+                 {"slurm.controller.machine_type": "c2-standrd-8",
+                  "slurm.login.machine_type": Here("n2-standard4")}, "warning", 2,
+                 id="controller-and-login-misspelt"),
     pytest.param("slurm.boot-disk", f"{NS}.boot_disk.type",
                  {**ULTRA, f"{NS}.boot_disk.type": Here("pd-ssd")}, "error", 1,
                  id="a3ultra-on-pd-ssd"),
@@ -39,9 +74,28 @@ REFUSED = [
     pytest.param("slurm.placement", f"{NS}.placement",
                  {f"{NS}.count": 1, f"{NS}.placement": Here("compact")}, "warning", 1,
                  id="compact-single-node"),
+    *[pytest.param("slurm.time-limit", f"{PART}.max_time", {f"{PART}.max_time": Here(limit)},
+                   "error", 1, id=f"max-time-{limit}")
+      for limit in ("0", "0:0", "00:00:00", "0-0", "35791394", "24855-03:14:00",
+                    "24855-03:13:01", "4294967296", "99999999999")],
+    pytest.param("slurm.time-limit", "slurm.partitions[1].max_time",
+                 {f"{PART}.max_time": "0",
+                  "slurm.partitions[1]": {"name": "long", "nodesets": ["cpu"],
+                                          "max_time": Here("71582788")}}, "error", 2,
+                 id="every-partition-past-the-bounds"),
 ]
 
 ACCEPTED = [
+    pytest.param("slurm.reservation-placement", {**RESERVED}, id="reservation-without-placement"),
+    pytest.param("slurm.reservation-placement", {**RESERVED, f"{NS}.placement": "none"},
+                 id="reservation-placement-none"),
+    pytest.param("slurm.reservation-placement", {f"{NS}.placement": "compact"},
+                 id="compact-on-demand"),
+    pytest.param("slurm.reservation-bound", {**BOUND}, id="dense-a4-reservation"),
+    pytest.param("slurm.reservation-bound", {**BOUND, f"{NS}.machine_type": "a3-highgpu-8g"},
+                 id="a3-high-8-gpus-is-the-smallest-documented"),
+    pytest.param("slurm.reservation-bound", {**RESERVED, f"{NS}.reservation_bound": False},
+                 id="ordinary-reservation"),
     pytest.param("slurm.gpu-detection", {**ULTRA}, id="one-gpu-nodeset"),
     pytest.param("slurm.gpu-detection",
                  {**MIXED, "slurm.nodesets[1].image": {"project": "my-images",
@@ -58,6 +112,11 @@ ACCEPTED = [
     pytest.param("slurm.machine-type", {f"{NS}.machine_type": "a3-highgpu-8g"},
                  id="catalog-gpu"),
     pytest.param("slurm.machine-type", {}, id="cpu"),
+    *[pytest.param("slurm.machine-type", {f"{NS}.machine_type": machine_type}, id=machine_type)
+      for machine_type in ("a2-highgpu-1g", "a2-megagpu-16g", "a2-ultragpu-8g", "g2-standard-4",
+                           "g2-standard-96", "a3-highgpu-2g", "a3-edgegpu-8g", "a4x-highgpu-4g",
+                           "e2-micro", "n2-custom-8-32768", "custom-8-32768",
+                           "c3-standard-4-lssd")],
     pytest.param("slurm.boot-disk", {**ULTRA, f"{NS}.boot_disk.type": "hyperdisk-balanced"},
                  id="a3ultra-on-hyperdisk"),
     pytest.param("slurm.boot-disk", {**ULTRA}, id="a3ultra-default"),
@@ -65,6 +124,10 @@ ACCEPTED = [
     pytest.param("slurm.placement", {f"{NS}.placement": "compact"}, id="compact-two-nodes"),
     pytest.param("slurm.placement", {f"{NS}.count": 1, f"{NS}.max_count": 2,
                                      f"{NS}.placement": "compact"}, id="compact-up-to-two"),
+    *[pytest.param("slurm.time-limit", {f"{PART}.max_time": limit}, id=f"max-time-{limit}")
+      for limit in ("1", "0:01", "0:0:1", "0-0:1", "7-00:00:00", "UNLIMITED", "INFINITE",
+                    LONGEST, "596523:13:00", "24855-03:13:00", "24855-3:13", "35791392:60")],
+    pytest.param("slurm.time-limit", {}, id="no-max-time"),
 ]
 
 test_refused, test_accepted = table_tests(REFUSED, ACCEPTED)
@@ -78,7 +141,42 @@ def test_defaults_follow_the_contract(make_text, check):
     assert (cpu.boot_disk_type, cpu.gpus) == ("pd-balanced", 0)
 
 
-def test_unknown_gpu_type_suggests_the_closest(rules_check):
-    hit = rules_check.refused({f"{NS}.machine_type": Here("a3-megagpu-16g")},
+@pytest.mark.parametrize(("typo", "hint"), [
+    ("a3-megagpu-8", "did you mean a3-megagpu-8g?"),
+    ("a2-higpu-1g", "did you mean a2-highgpu-1g?"),
+    ("n2-standrd-4", "did you mean n2-standard-4?"),
+    ("c3-highmen-8", "did you mean c3-highmem-8?"),
+])
+def test_unknown_machine_type_suggests_the_closest(rules_check, typo, hint):
+    hit = rules_check.refused({f"{NS}.machine_type": Here(typo)},
                               "slurm.machine-type", f"{NS}.machine_type", "warning")
-    assert hit.finding.hint == "did you mean a3-megagpu-8g?"
+    assert hit.finding.hint == hint
+
+
+def test_time_limit_message_gives_the_range(rules_check):
+    hit = rules_check.refused({f"{PART}.max_time": Here("35791394")}, "slurm.time-limit",
+                              f"{PART}.max_time")
+    assert hit.finding.message == (
+        "35791394 is 24855-03:14:00, longer than Slurm's 32-bit time arithmetic holds: "
+        "slurmctld refuses it or wraps it to another limit")
+    assert hit.finding.hint == ("use 1 minute up to 35791393 minutes = 24855-03:13:00, "
+                                "or UNLIMITED")
+
+
+def test_zero_time_limit_says_slurm_keeps_zero(rules_check):
+    hit = rules_check.refused({f"{PART}.max_time": Here("0")}, "slurm.time-limit",
+                              f"{PART}.max_time")
+    assert hit.finding.message == "0 is a limit of 0 minutes: Slurm keeps it as 0, not as no limit"
+
+
+def test_a_type_with_nothing_close_lists_the_known_series(rules_check):
+    hit = rules_check.refused({f"{NS}.machine_type": Here("qq-zzzzzz-4")},
+                              "slurm.machine-type", f"{NS}.machine_type", "warning")
+    assert hit.finding.hint.startswith("known series: a2, a3, a4, a4x, c2, ")
+
+
+def test_a2_and_g2_nodes_get_their_gpus(make_text, check):
+    ns = check(make_text({f"{NS}.machine_type": "a2-megagpu-16g"})).blueprint.slurm.nodesets[0]
+    assert (ns.gpus, ns.boot_disk_type) == (16, "pd-balanced")
+    ns = check(make_text({f"{NS}.machine_type": "g2-standard-24"})).blueprint.slurm.nodesets[0]
+    assert (ns.gpus, ns.boot_disk_type) == (2, "pd-balanced")

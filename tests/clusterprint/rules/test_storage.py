@@ -68,6 +68,15 @@ REFUSED = [
     pytest.param("storage.mounts", "storage.buckets[0].mount",
                  {"storage.buckets": [bucket("ckpts", Here("/usr/local/ckpts"))]}, "error", 1,
                  id="system-directory"),
+    *[pytest.param("storage.mounts", "storage.buckets[0].mount",
+                   {"storage.buckets": [bucket("ckpts", Here(path))]}, "error", 1,
+                   id=f"system-path-{path}")
+      for path in ("/", "/snap", "/snap/ckpts", "/mnt", "/mnt/localssd", "/mnt/localssd/ckpts",
+                   "/var", "/run/ckpts", "/lib64")],
+    pytest.param("storage.mounts", "storage.lustre[0].mount",
+                 {**lustre(500, 18000, mount=Here("/snap")),
+                  "storage.buckets": [bucket("ckpts", "/mnt")]}, "error", 2,
+                 id="lustre-and-bucket-on-system-paths"),
     pytest.param("storage.mounts", "storage.buckets[0].mount",
                  {"storage.buckets": [bucket("ckpts", Here("/gcs/ckpts/"))]}, "error", 1,
                  id="not-normalized"),
@@ -101,6 +110,12 @@ ACCEPTED = [
     pytest.param("storage.mounts", {"storage.home": {"lustre": "scratch"},
                                     **lustre(500, 18000, mount="/home")},
                  id="home-lustre-at-home"),
+    pytest.param("storage.mounts", {**lustre(500, 18000, mount="/snapshots"),
+                                    "storage.buckets": [bucket("ckpts", "/mnt/ckpts"),
+                                                        bucket("data", "/srv/data"),
+                                                        bucket("cache", "/mnt/localssd2"),
+                                                        bucket("media", "/media/data")]},
+                 id="beside-system-paths"),
 ]
 
 test_refused, test_accepted = table_tests(REFUSED, ACCEPTED)
@@ -138,3 +153,15 @@ def test_duplicate_mount_names_the_other_entry(rules_check):
                                "storage.buckets": [bucket("ckpts", Here("/data"))]},
                               "storage.mounts", "storage.buckets[0].mount")
     assert hit.finding.message == "/data is already the mount of storage.lustre[0]"
+
+
+@pytest.mark.parametrize(("path", "message"), [
+    ("/mnt", "/mnt would cover /mnt/localssd, where the node keeps its local SSD, as Cluster "
+             "Toolkit's GPU nodes do"),
+    ("/snap/gcs", "/snap/gcs is inside /snap, where the node keeps snaps, gcloud among them on "
+                  "Ubuntu's images: the boot scripts call it"),
+])
+def test_system_path_message_says_what_lives_there(rules_check, path, message):
+    hit = rules_check.refused({"storage.buckets": [bucket("ckpts", Here(path))]},
+                              "storage.mounts", "storage.buckets[0].mount")
+    assert hit.finding.message == message

@@ -1,0 +1,111 @@
+"""Every name clusterprint derives from a blueprint's entries, in one place.
+
+The components name their resources with these functions, and the rule
+``names.derived-collision`` derives the same names from a blueprint to refuse two
+entries that would take one name, so a change of naming changes both at once. Pure
+strings: no model, no Pulumi.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+
+#: The label every resource of a cluster carries; the dashboard selects VMs by it.
+CLUSTER_LABEL = "clusterprint-cluster"
+#: The label a nodeset's VMs carry besides the cluster's.
+NODESET_LABEL = "clusterprint-nodeset"
+#: Label keys clusterprint sets itself; a blueprint's own would be overwritten.
+RESERVED_LABEL_PREFIX = "clusterprint-"
+#: Every label clusterprint adds to one resource, at most: a nodeset's VMs get both.
+OWN_LABELS = (CLUSTER_LABEL, NODESET_LABEL)
+
+#: The role of TrainingCluster's SharedStorage, whose children are named after entries.
+STORAGE = "storage"
+#: SharedStorage's children besides one per Lustre entry and created bucket.
+FILESTORE_HOME = "home"
+LNET_FIREWALL = "lnet"
+#: GpuNodeset's children.
+PLACEMENT = "placement"
+TEMPLATE = "template"
+GROUP = "group"
+RESIZE = "resize"
+#: Service account ids are ``{cluster}-{role}``.
+COMPUTE_ACCOUNT = "compute"
+LOGIN_ACCOUNT = "login"
+CONTROLLER_ACCOUNT = "ctl"
+#: The managed API's storage resource id of a Filestore /home.
+MANAGED_HOME_ID = "home"
+
+
+def child(parent: str, role: str) -> str:
+    """A child resource's logical name: its parent's, then its role (``demo-storage-home``).
+
+    Pulumi tells resources apart by type and name, but plan and diff match them by
+    name, so two children of one parent must never take one role.
+    """
+    return f"{parent}-{role}"
+
+
+def nodeset_component(cluster_component: str, nodeset: str) -> str:
+    """A nodeset's GpuNodeset; its children are ``child(this, TEMPLATE)`` and so on."""
+    return child(cluster_component, f"nodeset-{nodeset}")
+
+
+def peering(network_component: str, peering_name: str) -> str:
+    """A VPC peering's logical name."""
+    return child(network_component, f"peering-{peering_name}")
+
+
+def bucket_grant(identity_component: str, bucket: str) -> str:
+    """A role's grant on a bucket: named by bucket, so a shifted list replaces nothing."""
+    return child(identity_component, f"bucket-{bucket}")
+
+
+def filestore_instance(cluster: str) -> str:
+    """The Filestore /home instance's GCE name."""
+    return f"{cluster}-home"
+
+
+def lustre_instance_id(cluster: str, entry: str) -> str:
+    """A Lustre entry's ``instance_id``."""
+    return f"{cluster}-{entry}"
+
+
+def base_instance_name(cluster: str, nodeset: str) -> str:
+    """A nodeset's VMs are named this plus ``-`` and four random characters."""
+    return f"{cluster}-{nodeset}"
+
+
+def service_account_id(cluster: str, role: str) -> str:
+    """The account id of one node role's service account."""
+    return f"{cluster}-{role}"
+
+
+def munge_secret_id(cluster: str) -> str:
+    """The Secret Manager secret that holds the cluster's munge key."""
+    return f"{cluster}-munge-key"
+
+
+def managed_network(cluster: str) -> str:
+    """The network the managed API creates for a cluster."""
+    return f"{cluster}-net"
+
+
+def managed_lustre_id(entry: str) -> str:
+    """A Lustre entry's managed storage id: its name."""
+    return entry
+
+
+def managed_bucket_id(index: int) -> str:
+    """A bucket's managed storage id: by position, as bucket names may hold dots."""
+    return f"bucket-{index}"
+
+
+def cluster_labels(labels: Mapping[str, str], cluster: str) -> dict[str, str]:
+    """The blueprint's labels plus the cluster label: what every resource carries."""
+    return {**labels, CLUSTER_LABEL: cluster}
+
+
+def nodeset_labels(labels: Mapping[str, str], nodeset: str) -> dict[str, str]:
+    """A nodeset's VMs' labels: the cluster's plus the nodeset label."""
+    return {**labels, NODESET_LABEL: nodeset}
