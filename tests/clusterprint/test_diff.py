@@ -13,6 +13,7 @@ from clusterprint.diff import diff_plans
 from clusterprint.plan import Plan, PlannedResource, plan_blueprint
 from clusterprint.replacements import RULES, forces_replacement
 from clusterprint.validate import load_checked
+from tests.paths import BLUEPRINTS
 
 LUSTRE = "gcp:lustre/instance:Instance"
 FILESTORE = "gcp:filestore/instance:Instance"
@@ -22,7 +23,7 @@ MIG = "gcp:compute/instanceGroupManager:InstanceGroupManager"
 SUBNET = "gcp:compute/subnetwork:Subnetwork"
 INSTANCE = "gcp:compute/instance:Instance"
 CLUSTER = "gcp:hypercomputecluster/cluster:Cluster"
-A3MEGA = Path(__file__).resolve().parents[2] / "blueprints" / "a3mega.yaml"
+A3MEGA = BLUEPRINTS / "a3mega.yaml"
 
 
 def saved_plan() -> dict:
@@ -389,3 +390,64 @@ def test_an_invalid_blueprint_exits_1_with_the_validator_lines(tmp_path, capsys,
     assert main(["diff", a3mega_plan, bad]) == 1
     err = capsys.readouterr().err
     assert "error: storage.lustre[0].capacity_gib" in err and "Traceback" not in err
+
+
+def storage_edit(name, edits, storages, nodesets):
+    """Reference blueprint edits (old, new) that replace ``storages``; what must change with
+    them: each nodeset's template (its metadata holds the addresses) replaced, its group moved
+    to the new template, the controller and login VMs updated to the new addresses."""
+    replaced = sorted(f"{name}-storage-{s}" for s in storages)
+    expected = {s: ("replace", []) for s in replaced}
+    expected |= {f"{name}-controller-vm": ("update", replaced),
+                 f"{name}-login-0": ("update", replaced)}
+    for nodeset in nodesets:
+        template = f"{name}-nodeset-{nodeset}-template"
+        expected[template] = ("replace", replaced)
+        expected[f"{name}-nodeset-{nodeset}-group"] = ("update", [template])
+    return pytest.param(name, edits, expected, id=f"{name}-{'-'.join(storages)}")
+
+
+FILESTORE_ZONAL = ("tier: ZONAL", "tier: REGIONAL")
+LUSTRE_500 = ("performance_tier: 500", "performance_tier: 1000")
+
+
+@pytest.mark.parametrize(("name", "edits", "expected"), [
+    storage_edit("cpu-small", [("tier: BASIC_HDD", "tier: ZONAL")], ["home"], ["cpu"]),
+    storage_edit("a3mega", [FILESTORE_ZONAL], ["home"], ["a3mega"]),
+    storage_edit("a3mega", [LUSTRE_500], ["scratch"], ["a3mega"]),
+    storage_edit("a3mega", [FILESTORE_ZONAL, LUSTRE_500], ["home", "scratch"], ["a3mega"]),
+    storage_edit("a4", [("performance_tier: 250", "performance_tier: 500")], ["shared"],
+                 ["a4", "a4spot"]),
+])
+def test_what_mounts_a_replaced_file_system_is_replaced_or_updated_with_it(
+        tmp_path, capsys, name, edits, expected):
+    path = BLUEPRINTS / f"{name}.yaml"
+    saved = write(tmp_path, "saved.json", plan_blueprint(load_checked(str(path))).json_text())
+    text = path.read_text()
+    for old, new in edits:
+        assert old in text
+        text = text.replace(old, new)
+    code = main(["diff", saved, write(tmp_path, "changed.yaml", text), "--json"])
+    report = json.loads(capsys.readouterr().out)
+    assert code == 3
+    assert {c["name"]: (c["action"], c["replacedDependencies"])
+            for c in report["changes"]} == expected
+    assert sorted(c["name"] for c in report["changes"] if c["dataLoss"]) == [
+        n for n, (action, _) in expected.items() if action == "replace" and "-storage-" in n]
+    assert report["summary"]["replace"] == sum(a == "replace" for a, _ in expected.values())
+
+
+def test_a_replaced_file_system_cascades_through_its_template_to_the_group():
+    def mount_home(by_name, _):
+        by_name["c-gpu-template"]["dependencies"] = ["c-home"]
+
+    def retier(by_name, data):
+        mount_home(by_name, data)
+        by_name["c-home"]["inputs"]["tier"] = "REGIONAL"
+
+    changes = diff_plans(Plan.from_json(edited(mount_home)),
+                         Plan.from_json(edited(retier))).changes
+    assert [(c.action, c.name, c.replaced_dependencies) for c in changes] == [
+        ("replace", "c-home", ()),
+        ("replace", "c-gpu-template", ("c-home",)),
+        ("update", "c-gpu-group", ("c-gpu-template",))]

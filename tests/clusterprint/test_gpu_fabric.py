@@ -8,10 +8,11 @@ import pytest
 from clusterprint.gpu_fabric import gpu_networking, gpu_ranges, subnets_needed
 from clusterprint.model import Blueprint
 from clusterprint.validate import load_checked
+from tests.paths import blueprint_path
 
 
 def reference(name: str) -> Blueprint:
-    return load_checked(f"blueprints/{name}.yaml")
+    return load_checked(blueprint_path(name))
 
 
 @pytest.mark.parametrize(("name", "kind", "gpu", "gvnic"), [

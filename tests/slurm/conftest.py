@@ -131,6 +131,7 @@ class LocalSlurm:
     def __init__(self, blueprint: Blueprint, munge_socket: Path) -> None:
         self.blueprint = blueprint
         self.files = rendered_files(blueprint)
+        self.munge_socket = munge_socket
         self.root = private_dir()
         self.daemons: list[Daemon] = []
         state = private_dir(self.root, owner="slurm")
@@ -223,6 +224,34 @@ class LocalSlurm:
         self.daemons.append(slurmd)
         wait_until(lambda: slurmd.running() and self.node_state(name) == "idle",
                    f"node {name} registering idle", slurmd.log)
+        return slurmd
+
+    def start_configless_node(self, name: str, nodeset: str) -> Daemon:
+        """slurmd as the nodeset's rendered compute script starts it: configless, with the
+        script's own arguments, fetching slurm.conf, gres.conf and cgroup.conf from this
+        slurmctld (which must be running) instead of reading any local file; until idle.
+
+        Only the server's address and the node's name (a VM's hostname) change. Before it
+        has the configuration slurmd knows no AuthInfo, so it asks munge at its compiled-in
+        socket (/run/munge/munge.socket.2): a private mount namespace puts this session's
+        munged there, and the machine's /run is left alone.
+        """
+        script = self.files[compute_script_path(nodeset)]
+        node_conf = node_conf_of(script)
+        port = re.search(r"^SlurmctldPort=(\d+)$", self.conf.read_text(), re.MULTILINE)
+        run = private_dir(self.root)
+        (run / "munge").mkdir()
+        (run / "munge" / "munge.socket.2").symlink_to(self.munge_socket)
+        (self.root / f"spool-{name}").mkdir()
+        env = {k: v for k, v in os.environ.items() if k != "SLURM_CONF"}
+        slurmd = Daemon(["unshare", "--mount", "--propagation", "private", "sh", "-c",
+                         'mount --bind "$0" /run && exec "$@"', str(run),
+                         "slurmd", "-D", "-s", "-Z", "--conf-server", f"localhost:{port[1]}",
+                         "--conf", node_conf, "-N", name],
+                        self.root / f"slurmd-{name}.log", env)
+        self.daemons.append(slurmd)
+        wait_until(lambda: slurmd.running() and self.node_state(name) == "idle",
+                   f"configless node {name} registering idle", slurmd.log)
         return slurmd
 
     def node_state(self, name: str) -> str:

@@ -2,13 +2,12 @@
 
 from __future__ import annotations
 
-from pathlib import Path
-
 import pytest
 
 from clusterprint.validate import load_checked
+from tests.paths import reference_blueprints
 
-BLUEPRINTS = sorted(Path("blueprints").glob("*.yaml"))
+BLUEPRINTS = reference_blueprints()
 
 
 @pytest.mark.parametrize("path", BLUEPRINTS, ids=lambda p: p.stem)

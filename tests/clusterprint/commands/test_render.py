@@ -9,9 +9,10 @@ import pytest
 from clusterprint import cli
 from clusterprint.render import output, rendered_files
 from clusterprint.validate import load_checked
+from tests.paths import blueprint_path
 
-A4 = "blueprints/a4.yaml"
-A4_ABS = str(Path(A4).resolve())
+A4 = blueprint_path("a4")
+CPU_SMALL = blueprint_path("cpu-small")
 
 
 def test_writes_configs_and_one_script_per_role(tmp_path):
@@ -76,7 +77,7 @@ def test_force_refuses_an_ancestor_of_the_current_folder(users_folder, monkeypat
     (users_folder / "deep" / "er").mkdir(parents=True)
     monkeypatch.chdir(users_folder / "deep" / "er")
     before = tree(users_folder)
-    assert cli.main(["render", A4_ABS, "--out", "../..", "--force"]) == cli.EXIT_USAGE
+    assert cli.main(["render", A4, "--out", "../..", "--force"]) == cli.EXIT_USAGE
     assert f"{users_folder} is an ancestor of the current folder" in capsys.readouterr().err
     assert tree(users_folder) == before
 
@@ -104,7 +105,7 @@ def test_refuses_the_root_folder(monkeypatch, capsys):
         raise AssertionError(f"about to replace {out}")
 
     monkeypatch.setattr(output, "_swap_in", never)
-    assert cli.main(["render", A4_ABS, "--out", "/", "--force"]) == cli.EXIT_USAGE
+    assert cli.main(["render", A4, "--out", "/", "--force"]) == cli.EXIT_USAGE
     assert "/ is the root folder" in capsys.readouterr().err
 
 
@@ -112,11 +113,11 @@ def test_force_replaces_an_earlier_render(tmp_path, capsys):
     out = tmp_path / "out"
     assert cli.main(["render", A4, "--out", str(out)]) == 0
     (out / "scripts" / "login.sh").write_text("edited by hand")
-    assert cli.main(["render", "blueprints/cpu-small.yaml", "--out", str(out)]) == cli.EXIT_USAGE
-    assert cli.main(["render", "blueprints/cpu-small.yaml", "--out", str(out), "--force"]) == 0
+    assert cli.main(["render", CPU_SMALL, "--out", str(out)]) == cli.EXIT_USAGE
+    assert cli.main(["render", CPU_SMALL, "--out", str(out), "--force"]) == 0
     written = tree(out)
     del written[".clusterprint-render"]
-    assert written == rendered_files(load_checked("blueprints/cpu-small.yaml"))
+    assert written == rendered_files(load_checked(CPU_SMALL))
     assert sorted(p.name for p in tmp_path.iterdir()) == ["out"]
 
 

@@ -11,8 +11,9 @@ import pytest
 
 from clusterprint.render import rendered_files
 from clusterprint.validate import load_checked
+from tests.paths import blueprint_path, reference_blueprints
 
-BLUEPRINTS = sorted(Path("blueprints").glob("*.yaml"))
+BLUEPRINTS = reference_blueprints()
 SCRIPTS = [(path, name) for path in BLUEPRINTS
            for name in rendered_files(load_checked(str(path))) if name.startswith("scripts/")]
 
@@ -49,7 +50,7 @@ def test_scripts_suppress_no_shellcheck_warning(script_dir):
 
 def scripts_of(blueprint_name: str) -> dict[str, str]:
     """The rendered files of a reference blueprint."""
-    return rendered_files(load_checked(f"blueprints/{blueprint_name}.yaml"))
+    return rendered_files(load_checked(blueprint_path(blueprint_name)))
 
 
 def test_gpu_nodes_register_with_their_feature_and_gpus():

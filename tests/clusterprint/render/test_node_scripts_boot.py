@@ -6,14 +6,22 @@ a temp folder, and stubs stand in for the metadata server, Secret Manager, syste
 The image's commands are fakes in the node's own folder: the scripts search only that,
 the stubs and /usr/bin, never this machine's /usr/sbin, so what they find is what the test
 put there.
+
+Every call of a stub is recorded whole (stubs/record.bash): its arguments, its stdin and the
+files its arguments name. bash traces every command the script runs, with its arguments, to a
+file of its own, and temp files go to a sandboxed TMPDIR: so a test can say where a secret
+went, and a step can be made to fail for good (the scripts' retry budgets set to 0).
 """
 
 from __future__ import annotations
 
+import base64
 import os
+import re
 import shutil
 import subprocess
 import time
+from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
@@ -21,13 +29,27 @@ import pytest
 from clusterprint import node_metadata
 from clusterprint.render import rendered_files
 from clusterprint.validate import load_checked
+from tests.paths import blueprint_path
 
 STUBS = Path(__file__).parent / "stubs"
 SANDBOXED = ("/etc/munge", "/etc/slurm", "/etc/systemd/system", "/etc/apt", "/var/spool",
              "/var/lib", "/home")
+#: The scripts' retry budgets (CLUSTERPRINT_<NAME>_BUDGET_S), all set to 0 by fail_for_good.
+BUDGETS = ("MOUNT", "MUNGE_KEY", "APT", "DOWNLOAD", "SECRET", "SLURMCTLD", "CONTROLLER",
+           "SLURMD")
 #: What a ready image has: the Slurm daemons, munge and the NFS client.
 IMAGE_COMMANDS = ("slurmd", "slurmctld", "munged", "mount.nfs")
 SECRET = "projects/my-project/secrets/cpu-small-munge-key"
+
+
+@dataclass(frozen=True)
+class Record:
+    """One call of a stub: its arguments, what it read on stdin, the files its arguments named."""
+
+    name: str
+    argv: list[bytes]
+    stdin: bytes
+    files: list[bytes]
 
 
 class Node:
@@ -46,14 +68,25 @@ class Node:
         shutil.copytree(STUBS, self.stubs, symlinks=True)
         self.bin = self.fake / "bin"
         self.bin.mkdir()
+        self.tmp = root / "disk" / "tmp"
+        self.tmp.mkdir(parents=True)
+        self.env: dict[str, str] = {}
         for command in IMAGE_COMMANDS:
             self.image_has(command, "22.05.8")
 
     def image_has(self, command: str, slurm_version: str) -> None:
-        """Put a command on the image; Slurm's report ``slurm_version`` for -V."""
+        """Put a command on the image; Slurm's report ``slurm_version`` for -V, and any
+        other run of them (a daemon started by hand) is recorded in the calls."""
         path = self.bin / command
-        path.write_text(f'#!/bin/bash\necho "slurm-wlm {slurm_version}"\n')
+        path.write_text(f'#!/bin/bash\nif [[ $1 == -V ]]; then echo "slurm-wlm {slurm_version}"'
+                        f'\nelse echo "{command} $*" >>"$FAKE/calls"; fi\n')
         path.chmod(0o755)
+
+    def fail_for_good(self, call: str) -> None:
+        """Every stub call containing ``call`` fails, and no step retries: the boot must stop."""
+        with (self.fake / "broken").open("a") as broken:
+            broken.write(call + "\n")
+        self.env.update({f"CLUSTERPRINT_{name}_BUDGET_S": "0" for name in BUDGETS})
 
     def image_lacks(self, *commands: str) -> None:
         """Take commands off the image, whether a fake of the image or a stub."""
@@ -77,13 +110,16 @@ class Node:
         # The real mount makes the sandbox, and the stubs come into PATH only after it:
         # a script must never run against this machine's own folders.
         setup = "set -e; " + "; ".join(binds)
-        journal = self.fake / "journal"
-        journal.unlink(missing_ok=True)
-        env = {**os.environ, "FAKE": str(self.fake)}
+        for log in ("journal", "xtrace"):
+            (self.fake / log).unlink(missing_ok=True)
+        env = {**os.environ, **self.env, "FAKE": str(self.fake), "TMPDIR": str(self.tmp)}
+        # bash traces every command it runs, arguments expanded, to fd 9: the xtrace file.
+        trace = 'exec 9>"$FAKE/xtrace"; export BASH_XTRACEFD=9'
         done = subprocess.run(
             ["unshare", "--mount", "--propagation", "private", "bash", "-c",
-             f'{setup}; PATH={self.stubs}:{self.bin}:/usr/bin exec bash "$0"', str(path)],
-            env=env, capture_output=True, text=True, timeout=60)
+             f'{setup}; {trace}; PATH={self.stubs}:{self.bin}:/usr/bin exec bash -x "$0"',
+             str(path)],
+            env=env, stdin=subprocess.DEVNULL, capture_output=True, text=True, timeout=60)
         self.wait_for_journal(done.returncode)
         return done
 
@@ -106,6 +142,15 @@ class Node:
         path.unlink(missing_ok=True)
         return lines
 
+    def records(self) -> list[Record]:
+        """Every stub call so far, whole (stubs/record.bash); calls() does not clear them."""
+        folder = self.fake / "record"
+        return [Record(d.name.rsplit(".", 1)[0],
+                       (d / "argv").read_bytes().split(b"\0")[:-1],
+                       (d / "stdin").read_bytes() if (d / "stdin").exists() else b"",
+                       [f.read_bytes() for f in sorted(d.glob("file-*"))])
+                for d in sorted(folder.iterdir())] if folder.exists() else []
+
     def file(self, path: str) -> Path:
         """A file the scripts wrote, under the node's sandboxed folders."""
         for target in SANDBOXED:
@@ -125,19 +170,19 @@ def node(tmp_path) -> Node:
 @pytest.fixture(scope="module")
 def files() -> dict[str, str]:
     """The cpu-small blueprint's rendered files."""
-    return rendered_files(load_checked("blueprints/cpu-small.yaml"))
+    return rendered_files(load_checked(blueprint_path("cpu-small")))
 
 
 @pytest.fixture(scope="module")
 def a3mega() -> dict[str, str]:
     """The a3mega blueprint's rendered files: Lustre scratch and a bucket."""
-    return rendered_files(load_checked("blueprints/a3mega.yaml"))
+    return rendered_files(load_checked(blueprint_path("a3mega")))
 
 
 @pytest.fixture(scope="module")
 def a4() -> dict[str, str]:
     """The a4 blueprint's rendered files: GPU nodes, /home on Lustre, a bucket."""
-    return rendered_files(load_checked("blueprints/a4.yaml"))
+    return rendered_files(load_checked(blueprint_path("a4")))
 
 
 @pytest.fixture
@@ -296,7 +341,8 @@ def test_lustre_and_buckets_come_from_googles_repositories_for_this_release(node
 
     again = node.boot(a3mega["scripts/login.sh"])
     assert again.returncode == 0, node.journal()
-    assert not [c for c in node.calls() if c.startswith(("apt-get", "curl", "modprobe"))]
+    # Metadata is read at every boot; signing keys are downloaded (curl -fsSL) only once.
+    assert not [c for c in node.calls() if c.startswith(("apt-get", "curl -fsSL", "modprobe"))]
 
 
 def test_a_kernel_without_lustre_modules_fails_naming_the_package(node, a3mega):
@@ -306,3 +352,174 @@ def test_a_kernel_without_lustre_modules_fails_naming_the_package(node, a3mega):
     assert done.returncode != 0
     assert f"FAILED: software: no package {module} in this image's apt sources" in node.journal()
     assert not [c for c in node.calls() if " install " in c or c.startswith("mount")]
+
+
+def ready(node: Node, name: str) -> Node:
+    """A node whose cloud and image have all that blueprint ``name`` mounts and runs."""
+    if not any((node.fake / "secret").iterdir()):
+        (node.fake / "secret" / "1").write_text("key from the controller")
+    node.metadata(node_metadata.lustre_source("scratch"), "10.9.8.7@tcp:/scratch")
+    if name == "a4":
+        node.metadata(node_metadata.HOME_SOURCE, "lustre:10.9.8.7@tcp:/shared")
+    node.image_has("mount.lustre", "22.05.8")
+    (node.fake / "lustre-modules").touch()
+    (node.fake / "absent").write_text("slurm-wlm-nvml-plugin\n")
+    return node
+
+
+def daemon_starts(calls: list[str]) -> list[str]:
+    """The calls that start (or enable) slurmd or slurmctld, by systemd or by hand."""
+    return [c for c in calls if re.match(
+        r"(systemctl (start|restart|enable) slurm(d|ctld)$|slurm(d|ctld) )", c)]
+
+
+def step(blueprint_name, script, call, failed, lacks=(), after_daemon=False):
+    """One required step that fails for good: the stub call that breaks, the FAILED text."""
+    return pytest.param(blueprint_name, script, lacks, call, failed, after_daemon,
+                        id=f"{script}: {failed}")
+
+
+HOME = "mount Filestore 10.1.2.3:/home on /home"
+LUSTRE_HOME = "mount Lustre 10.9.8.7@tcp:/shared on /home"
+SCRATCH = "mount Lustre scratch on /lustre"
+CHECKPOINTS = "mount bucket my-project-a3mega-ckpts on /gcs/checkpoints"
+DATASETS = "mount bucket my-project-a4-datasets on /gcs/datasets"
+MUNGE_KEY = "read munge key cpu-small-munge-key"
+ACCESS = "gcloud secrets versions access"
+LUSTRE_KEY = "download the signing key of lustre-client"
+#: Every step a role cannot do without, in the blueprints that have it.
+REQUIRED_STEPS = [
+    *(step(bp, f"compute-{bp}", call, failed) for bp, call, failed in [
+        ("a3mega", "mount -t nfs", HOME),
+        ("a4", "mount -t lustre -o _netdev 10.9.8.7@tcp:/shared /home", LUSTRE_HOME),
+        ("a3mega", "mount -t lustre", SCRATCH),
+        ("a3mega", "gcsfuse", CHECKPOINTS),
+        ("a4", "gcsfuse", DATASETS),
+        ("a3mega", ACCESS, MUNGE_KEY)]),
+    step("a3mega", "compute-a3mega", " update", "apt-get update", lacks=("slurmd",)),
+    step("a3mega", "compute-a3mega", " install slurmd", "apt-get install slurmd",
+         lacks=("slurmd",)),
+    step("a3mega", "compute-a3mega", "curl -fsSL", LUSTRE_KEY, lacks=("mount.lustre",)),
+    step("a3mega", "compute-a3mega", "systemctl is-active --quiet slurmd", "slurmd running",
+         after_daemon=True),
+    *(step(bp, "login", call, failed) for bp, call, failed in [
+        ("a3mega", "mount -t nfs", HOME),
+        ("a4", "mount -t lustre -o _netdev 10.9.8.7@tcp:/shared /home", LUSTRE_HOME),
+        ("a3mega", "mount -t lustre", SCRATCH),
+        ("a3mega", "gcsfuse", CHECKPOINTS),
+        ("a4", "gcsfuse", DATASETS),
+        ("a3mega", ACCESS, MUNGE_KEY),
+        ("a3mega", "scontrol ping", "controller answering")]),
+    step("a3mega", "login", " install munge", "apt-get install munge", lacks=("munged",)),
+    *(step("a3mega", "controller", call, failed) for call, failed in [
+        ("gcloud secrets versions list", "list versions of cpu-small-munge-key"),
+        ("gcloud secrets versions add", "add a version to cpu-small-munge-key"),
+        (ACCESS, MUNGE_KEY)]),
+    step("a3mega", "controller", " install slurmctld", "apt-get install slurmctld",
+         lacks=("slurmctld",)),
+    step("a4", "controller", "curl -fsSL", LUSTRE_KEY, lacks=("mount.lustre",)),
+    step("a3mega", "controller", "scontrol ping", "slurmctld answering", after_daemon=True),
+    # slurmctld does not need /home and starts first; the boot still fails without it.
+    step("a3mega", "controller", "mount -t nfs", HOME, after_daemon=True),
+    step("a4", "controller", "mount -t lustre", LUSTRE_HOME, after_daemon=True),
+]
+
+
+@pytest.mark.parametrize(("blueprint_name", "script", "lacks", "call", "failed", "after_daemon"),
+                         REQUIRED_STEPS)
+def test_a_required_step_that_fails_for_good_fails_the_boot_naming_it(
+        node, a3mega, a4, blueprint_name, script, lacks, call, failed, after_daemon):
+    files = {"a3mega": a3mega, "a4": a4}[blueprint_name]
+    ready(node, blueprint_name)
+    if script == "controller":
+        shutil.rmtree(node.fake / "secret")
+        (node.fake / "secret").mkdir()
+    node.image_lacks(*lacks)
+    node.fail_for_good(call)
+    started = time.monotonic()
+    done = node.boot(files[f"scripts/{script}.sh"])
+    assert done.returncode != 0, node.journal()
+    assert time.monotonic() - started < 30
+    journal = node.journal().splitlines()
+    assert journal[-1] == f"<3>FAILED: {failed}: still failing after 0s", journal[-5:]
+    assert not [line for line in journal if line.endswith(" is up")]
+    calls = node.calls()
+    assert any(call in c for c in calls), f"{call!r} never ran: {calls}"
+    if after_daemon:
+        assert daemon_starts(calls)
+    else:
+        assert daemon_starts(calls) == []
+
+
+def test_the_retry_budgets_default_to_productions(a3mega):
+    defaults = {}
+    for name in ("controller", "login", "compute-a3mega"):
+        script = a3mega[f"scripts/{name}.sh"]
+        defaults[name] = dict(re.findall(
+            r"^readonly (\w+)_BUDGET_S=\$\{CLUSTERPRINT_\1_BUDGET_S:-(\d+)\}$", script,
+            re.MULTILINE))
+    shared = {"MOUNT": "1800", "MUNGE_KEY": "3600", "APT": "1200", "DOWNLOAD": "600"}
+    assert defaults == {"controller": {**shared, "SECRET": "600", "SLURMCTLD": "300"},
+                        "login": {**shared, "CONTROLLER": "1800"},
+                        "compute-a3mega": {**shared, "SLURMD": "600"}}
+
+
+def leaks(secret: bytes) -> list[bytes]:
+    """What would give a munge key (base64 text, as the controller makes it) away: it, its
+    base64 or the bytes it encodes, whole or any 32 bytes of them from a multiple of 32 (so
+    any copy of 63 bytes or more shows)."""
+    forms = [secret, base64.b64encode(secret), base64.b64decode(secret, validate=True)]
+    return [form[i:i + 32] for form in forms for i in range(0, len(form), 32)]
+
+
+def found_in(data: bytes, secret: bytes) -> bool:
+    return any(part in data for part in leaks(secret))
+
+
+def where_the_key_is(node: Node, done: subprocess.CompletedProcess, key: bytes) -> set[str]:
+    """Every place the key shows, but Secret Manager's own store (fake/secret): each file in
+    the node's folders (sandboxed disk and TMPDIR, the journal, bash's trace of every command
+    and its arguments), the boot's output, and each stub call's arguments, stdin and files."""
+    skipped = (node.fake / "secret", node.fake / "record", node.stubs, node.script_dir)
+    places = {str(f.relative_to(node.root)) for f in node.root.rglob("*")
+              if f.is_file() and not any(f.is_relative_to(s) for s in skipped)
+              and found_in(f.read_bytes(), key)}
+    places |= {f"boot {name}" for name, out in (("stdout", done.stdout), ("stderr", done.stderr))
+               if found_in(out.encode(), key)}
+    for record in node.records():
+        call = b" ".join(record.argv[:4]).decode()
+        places |= {f"{call}: {part}" for part, data in (
+            ("argv", b"\0".join(record.argv)), ("stdin", record.stdin),
+            *((f"file {n}", f) for n, f in enumerate(record.files, 1))) if found_in(data, key)}
+    return places
+
+
+MUNGE_KEY_FILE = "disk/etc-munge/munge.key"
+
+
+def test_the_munge_key_the_controller_creates_goes_only_to_secret_manager_and_munge(
+        node, a3mega):
+    first = node.boot(a3mega["scripts/controller.sh"])
+    assert first.returncode == 0, node.journal()
+    key = (node.fake / "secret" / "1").read_bytes()
+    assert len(base64.b64decode(key, validate=True)) == 768
+    assert where_the_key_is(node, first, key) == {
+        MUNGE_KEY_FILE, "gcloud secrets versions add: file 1"}
+    assert not list(node.tmp.iterdir())
+
+    again = node.boot(a3mega["scripts/controller.sh"])
+    assert again.returncode == 0, node.journal()
+    assert where_the_key_is(node, again, key) == {
+        MUNGE_KEY_FILE, "gcloud secrets versions add: file 1"}
+
+
+@pytest.mark.parametrize("script", ["login", "compute-a3mega"])
+def test_a_node_keeps_the_munge_key_it_fetches_only_for_munge(node, a3mega, script):
+    key = base64.b64encode(os.urandom(768))
+    (node.fake / "secret" / "1").write_bytes(key)
+    ready(node, "a3mega")
+    for _ in ("first boot", "reboot"):
+        done = node.boot(a3mega[f"scripts/{script}.sh"])
+        assert done.returncode == 0, node.journal()
+        assert where_the_key_is(node, done, key) == {MUNGE_KEY_FILE}
+        assert not list(node.tmp.iterdir())

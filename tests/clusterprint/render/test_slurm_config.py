@@ -6,6 +6,7 @@ from clusterprint.model import Blueprint
 from clusterprint.render import rendered_files
 from clusterprint.render.slurm_config import render_gres_conf, render_slurm_conf
 from clusterprint.validate import load_checked
+from tests.paths import blueprint_path
 
 
 def lines(text: str) -> list[str]:
@@ -13,12 +14,12 @@ def lines(text: str) -> list[str]:
 
 
 def test_rendering_is_the_same_bytes_every_time():
-    first = rendered_files(load_checked("blueprints/a4.yaml"))
-    assert rendered_files(load_checked("blueprints/a4.yaml")) == first
+    first = rendered_files(load_checked(blueprint_path("a4")))
+    assert rendered_files(load_checked(blueprint_path("a4"))) == first
 
 
 def test_a4_slurm_conf_names_cluster_controller_nodesets_and_partitions():
-    conf = lines(render_slurm_conf(load_checked("blueprints/a4.yaml")))
+    conf = lines(render_slurm_conf(load_checked(blueprint_path("a4"))))
     assert "ClusterName=a4" in conf
     assert "SlurmctldHost=a4-controller" in conf
     assert "SlurmctldParameters=enable_configless" in conf
@@ -53,7 +54,7 @@ def test_first_partition_is_default_when_none_is_marked():
 
 def test_gres_names_the_gpu_files_when_every_node_has_the_same_gpus():
     # Both a4 nodesets have 8 GPUs: the files bind GPUs to jobs without the gpu/nvml plugin.
-    files = rendered_files(load_checked("blueprints/a4.yaml"))
+    files = rendered_files(load_checked(blueprint_path("a4")))
     assert lines(files["gres.conf"]) == ["AutoDetect=nvml", "Name=gpu File=/dev/nvidia[0-7]"]
     assert "ConstrainDevices=yes" in lines(files["cgroup.conf"])
 

@@ -1,0 +1,26 @@
+"""Where the tests' inputs are, found from this file, never from the folder pytest starts in.
+
+A test that globbed ``blueprints/`` relative to the current folder collected nothing when
+pytest started elsewhere, and passed having checked nothing.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+#: The repository's root folder.
+ROOT = Path(__file__).resolve().parents[1]
+#: The reference blueprints' folder.
+BLUEPRINTS = ROOT / "blueprints"
+
+
+def blueprint_path(name: str) -> str:
+    """The path of the reference blueprint ``name`` (``a4`` is ``blueprints/a4.yaml``)."""
+    return str(BLUEPRINTS / f"{name}.yaml")
+
+
+def reference_blueprints() -> list[Path]:
+    """Every reference blueprint, sorted; there are always some."""
+    found = sorted(BLUEPRINTS.glob("*.yaml"))
+    assert found, f"no reference blueprint in {BLUEPRINTS}"
+    return found

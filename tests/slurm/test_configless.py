@@ -1,0 +1,53 @@
+"""Compute nodes as production starts them: configless slurmd, its files from slurmctld.
+
+The other Slurm tests hand slurmd a local ``-f slurm.conf``; a VM has none. Its compute
+script starts ``slurmd --conf-server`` (configless), which works only while slurm.conf
+sets ``SlurmctldParameters=enable_configless``; these nodes get nothing else.
+"""
+
+from __future__ import annotations
+
+import re
+
+from clusterprint.validate import check_text
+from tests.paths import BLUEPRINTS
+
+#: a4 with a partition over both its nodesets (reserved and spot), as a user may add.
+A4_ALL = (BLUEPRINTS / "a4.yaml").read_text().replace(
+    "  partitions:\n", "  partitions:\n    - name: gpus\n      nodesets: [a4, a4spot]\n", 1)
+
+
+def test_configless_nodes_of_two_nodesets_run_jobs_in_the_partition_over_both(local_slurm):
+    checked = check_text("a4-all.yaml", A4_ALL)
+    assert checked.ok, [f.line_text() for f in checked.findings]
+    blueprint = checked.blueprint
+    cluster = local_slurm(blueprint, start=False)
+    assert "SlurmctldParameters=enable_configless" in cluster.files["slurm.conf"].splitlines()
+    # slurmctld hands configless nodes the files it read at its start: gres.conf with the
+    # fake GPUs' device files is in place first (both nodesets have 8 GPUs).
+    assert {n.gpus for n in blueprint.slurm.nodesets} == {8}
+    (cluster.root / "gres.conf").write_text(cluster.gres_conf(8))
+    cluster.start_controller()
+
+    names = []
+    for nodeset in blueprint.slurm.nodesets:
+        node = f"{nodeset.name}-vm"
+        names.append(node)
+        slurmd = cluster.start_configless_node(node, nodeset.name)
+        cache = cluster.root / f"spool-{node}" / "conf-cache"
+        for name in ("slurm.conf", "gres.conf", "cgroup.conf"):
+            assert (cache / name).read_text() == (cluster.root / name).read_text(), name
+
+        shown = cluster.run("scontrol", "show", "node", node)
+        assert f"AvailableFeatures={nodeset.name}" in shown
+        partitions = re.search(r"Partitions=(\S+)", shown)[1].split(",")
+        assert sorted(partitions) == sorted([nodeset.name, "gpus"])
+        assert "Gres=gpu:8" in shown
+        out = cluster.run("srun", "-p", "gpus", "-w", node, "--gres=gpu:8", "-N1", "bash", "-c",
+                          'echo "$SLURM_JOB_PARTITION $SLURMD_NODENAME $CUDA_VISIBLE_DEVICES"')
+        assert out.split() == ["gpus", node, "0,1,2,3,4,5,6,7"]
+        slurmd.stop()
+
+    partition = cluster.partitions()["gpus"]
+    assert partition["TotalNodes"] == "2"
+    assert sorted(partition["Nodes"].split(",")) == sorted(names)
