@@ -25,7 +25,7 @@ class MachineFamily:
     """What a GPU machine type needs from the network, the disks and Slurm.
 
     The components size NICs and GPU VPCs from it, the rules check MTU and managed
-    support against it, and slurm.conf's GRES comes from ``gpus``.
+    support against it, and a nodeset's GRES comes from ``gpu`` (its type) and ``gpus``.
     """
 
     machine_type: str
@@ -101,6 +101,27 @@ GPU_MACHINES.update({
     )
 })
 
+#: Slurm's GRES type of each accelerator: slurm.conf's ``Gres=gpu:<type>:<n>``, which users
+#: ask for (``--gres=gpu:h100:8``). Slurm's gpu/nvml plugin names what it finds after NVML's
+#: device name, lowercased with spaces as underscores, and takes the configured type that is
+#: a substring of it (case-insensitive: SchedMD/slurm src/plugins/gpu/nvml/gpu_nvml.c,
+#: gpu_common_underscorify_tolower; src/plugins/gres/gpu/gres_gpu.c, _find_type_in_gres_list,
+#: 22.05 and 23.11). The NVML names, as ``nvidia-smi -L`` prints them, are from public samples
+#: (none from a Google Cloud VM): "NVIDIA H100 80GB HBM3" (A3 High, Mega and Edge alike),
+#: "NVIDIA H200", "NVIDIA B200", "NVIDIA GB200", "NVIDIA A100-SXM4-40GB",
+#: "NVIDIA A100-SXM4-80GB", "NVIDIA L4".
+GRES_TYPES: dict[str, str] = {
+    "nvidia-h100-80gb": "h100",
+    "nvidia-h100-mega-80gb": "h100",
+    "nvidia-h200-141gb": "h200",
+    "nvidia-b200": "b200",
+    "nvidia-gb200": "gb200",
+    "nvidia-tesla-a100": "a100",
+    "nvidia-a100-80gb": "a100",
+    "nvidia-l4": "l4",
+}
+
+
 #: Boot disk type for machine types outside GPU_MACHINES.
 DEFAULT_BOOT_DISK_TYPE = "pd-balanced"
 
@@ -110,8 +131,14 @@ def gpu_family(machine_type: str) -> MachineFamily | None:
     return GPU_MACHINES.get(machine_type)
 
 
+def gres_type(machine_type: str) -> str | None:
+    """Slurm's GRES type of a machine type's GPUs (``h100``), or None for CPU machines."""
+    family = gpu_family(machine_type)
+    return GRES_TYPES[family.gpu] if family else None
+
+
 def gpu_count(machine_type: str) -> int:
-    """GPUs per VM: what a nodeset declares as ``Gres=gpu:N`` in Slurm."""
+    """GPUs per VM: the count a nodeset declares in Slurm (``Gres=gpu:<type>:N``)."""
     family = gpu_family(machine_type)
     return family.gpus if family else 0
 

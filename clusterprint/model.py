@@ -293,16 +293,6 @@ class Slurm(Strict):
         """The partition jobs land in without ``-p``: the marked one, else the first."""
         return next((p for p in self.partitions if p.default), self.partitions[0])
 
-    @property
-    def uniform_gpus(self) -> int:
-        """The GPU count of every node, when all nodesets have the same non-zero one; else 0.
-
-        Only then can gres.conf name device files for every node: no line can aim at
-        dynamic nodes (random names), and slurmd exits when a listed file is missing.
-        """
-        counts = {nodeset.gpus for nodeset in self.nodesets}
-        return counts.pop() if len(counts) == 1 else 0
-
     def nodeset(self, name: str) -> Nodeset | None:
         """The nodeset called ``name``, if listed."""
         return next((n for n in self.nodesets if n.name == name), None)

@@ -47,7 +47,6 @@ def render_login_script(blueprint: Blueprint, slurm_files: dict[str, str]) -> st
 def render_compute_script(blueprint: Blueprint, nodeset: Nodeset) -> str:
     """A compute node's script: storage, munge, then slurmd as a dynamic node of ``nodeset``."""
     return render("scripts/compute.sh.j2", nodeset=nodeset.name, gpus=nodeset.gpus,
-                  gpu_files=blueprint.slurm.uniform_gpus > 0,
                   node_conf=dynamic_node_conf(nodeset), conf_server=conf_server(blueprint),
                   **_common(blueprint, f"compute-{nodeset.name}",
-                            compute_software(blueprint, nodeset.gpus)))
+                            compute_software(blueprint)))

@@ -31,8 +31,6 @@ class Software:
     gcsfuse: bool
     #: the Managed Lustre client (kernel modules and mount.lustre)
     lustre: bool
-    #: Slurm's gpu/nvml plugin, which ``AutoDetect=nvml`` in gres.conf loads on GPU nodes
-    nvml: bool
 
 
 def _archive(blueprint: Blueprint, slurm: Packages) -> Packages:
@@ -43,18 +41,18 @@ def _archive(blueprint: Blueprint, slurm: Packages) -> Packages:
 def controller_software(blueprint: Blueprint) -> Software:
     """The controller mounts only /home: Lustre only when /home is Lustre, never buckets."""
     return Software(archive=_archive(blueprint, SLURM_CONTROLLER), gcsfuse=False,
-                    lustre=not blueprint.storage.home.uses_filestore, nvml=False)
+                    lustre=not blueprint.storage.home.uses_filestore)
 
 
 def login_software(blueprint: Blueprint) -> Software:
     """A login node carries the client commands and every shared file system, no slurmd."""
     return Software(archive=_archive(blueprint, SLURM_LOGIN),
                     gcsfuse=bool(blueprint.storage.buckets),
-                    lustre=bool(blueprint.storage.lustre), nvml=False)
+                    lustre=bool(blueprint.storage.lustre))
 
 
-def compute_software(blueprint: Blueprint, gpus: int) -> Software:
-    """A compute node runs slurmd and mounts every shared file system; GPU nodes need NVML."""
+def compute_software(blueprint: Blueprint) -> Software:
+    """A compute node runs slurmd and mounts every shared file system."""
     return Software(archive=_archive(blueprint, SLURM_COMPUTE),
                     gcsfuse=bool(blueprint.storage.buckets),
-                    lustre=bool(blueprint.storage.lustre), nvml=gpus > 0)
+                    lustre=bool(blueprint.storage.lustre))

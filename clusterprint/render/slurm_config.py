@@ -6,6 +6,7 @@ here once, so a script can never point at a different controller than slurm.conf
 
 from __future__ import annotations
 
+from clusterprint import catalog
 from clusterprint.model import Blueprint, Nodeset
 from clusterprint.render.environment import render
 
@@ -29,11 +30,12 @@ def dynamic_node_conf(nodeset: Nodeset) -> str:
     """The ``slurmd -Z --conf`` line a node of ``nodeset`` registers with.
 
     The feature puts the node in its NodeSet (and so in its partitions); GPU nodesets
-    declare their GPU count, which gres.conf (its File= line, or NVML) backs with devices.
+    declare their GPUs typed (``Gres=gpu:h100:8``), which the gpu/nvml plugin backs with the
+    devices, files and CPU affinity NVML finds on the node.
     """
     parts = [f"Feature={nodeset.name}"]
     if nodeset.gpus:
-        parts.append(f"Gres=gpu:{nodeset.gpus}")
+        parts.append(f"Gres=gpu:{catalog.gres_type(nodeset.machine_type)}:{nodeset.gpus}")
     return " ".join(parts)
 
 
@@ -50,17 +52,9 @@ def render_slurm_conf(blueprint: Blueprint) -> str:
                   nodesets=slurm.nodesets, partitions=partitions)
 
 
-def gpu_device_files(gpus: int) -> str:
-    """The NVIDIA device files of a node with ``gpus`` GPUs, as gres.conf's File= names them."""
-    return "/dev/nvidia0" if gpus == 1 else f"/dev/nvidia[0-{gpus - 1}]"
-
-
 def render_gres_conf(blueprint: Blueprint) -> str:
-    """gres.conf: NVML detection, and the device files where every node has the same GPUs."""
-    gpus = blueprint.slurm.uniform_gpus
-    return render("slurm/gres.conf.j2", cluster=blueprint.name,
-                  files=gpu_device_files(gpus) if gpus else None,
-                  mixed=any(nodeset.gpus for nodeset in blueprint.slurm.nodesets))
+    """gres.conf: NVML finds every GPU node's devices, whatever GPUs its nodeset has."""
+    return render("slurm/gres.conf.j2", cluster=blueprint.name)
 
 
 def render_cgroup_conf(blueprint: Blueprint) -> str:

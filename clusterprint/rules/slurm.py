@@ -6,7 +6,7 @@ import difflib
 from collections.abc import Iterator
 
 from clusterprint import catalog
-from clusterprint.findings import Finding, Fix, KeyPath, error, warning
+from clusterprint.findings import Finding, KeyPath, error, warning
 from clusterprint.model import Blueprint
 from clusterprint.rules.registry import rule
 from clusterprint.slurm_time import MAX_MINUTES, format_minutes, slurm_minutes, slurm_time_seconds
@@ -132,26 +132,6 @@ def check_compact_placement(bp: Blueprint) -> Iterator[Finding]:
             yield warning(("slurm", "nodesets", index, "placement"),
                           "compact placement on a nodeset of at most one node does nothing",
                           "set placement: none")
-
-
-@rule("slurm.gpu-detection")
-def check_gpu_detection(bp: Blueprint) -> Iterator[Finding]:
-    """Where nodesets differ in GPUs, only Slurm's gpu/nvml plugin finds a node's GPUs.
-
-    The default image's Slurm (Ubuntu 24.04) has no such plugin: its GPU nodes would
-    register without GPUs and be drained. A custom image may carry the plugin.
-    """
-    if bp.slurm.uniform_gpus:
-        return
-    for index, ns in enumerate(bp.slurm.nodesets):
-        if ns.gpus and ns.image is None:
-            yield warning(("slurm", "nodesets", index, "machine_type"),
-                          "nodesets differ in GPUs, so gres.conf cannot name this nodeset's "
-                          "GPU devices; the default image's Slurm has no gpu/nvml plugin to "
-                          "find them, and its nodes would be drained",
-                          (Fix("set image to one whose Slurm has gpu/nvml",
-                               sets="slurm.nodesets[].image"),
-                           Fix("put nodes of another GPU count in a cluster of their own")))
 
 
 def time_limit_problem(text: str) -> tuple[str, str] | None:

@@ -55,8 +55,8 @@ def scripts_of(blueprint_name: str) -> dict[str, str]:
 
 def test_gpu_nodes_register_with_their_feature_and_gpus():
     files = scripts_of("a4")
-    assert "readonly NODE_CONF='Feature=a4 Gres=gpu:8'" in files["scripts/compute-a4.sh"]
-    assert "readonly NODE_CONF='Feature=a4spot Gres=gpu:8'" in files["scripts/compute-a4spot.sh"]
+    assert "readonly NODE_CONF='Feature=a4 Gres=gpu:b200:8'" in files["scripts/compute-a4.sh"]
+    assert "readonly NODE_CONF='Feature=a4spot Gres=gpu:b200:8'" in files["scripts/compute-a4spot.sh"]
     assert "readonly CONF_SERVER=a4-controller:6817" in files["scripts/compute-a4.sh"]
 
 
@@ -109,7 +109,7 @@ def test_each_role_installs_only_what_it_runs_and_mounts():
     # The controller mounts only the Filestore /home: no bucket, no Lustre scratch.
     assert "gcsfuse-$codename" not in controller and "lustre-client-binaries" not in controller
     assert "gcsfuse-$codename" in login and "lustre-client-binaries" in login
-    assert "slurm-wlm-nvml-plugin" in compute and "slurm-wlm-nvml-plugin" not in login
+    assert "ensure_nvml_plugin" in compute and "libnvidia-ml-dev" not in login
 
 
 def test_lustre_home_needs_no_nfs_client_but_the_lustre_client_everywhere():
@@ -119,5 +119,9 @@ def test_lustre_home_needs_no_nfs_client_but_the_lustre_client_everywhere():
         assert "lustre-client-ubuntu-$codename" in files[name], name
 
 
-def test_cpu_nodes_need_no_nvml_plugin():
-    assert "slurm-wlm-nvml-plugin" not in scripts_of("cpu-small")["scripts/compute-cpu.sh"]
+def test_only_gpu_nodes_build_the_nvml_plugin():
+    # A CPU nodeset beside a GPU one, the controller and login nodes carry none of it.
+    for name, text in scripts_of("a4").items():
+        assert ("gpu_nvml.so" in text) == name.startswith("scripts/compute-"), name
+    for text in scripts_of("cpu-small").values():
+        assert "gpu_nvml" not in text and "libnvidia-ml" not in text

@@ -52,13 +52,6 @@ def test_first_partition_is_default_when_none_is_marked():
     assert "PartitionName=two Nodes=b Default=NO DefaultTime=30 MaxTime=30 State=UP" in conf
 
 
-def test_gres_names_the_gpu_files_when_every_node_has_the_same_gpus():
-    # Both a4 nodesets have 8 GPUs: the files bind GPUs to jobs without the gpu/nvml plugin.
-    files = rendered_files(load_checked(blueprint_path("a4")))
-    assert lines(files["gres.conf"]) == ["AutoDetect=nvml", "Name=gpu File=/dev/nvidia[0-7]"]
-    assert "ConstrainDevices=yes" in lines(files["cgroup.conf"])
-
-
 def cluster_of(*machine_types: str) -> Blueprint:
     """A blueprint with one nodeset per machine type."""
     nodesets = [{"name": f"n{i}", "machine_type": m, "count": 1}
@@ -70,20 +63,34 @@ def cluster_of(*machine_types: str) -> Blueprint:
                   "partitions": [{"name": "all", "nodesets": [n["name"] for n in nodesets]}]}})
 
 
-def test_gres_names_no_files_a_cpu_node_lacks():
-    # slurmd exits when a File= of gres.conf is missing, and gres.conf cannot aim at
-    # dynamic nodes: CPU nodes beside GPU nodes rule the line out.
-    for blueprint in (cluster_of("a4-highgpu-8g", "n2-standard-4"),
+def test_one_gres_conf_serves_every_cluster_shape():
+    # NVML finds each node's own GPUs, so no File= line ties gres.conf to one GPU count: a
+    # CPU nodeset beside GPU ones, or 4 and 8 GPUs, get the same file as a uniform cluster.
+    for blueprint in (load_checked(blueprint_path("a4")),
+                      cluster_of("a4-highgpu-8g", "n2-standard-4"),
+                      cluster_of("a3-highgpu-4g", "a3-highgpu-8g"),
                       cluster_of("n2-standard-4")):
-        assert lines(render_gres_conf(blueprint)) == ["AutoDetect=nvml"]
+        files = rendered_files(blueprint)
+        assert lines(files["gres.conf"]) == ["AutoDetect=nvml"], blueprint.name
+        assert "ConstrainDevices=yes" in lines(files["cgroup.conf"])
 
 
-def test_a2_and_g2_nodes_declare_and_bind_their_gpus():
-    # Before the catalog knew them these machines rendered as CPU nodes: no GRES at all.
-    for machine_type, gpus, files in (("a2-megagpu-16g", 16, "/dev/nvidia[0-15]"),
-                                      ("g2-standard-4", 1, "/dev/nvidia0")):
-        blueprint = cluster_of(machine_type)
+def node_conf(script: str) -> str:
+    """The --conf line a rendered compute script registers its node with."""
+    (line,) = [line for line in script.splitlines() if line.startswith("readonly NODE_CONF=")]
+    return line.removeprefix("readonly NODE_CONF=")
+
+
+def test_gpu_nodes_declare_their_gpus_typed_after_the_nvml_device_name():
+    # The type is what users ask for (--gres=gpu:h100:2) and a substring of the name NVML
+    # gives the device (nvidia_h100_80gb_hbm3), which is how gpu/nvml matches it.
+    for machine_type, declared in (("a3-megagpu-8g", "gpu:h100:8"), ("a3-highgpu-4g", "gpu:h100:4"),
+                                   ("a3-ultragpu-8g", "gpu:h200:8"), ("a4-highgpu-8g", "gpu:b200:8"),
+                                   ("a4x-highgpu-4g", "gpu:gb200:4"),
+                                   ("a2-megagpu-16g", "gpu:a100:16"),
+                                   ("a2-ultragpu-1g", "gpu:a100:1"), ("g2-standard-4", "gpu:l4:1")):
+        blueprint = cluster_of(machine_type, "n2-standard-4")
         assert "GresTypes=gpu" in lines(render_slurm_conf(blueprint))
-        assert lines(render_gres_conf(blueprint))[-1] == f"Name=gpu File={files}"
-        script = rendered_files(blueprint)["scripts/compute-n0.sh"]
-        assert f"readonly NODE_CONF='Feature=n0 Gres=gpu:{gpus}'" in script
+        files = rendered_files(blueprint)
+        assert node_conf(files["scripts/compute-n0.sh"]) == f"'Feature=n0 Gres={declared}'"
+        assert node_conf(files["scripts/compute-n1.sh"]) == "Feature=n1"

@@ -11,9 +11,6 @@ ULTRA = {f"{NS}.machine_type": "a3-ultragpu-8g"}
 PART = "slurm.partitions[0]"
 LONGEST = "35791393"  # minutes: the last one Slurm keeps (tests/slurm/test_slurm_limits.py)
 
-MIXED = {"slurm.nodesets[1]": {"name": "gpu", "count": 1, "machine_type": Here("a4-highgpu-8g")},
-         "slurm.partitions[0].nodesets": ["cpu", "gpu"]}
-
 RESERVED = {f"{NS}.provisioning": "reservation", f"{NS}.reservation": RESERVATION}
 BOUND = {**RESERVED, f"{NS}.machine_type": "a4-highgpu-8g", f"{NS}.reservation_bound": True}
 
@@ -37,8 +34,6 @@ REFUSED = [
     pytest.param("slurm.reservation-bound", f"{NS}.machine_type",
                  {**BOUND, f"{NS}.machine_type": Here("a3-highgpu-4g")}, "warning", 1,
                  id="reservation-bound-on-an-undocumented-type"),
-    pytest.param("slurm.gpu-detection", "slurm.nodesets[1].machine_type", MIXED, "warning", 1,
-                 id="gpu-and-cpu-nodesets-on-the-default-image"),
     pytest.param("slurm.reservation", f"{NS}.provisioning",
                  {f"{NS}.provisioning": Here("reservation")}, "error", 1, id="no-reservation"),
     *[pytest.param("slurm.reservation", f"{NS}.reservation",
@@ -96,11 +91,6 @@ ACCEPTED = [
                  id="a3-high-8-gpus-is-the-smallest-documented"),
     pytest.param("slurm.reservation-bound", {**RESERVED, f"{NS}.reservation_bound": False},
                  id="ordinary-reservation"),
-    pytest.param("slurm.gpu-detection", {**ULTRA}, id="one-gpu-nodeset"),
-    pytest.param("slurm.gpu-detection",
-                 {**MIXED, "slurm.nodesets[1].image": {"project": "my-images",
-                                                       "family": "slurm-nvml"}},
-                 id="custom-image-may-carry-nvml"),
     pytest.param("slurm.reservation", {f"{NS}.provisioning": "reservation",
                                        f"{NS}.reservation": RESERVATION}, id="reservation"),
     pytest.param("slurm.reservation",
