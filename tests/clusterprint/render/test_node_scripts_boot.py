@@ -32,8 +32,10 @@ from clusterprint.validate import load_checked
 from tests.paths import blueprint_path
 
 STUBS = Path(__file__).parent / "stubs"
+#: The folder of Slurm's plugins, where a GPU node's script looks for and installs gpu/nvml.
+PLUGIN_DIR = "/usr/lib/x86_64-linux-gnu/slurm-wlm"
 SANDBOXED = ("/etc/munge", "/etc/slurm", "/etc/systemd/system", "/etc/apt", "/var/spool",
-             "/var/lib", "/home")
+             "/var/lib", "/home", PLUGIN_DIR)
 #: The scripts' retry budgets (CLUSTERPRINT_<NAME>_BUDGET_S), all set to 0 by fail_for_good.
 BUDGETS = ("MOUNT", "MUNGE_KEY", "APT", "DOWNLOAD", "SECRET", "SLURMCTLD", "CONTROLLER",
            "SLURMD")
@@ -73,6 +75,31 @@ class Node:
         self.env: dict[str, str] = {}
         for command in IMAGE_COMMANDS:
             self.image_has(command, "22.05.8")
+        self.fake_command("dpkg-query", 'echo "slurm-wlm 23.11.4-1.2ubuntu5"')
+        self.write(f"{PLUGIN_DIR}/gpu_generic.so", "Slurm's gpu/generic plugin")
+
+    def fake_command(self, command: str, body: str) -> None:
+        """Put a command on the image that runs ``body`` (bash)."""
+        path = self.bin / command
+        path.write_text(f"#!/bin/bash\n{body}\n")
+        path.chmod(0o755)
+
+    def write(self, path: str, text: str) -> None:
+        """A file on the node's disk, under its sandboxed folders, as the image has it."""
+        target = self.file(path)
+        target.parent.mkdir(parents=True, exist_ok=True)
+        target.write_text(text)
+
+    def image_has_nvidia_driver(self, gpus: int = 8) -> None:
+        """The accelerator image's driver: nvidia-smi, and libnvidia-ml.so in the linker cache,
+        with the distribution's apt sources (deb822) that the Slurm source comes from."""
+        self.fake_command("nvidia-smi", f'for i in {{0..{gpus - 1}}}; do echo "GPU $i: NVIDIA B200"'
+                                        "; done")
+        self.fake_command("ldconfig", "echo '\tlibnvidia-ml.so (libc6,x86-64) => "
+                                      "/usr/lib/x86_64-linux-gnu/libnvidia-ml.so'")
+        self.write(f"/etc/apt/sources.list.d/{os_release_id()}.sources",
+                   f"Types: deb\nURIs: {ARCHIVE}\nSuites: noble noble-updates\n"
+                   "Components: main universe multiverse\n")
 
     def image_has(self, command: str, slurm_version: str) -> None:
         """Put a command on the image; Slurm's report ``slurm_version`` for -V, and any
@@ -192,45 +219,125 @@ def gpu_node(node) -> Node:
     node.metadata(node_metadata.HOME_SOURCE, "lustre:10.9.8.7@tcp:/shared")
     node.image_has("mount.lustre", "22.05.8")
     (node.fake / "lustre-modules").touch()
-    (node.fake / "absent").write_text("slurm-wlm-nvml-plugin\n")
-    smi = node.bin / "nvidia-smi"
-    smi.write_text('#!/bin/bash\nfor i in {0..7}; do echo "GPU $i: NVIDIA B200"; done\n')
-    smi.chmod(0o755)
+    node.image_has_nvidia_driver()
     return node
 
 
-NO_NVML_WARNING = "<4>software: WARNING: Slurm on this image has no gpu/nvml plugin"
-NVML_STATE = "/var/lib/clusterprint/nvml-plugin"
+def os_release_id() -> str:
+    """This machine's distribution (ID of /etc/os-release), which the scripts read as the VM's."""
+    return re.search(r"^ID=\"?(\w+)", Path("/etc/os-release").read_text(), re.MULTILINE)[1]
 
 
-def test_a_gpu_node_without_the_nvml_plugin_looks_once_and_warns_at_every_boot(gpu_node, a4):
+ARCHIVE = "http://us-central1.gce.archive.ubuntu.com/ubuntu/"
+NVML_PLUGIN = f"{PLUGIN_DIR}/gpu_nvml.so"
+BUILD_DIR = "/var/lib/clusterprint/slurm-nvml-build"
+SOURCE = "slurm-wlm=23.11.4-1.2ubuntu5"
+#: What a GPU node without the plugin asks for, in order, and nothing else.
+BUILD_CALLS = [
+    "apt-get -q -y -o DPkg::Lock::Timeout=600 update",
+    "apt-cache show build-essential", "apt-cache show libnvidia-ml-dev",
+    "apt-get -q -y -o DPkg::Lock::Timeout=600 install build-essential libnvidia-ml-dev",
+    f"apt-get -q source {SOURCE}",
+    "configure --with-nvml --prefix=/usr --sysconfdir=/etc/slurm "
+    "--libdir=/usr/lib/x86_64-linux-gnu",
+    f"make -C {BUILD_DIR}/slurm-wlm-23.11.4/src/plugins/gpu/common",
+    f"make -C {BUILD_DIR}/slurm-wlm-23.11.4/src/plugins/gpu/nvml",
+]
+
+
+def build_calls(calls: list[str]) -> list[str]:
+    """The calls that fetch, build or install anything."""
+    return [c for c in calls if c.startswith(("apt-get", "apt-cache", "configure", "make"))]
+
+
+def test_a_gpu_node_builds_slurms_nvml_plugin_once_for_the_installed_slurm(gpu_node, a4):
     first = gpu_node.boot(a4["scripts/compute-a4.sh"])
     assert first.returncode == 0, gpu_node.journal()
-    apt = [c for c in gpu_node.calls() if c.startswith("apt")]
-    assert [c.split()[-1] for c in apt] == ["update", "slurm-wlm-nvml-plugin"]
+    calls = gpu_node.calls()
+    assert build_calls(calls) == BUILD_CALLS
+    # The plugin is in place before slurmd starts, and the build folder is gone.
+    assert calls.index("configure --with-nvml --prefix=/usr --sysconfdir=/etc/slurm "
+                       "--libdir=/usr/lib/x86_64-linux-gnu") < calls.index(daemon_starts(calls)[0])
+    plugin = gpu_node.file(NVML_PLUGIN)
+    assert plugin.read_text().startswith("gpu_nvml plugin built from ")
+    assert oct(plugin.stat().st_mode & 0o777) == "0o755"
+    assert not gpu_node.file(BUILD_DIR).exists()
+    # apt-get source reads the distribution's own archive, as source packages.
+    source = gpu_node.file("/etc/apt/sources.list.d/clusterprint-slurm-source.sources")
+    assert source.read_text() == (f"Types: deb-src\nURIs: {ARCHIVE}\nSuites: noble "
+                                  "noble-updates\nComponents: main universe multiverse\n")
     journal = gpu_node.journal()
-    assert NO_NVML_WARNING + ": GPUs are bound to jobs by gres.conf's File= line" in journal
+    assert "gpu/nvml: building Slurm's plugin from slurm-wlm 23.11.4-1.2ubuntu5" in journal
     assert "GPUs: the driver shows 8 of 8" in journal
-    assert (gpu_node.file(NVML_STATE).read_text()
-            == "slurm-wlm-nvml-plugin is not in this image's apt sources\n")
 
     again = gpu_node.boot(a4["scripts/compute-a4.sh"])
     assert again.returncode == 0, gpu_node.journal()
-    assert not [c for c in gpu_node.calls() if c.startswith("apt")]
-    journal = gpu_node.journal()
-    assert "not in this image's apt sources (found out on an earlier boot)" in journal
-    assert NO_NVML_WARNING in journal
+    assert build_calls(gpu_node.calls()) == []
+    assert f"gpu/nvml: Slurm's plugin is in {PLUGIN_DIR}" in gpu_node.journal()
+    assert gpu_node.file(NVML_PLUGIN).read_text() == plugin.read_text()
 
 
-def test_a_gpu_node_without_internet_access_is_not_held_up_by_the_plugin(gpu_node, a4):
-    (gpu_node.fake / "offline").touch()
-    started = time.monotonic()
+def test_an_image_whose_slurm_has_the_plugin_builds_nothing(gpu_node, a4):
+    gpu_node.write(NVML_PLUGIN, "the image's plugin")
     done = gpu_node.boot(a4["scripts/compute-a4.sh"])
     assert done.returncode == 0, gpu_node.journal()
-    assert time.monotonic() - started < 30
-    assert sum(c.endswith(" update") for c in gpu_node.calls()) == 1
-    assert NO_NVML_WARNING in gpu_node.journal()
-    assert "apt-get update failed" in gpu_node.file(NVML_STATE).read_text()
+    assert build_calls(gpu_node.calls()) == []
+    assert gpu_node.file(NVML_PLUGIN).read_text() == "the image's plugin"
+    assert not gpu_node.file("/etc/apt/sources.list.d/clusterprint-slurm-source.sources").exists()
+
+
+def no_nvml_header(node: Node) -> None:
+    """libnvidia-ml-dev installs, but leaves NVML's header out."""
+    apt = node.stubs / "apt-get"
+    apt.write_text(apt.read_text().replace('touch "$FAKE/nvml.h"', ":"))
+
+
+def no_driver_library(node: Node) -> None:
+    """The image has the driver's tools but no libnvidia-ml.so in the linker cache."""
+    node.fake_command("ldconfig", "echo '\tlibc.so.6 (libc6,x86-64) => /lib/libc.so.6'")
+
+
+def broken(call: str):
+    """The stub call containing ``call`` fails for good."""
+    return lambda node: node.fail_for_good(call)
+
+
+def absent(package: str):
+    """The apt sources lack ``package``."""
+    return lambda node: (node.fake / "absent").write_text(package + "\n")
+
+
+#: How a build fails, and the FAILED line that names it.
+FAILED_BUILDS = [
+    pytest.param(no_driver_library, "gpu/nvml: the driver's libnvidia-ml.so is not in the linker "
+                 "cache (ldconfig -p)", id="no-driver-library"),
+    pytest.param(absent("libnvidia-ml-dev"), "gpu/nvml: no package libnvidia-ml-dev in this "
+                 "image's apt sources", id="no-nvml-header-package"),
+    pytest.param(broken(" install build-essential"), "apt-get install build-essential "
+                 "libnvidia-ml-dev: still failing after 0s", id="install-fails"),
+    pytest.param(broken(f"source {SOURCE}"), f"apt-get source {SOURCE}: still failing after 0s",
+                 id="no-source-package"),
+    pytest.param(broken("configure --with-nvml"), f"gpu/nvml: configure of {BUILD_DIR}/"
+                 "slurm-wlm-23.11.4 failed", id="configure-fails"),
+    pytest.param(no_nvml_header, "gpu/nvml: configure found no NVML (nvml.h from "
+                 "libnvidia-ml-dev", id="configure-finds-no-nvml"),
+    pytest.param(broken("gpu/nvml"), f"gpu/nvml: building the plugin in {BUILD_DIR}/"
+                 "slurm-wlm-23.11.4 failed", id="make-fails"),
+]
+
+
+@pytest.mark.parametrize(("breaks", "failed"), FAILED_BUILDS)
+def test_a_failed_plugin_build_fails_the_boot_naming_it_before_slurmd(gpu_node, a4, breaks,
+                                                                        failed):
+    breaks(gpu_node)
+    done = gpu_node.boot(a4["scripts/compute-a4.sh"])
+    assert done.returncode != 0
+    last = gpu_node.journal().splitlines()[-1]
+    assert last.startswith(f"<3>FAILED: {failed}"), last
+    calls = gpu_node.calls()
+    assert daemon_starts(calls) == []
+    assert not [c for c in calls if c.startswith("mount")]
+    assert not gpu_node.file(NVML_PLUGIN).exists()
 
 
 def test_controller_creates_munge_key_once_and_is_unchanged_after_reboot(node, files):
@@ -363,7 +470,8 @@ def ready(node: Node, name: str) -> Node:
         node.metadata(node_metadata.HOME_SOURCE, "lustre:10.9.8.7@tcp:/shared")
     node.image_has("mount.lustre", "22.05.8")
     (node.fake / "lustre-modules").touch()
-    (node.fake / "absent").write_text("slurm-wlm-nvml-plugin\n")
+    node.image_has_nvidia_driver()
+    node.write(NVML_PLUGIN, "the image's plugin")
     return node
 
 
