@@ -56,7 +56,8 @@ def scripts_of(blueprint_name: str) -> dict[str, str]:
 def test_gpu_nodes_register_with_their_feature_and_gpus():
     files = scripts_of("a4")
     assert "readonly NODE_CONF='Feature=a4 Gres=gpu:b200:8'" in files["scripts/compute-a4.sh"]
-    assert "readonly NODE_CONF='Feature=a4spot Gres=gpu:b200:8'" in files["scripts/compute-a4spot.sh"]
+    assert ("readonly NODE_CONF='Feature=a4spot Gres=gpu:b200:8'"
+            in files["scripts/compute-a4spot.sh"])
     assert "readonly CONF_SERVER=a4-controller:6817" in files["scripts/compute-a4.sh"]
 
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from clusterprint.model import Blueprint
 from clusterprint.render import rendered_files
-from clusterprint.render.slurm_config import render_gres_conf, render_slurm_conf
+from clusterprint.render.slurm_config import render_slurm_conf
 from clusterprint.validate import load_checked
 from tests.paths import blueprint_path
 
@@ -84,11 +84,11 @@ def node_conf(script: str) -> str:
 def test_gpu_nodes_declare_their_gpus_typed_after_the_nvml_device_name():
     # The type is what users ask for (--gres=gpu:h100:2) and a substring of the name NVML
     # gives the device (nvidia_h100_80gb_hbm3), which is how gpu/nvml matches it.
-    for machine_type, declared in (("a3-megagpu-8g", "gpu:h100:8"), ("a3-highgpu-4g", "gpu:h100:4"),
-                                   ("a3-ultragpu-8g", "gpu:h200:8"), ("a4-highgpu-8g", "gpu:b200:8"),
-                                   ("a4x-highgpu-4g", "gpu:gb200:4"),
-                                   ("a2-megagpu-16g", "gpu:a100:16"),
-                                   ("a2-ultragpu-1g", "gpu:a100:1"), ("g2-standard-4", "gpu:l4:1")):
+    for machine_type, declared in (
+            ("a3-megagpu-8g", "gpu:h100:8"), ("a3-highgpu-4g", "gpu:h100:4"),
+            ("a3-ultragpu-8g", "gpu:h200:8"), ("a4-highgpu-8g", "gpu:b200:8"),
+            ("a4x-highgpu-4g", "gpu:gb200:4"), ("a2-megagpu-16g", "gpu:a100:16"),
+            ("a2-ultragpu-1g", "gpu:a100:1"), ("g2-standard-4", "gpu:l4:1")):
         blueprint = cluster_of(machine_type, "n2-standard-4")
         assert "GresTypes=gpu" in lines(render_slurm_conf(blueprint))
         files = rendered_files(blueprint)
