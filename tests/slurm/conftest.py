@@ -4,11 +4,13 @@ Every daemon runs in the foreground as a child of the test process, in its own t
 folder, on free ports, and is stopped by its own PID; nothing is left running. The
 rendered slurm.conf changes only in host, port, path, auth and process-tracking lines.
 
-gres.conf is the rendered one; this machine has no NVML and no GPUs, so its device files
-are fake ones (character devices, like /dev/nvidia*) in a temp folder: the rendered
-``File=/dev/nvidia[...]`` line points there instead (a path change only). Where gres.conf
-names no files (nodesets differ in GPUs), a GPU node gets the line NVML would find on a
-GPU VM with Slurm's gpu/nvml plugin.
+gres.conf is the rendered one (``AutoDetect=nvml``, no device files). This machine has no
+NVML and no GPUs, so a GPU node also gets the line Slurm's gpu/nvml plugin makes of what NVML
+finds on a GPU VM: its GPUs, typed as the nodeset declares them (the plugin names each after
+NVML's device name and takes the declared type that is a substring of it), with device files
+that are fake ones (character devices like /dev/nvidia*) in a temp folder. That proves what
+slurmctld and slurmd do with a GPU node, not the plugin itself:
+tests/slurm/prove_gpu_nvml.py builds the real plugin and runs it against a fake NVML.
 """
 
 from __future__ import annotations
@@ -158,6 +160,13 @@ class LocalSlurm:
         assert done.returncode == 0, f"{shlex.join(argv)}: {done.returncode}\n{done.stderr}"
         return done.stdout
 
+    def run_failing(self, *argv: str, timeout: float = 60) -> str:
+        """A Slurm client command that must fail (a request Slurm refuses); its stderr."""
+        done = subprocess.run(argv, env=self.env, capture_output=True, text=True,
+                              timeout=timeout)
+        assert done.returncode != 0, f"{shlex.join(argv)} succeeded:\n{done.stdout}"
+        return done.stderr
+
     def partitions(self) -> dict[str, dict[str, str]]:
         """Every partition's settings by name, as ``scontrol show partition -o`` prints them."""
         shown = {}
@@ -202,23 +211,23 @@ class LocalSlurm:
                 os.mknod(device, 0o666 | stat.S_IFCHR, os.makedev(NVIDIA_MAJOR, index))
         return devices
 
-    def gres_conf(self, gpus: int) -> str:
-        """The rendered gres.conf as a node with ``gpus`` (fake) GPUs sees it."""
+    def gres_conf(self, gpus: int, gres_type: str | None = None) -> str:
+        """The rendered gres.conf as a node with ``gpus`` (fake) GPUs of ``gres_type`` sees it."""
         rendered = self.files["gres.conf"]
         if not gpus:
             return rendered
         devices = self.fake_gpus(gpus)
-        if "File=/dev/nvidia" in rendered:
-            return rendered.replace("File=/dev/nvidia", f"File={devices}/nvidia")
-        return rendered + f"Name=gpu File={devices}/nvidia[0-{gpus - 1}]\n"
+        typed = f" Type={gres_type}" if gres_type else ""
+        return rendered + f"Name=gpu{typed} File={devices}/nvidia[0-{gpus - 1}]\n"
 
-    def start_node(self, name: str, node_conf: str, gpus: int) -> Daemon:
+    def start_node(self, name: str, node_conf: str, gpus: int,
+                   gres_type: str | None = None) -> Daemon:
         """A dynamic slurmd registering as ``name`` with ``node_conf``, until it is idle.
 
         slurmd reads gres.conf when it starts, so each node gets its own GPUs' line.
         """
         (self.root / f"spool-{name}").mkdir()
-        (self.root / "gres.conf").write_text(self.gres_conf(gpus))
+        (self.root / "gres.conf").write_text(self.gres_conf(gpus, gres_type))
         slurmd = Daemon(["slurmd", "-D", "-Z", "-f", str(self.conf), "-N", name,
                          "--conf", node_conf], self.root / f"slurmd-{name}.log", self.env)
         self.daemons.append(slurmd)

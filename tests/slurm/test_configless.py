@@ -24,9 +24,9 @@ def test_configless_nodes_of_two_nodesets_run_jobs_in_the_partition_over_both(lo
     cluster = local_slurm(blueprint, start=False)
     assert "SlurmctldParameters=enable_configless" in cluster.files["slurm.conf"].splitlines()
     # slurmctld hands configless nodes the files it read at its start: gres.conf with the
-    # fake GPUs' device files is in place first (both nodesets have 8 GPUs).
+    # fake GPUs NVML would find is in place first (both nodesets have 8 B200s).
     assert {n.gpus for n in blueprint.slurm.nodesets} == {8}
-    (cluster.root / "gres.conf").write_text(cluster.gres_conf(8))
+    (cluster.root / "gres.conf").write_text(cluster.gres_conf(8, "b200"))
     cluster.start_controller()
 
     names = []
@@ -42,8 +42,9 @@ def test_configless_nodes_of_two_nodesets_run_jobs_in_the_partition_over_both(lo
         assert f"AvailableFeatures={nodeset.name}" in shown
         partitions = re.search(r"Partitions=(\S+)", shown)[1].split(",")
         assert sorted(partitions) == sorted([nodeset.name, "gpus"])
-        assert "Gres=gpu:8" in shown
-        out = cluster.run("srun", "-p", "gpus", "-w", node, "--gres=gpu:8", "-N1", "bash", "-c",
+        assert "Gres=gpu:b200:8" in shown
+        out = cluster.run("srun", "-p", "gpus", "-w", node, "--gres=gpu:b200:8", "-N1", "bash",
+                          "-c",
                           'echo "$SLURM_JOB_PARTITION $SLURMD_NODENAME $CUDA_VISIBLE_DEVICES"')
         assert out.split() == ["gpus", node, "0,1,2,3,4,5,6,7"]
         slurmd.stop()

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import pytest
 
+from clusterprint import catalog
 from clusterprint.validate import load_checked
 from tests.paths import reference_blueprints
 
@@ -23,15 +24,17 @@ def test_reference_blueprint_runs_jobs_on_every_nodeset(path, local_slurm):
         node = f"{nodeset.name}-test"
         expected = sorted(p.name for p in blueprint.slurm.partitions
                           if nodeset.name in p.nodesets)
-        slurmd = cluster.start_node(node, cluster.compute_node_conf(nodeset.name), nodeset.gpus)
+        gres_type = catalog.gres_type(nodeset.machine_type)
+        slurmd = cluster.start_node(node, cluster.compute_node_conf(nodeset.name), nodeset.gpus,
+                                    gres_type)
 
         shown = cluster.run("scontrol", "show", "node", node)
         assert f"AvailableFeatures={nodeset.name}" in shown
         assert f"Partitions={','.join(expected)}" in shown
-        gres = f"gpu:{nodeset.gpus}" if nodeset.gpus else "(null)"
+        gres = f"gpu:{gres_type}:{nodeset.gpus}" if nodeset.gpus else "(null)"
         assert f"Gres={gres}" in shown
 
-        gpus = [f"--gres=gpu:{nodeset.gpus}"] if nodeset.gpus else []
+        gpus = [f"--gres={gres}"] if nodeset.gpus else []
         out = cluster.run("srun", "-p", expected[0], "-w", node, *gpus, "-N1", "bash", "-c",
                           'echo "$SLURM_JOB_PARTITION ${CUDA_VISIBLE_DEVICES:-none}"')
         devices = ",".join(map(str, range(nodeset.gpus))) or "none"
