@@ -40,6 +40,8 @@ LOCAL_KEYS = {
     "SlurmdPidFile": "path", "AuthInfo": "auth",
     # cgroup confinement needs a systemd-managed host; CI containers have none.
     "ProctrackType": "process tracking", "TaskPlugin": "process tracking",
+    # a plugin built by a proof in a temp folder, beside the installed ones (prove_gpu_nvml.py)
+    "PluginDir": "plugin path",
 }
 #: The character device major number of NVIDIA GPUs (/dev/nvidia0 is 195, 0).
 NVIDIA_MAJOR = 195
@@ -50,7 +52,7 @@ START_TIMEOUT_S = 30
 def localize(slurm_conf: str, values: dict[str, str]) -> str:
     """The rendered slurm.conf with ``values`` replacing (or added as) its local lines."""
     unknown = set(values) - set(LOCAL_KEYS)
-    assert not unknown, f"not a host, port, path, auth or process-tracking key: {unknown}"
+    assert not unknown, f"not a host, port, path, auth, process-tracking or plugin key: {unknown}"
     lines, seen = [], set()
     for line in slurm_conf.splitlines():
         key = line.split("=", 1)[0]
