@@ -319,8 +319,9 @@ FAILED_BUILDS = [
                  id="no-source-package"),
     pytest.param(broken("configure --with-nvml"), f"gpu/nvml: configure of {BUILD_DIR}/"
                  "slurm-wlm-23.11.4 failed", id="configure-fails"),
-    pytest.param(no_nvml_header, "gpu/nvml: configure found no NVML (nvml.h from "
-                 "libnvidia-ml-dev", id="configure-finds-no-nvml"),
+    pytest.param(no_nvml_header, f"gpu/nvml: configure of {BUILD_DIR}/slurm-wlm-23.11.4 "
+                 "failed: checking for nvmlInit in -lnvidia-ml... no configure: error: unable to "
+                 "locate libnvidia-ml.so and/or nvml.h", id="configure-finds-no-nvml"),
     pytest.param(broken("gpu/nvml"), f"gpu/nvml: building the plugin in {BUILD_DIR}/"
                  "slurm-wlm-23.11.4 failed", id="make-fails"),
 ]
