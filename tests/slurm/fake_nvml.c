@@ -1,6 +1,6 @@
 /*
  * A stand-in for the NVIDIA driver's libnvidia-ml.so.1: every NVML call Slurm's gpu/nvml
- * plugin makes (nm -D --undefined-only gpu_nvml.so of 22.05; 23.11 read in its source), as a
+ * plugin makes (nm -D --undefined-only gpu_nvml.so, 22.05's and Ubuntu 23.11.4's), as a
  * node with FAKE_NVML_GPUS GPUs named FAKE_NVML_NAME would answer. GPU i has minor number i, so
  * its device file is /dev/nvidia<i>; it is close to every CPU; NVLink, MIG and clock control
  * are "not supported", as NVML says of features a device lacks.
@@ -181,7 +181,23 @@ nvmlReturn_t nvmlDeviceResetApplicationsClocks(nvmlDevice_t d)
 	return NVML_ERROR_NOT_SUPPORTED;
 }
 
-/* Slurm 23.11's plugin also reads GPU use (gpu_p_usage_read); 22.05's does not. */
+/* Slurm 23.11's plugin also reads GPU use (gpu_p_usage_read); 22.05's does not: no processes. */
+nvmlReturn_t nvmlDeviceGetComputeRunningProcesses(nvmlDevice_t d, unsigned int *n,
+						  nvmlProcessInfo_t *p)
+{
+	(void)d; (void)p;
+	*n = 0;
+	return NVML_SUCCESS;
+}
+
+nvmlReturn_t nvmlDeviceGetGraphicsRunningProcesses(nvmlDevice_t d, unsigned int *n,
+						   nvmlProcessInfo_t *p)
+{
+	(void)d; (void)p;
+	*n = 0;
+	return NVML_SUCCESS;
+}
+
 nvmlReturn_t nvmlDeviceGetProcessUtilization(nvmlDevice_t d, nvmlProcessUtilizationSample_t *u,
 					     unsigned int *n, unsigned long long last)
 {

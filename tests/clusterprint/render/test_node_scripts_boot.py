@@ -238,7 +238,7 @@ BUILD_CALLS = [
     "apt-cache show build-essential", "apt-cache show libnvidia-ml-dev",
     "apt-get -q -y -o DPkg::Lock::Timeout=600 install build-essential libnvidia-ml-dev",
     f"apt-get -q source {SOURCE}",
-    "configure --with-nvml --prefix=/usr --sysconfdir=/etc/slurm "
+    "configure --with-nvml --without-munge --prefix=/usr --sysconfdir=/etc/slurm "
     "--libdir=/usr/lib/x86_64-linux-gnu",
     f"make -C {BUILD_DIR}/slurm-wlm-23.11.4/src/plugins/gpu/common",
     f"make -C {BUILD_DIR}/slurm-wlm-23.11.4/src/plugins/gpu/nvml",
@@ -256,8 +256,7 @@ def test_a_gpu_node_builds_slurms_nvml_plugin_once_for_the_installed_slurm(gpu_n
     calls = gpu_node.calls()
     assert build_calls(calls) == BUILD_CALLS
     # The plugin is in place before slurmd starts, and the build folder is gone.
-    assert calls.index("configure --with-nvml --prefix=/usr --sysconfdir=/etc/slurm "
-                       "--libdir=/usr/lib/x86_64-linux-gnu") < calls.index(daemon_starts(calls)[0])
+    assert calls.index(BUILD_CALLS[-1]) < calls.index(daemon_starts(calls)[0])
     plugin = gpu_node.file(NVML_PLUGIN)
     assert plugin.read_text().startswith("gpu_nvml plugin built from ")
     assert oct(plugin.stat().st_mode & 0o777) == "0o755"
