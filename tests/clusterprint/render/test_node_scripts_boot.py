@@ -306,8 +306,15 @@ def absent(package: str):
     return lambda node: (node.fake / "absent").write_text(package + "\n")
 
 
+def no_plugin_folder(node: Node) -> None:
+    """The image's Slurm has no plugin folder where the script looks."""
+    node.file(f"{PLUGIN_DIR}/gpu_generic.so").unlink()
+
+
 #: How a build fails, and the FAILED line that names it.
 FAILED_BUILDS = [
+    pytest.param(no_plugin_folder, "gpu/nvml: found no gpu_generic.so, so not the folder of "
+                 "Slurm's plugins", id="no-plugin-folder"),
     pytest.param(no_driver_library, "gpu/nvml: the driver's libnvidia-ml.so is not in the linker "
                  "cache (ldconfig -p)", id="no-driver-library"),
     pytest.param(absent("libnvidia-ml-dev"), "gpu/nvml: no package libnvidia-ml-dev in this "
