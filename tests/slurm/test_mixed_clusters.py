@@ -74,6 +74,10 @@ def check_gpu_jobs(cluster, node: str, gres: str) -> None:
         devices, bound = out.split()
         assert devices == ",".join(map(str, range(asked)))
         assert bound == f"GRES=gpu:{gres_type}:{asked}(IDX:0-{asked - 1})"
+    # A request without a type (job scripts written for any GPU) is served by the typed GPUs.
+    untyped = cluster.run("srun", "-w", node, "-p", "all", "--gres=gpu:1", "-N1", "bash", "-c",
+                          'echo "$CUDA_VISIBLE_DEVICES"')
+    assert untyped.split() == ["0"]
     # One GPU more than the node has is never granted.
     refused = cluster.run_failing("srun", "-w", node, "-p", "all",
                                   f"--gres=gpu:{gres_type}:{int(count) + 1}", "-N1",
