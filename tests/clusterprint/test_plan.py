@@ -57,7 +57,7 @@ def test_json_shape_names_parents_inputs_and_dependencies():
     data = json.loads(planned().json_text())
     by_name = {r["name"]: r for r in data["resources"]}
     for res in data["resources"]:
-        assert set(res) == {"type", "name", "parent", "inputs", "dependencies"}
+        assert set(res) == {"type", "name", "parent", "inputs", "dependencies", "protect"}
     assert by_name["c"]["type"] == "clusterprint:index:Net" and by_name["c"]["parent"] is None
     subnet = by_name["c-subnet"]
     assert subnet["type"] == "gcp:compute/subnetwork:Subnetwork"
