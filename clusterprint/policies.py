@@ -436,8 +436,10 @@ def _image(res: PolicyResource) -> str:
 def shielded_vm(res: PolicyResource, settings: Settings) -> Iterator[str]:
     """Integrity monitoring reports a tampered boot chain; it costs nothing where supported.
 
-    Secure Boot is not asked for: the nodes load kernel modules built on the node (the
-    Lustre client, the GPU driver's modules) that Secure Boot refuses unless signed.
+    Secure Boot is not asked for: it refuses kernel modules without a trusted signature,
+    and the nodes load the Lustre client's modules from Google's package repository, for
+    which no Secure Boot support is documented (Managed Lustre's DKMS build "is not
+    supported on Shielded VMs", docs.cloud.google.com/managed-lustre/docs/dkms).
     """
     if res.type not in VM_TYPES:
         return

@@ -4,10 +4,11 @@ The stack program of __main__.py runs in-process against a mock engine: no
 credentials, no network, no Pulumi CLI. Values only the cloud knows print as
 [unknown], ids as [id of NAME], secrets as [secret]. Same blueprint, same output.
 
---json prints {"resources": [{"type", "name", "parent", "inputs", "dependencies"}]}:
-type is Pulumi's type token, name the logical name, parent the parent's logical name
-(null at the top), inputs as the engine receives them (camelCase), dependencies the
-logical names of the resources it waits for. Save it for `clusterprint diff`.
+--json prints {"resources": [{"type", "name", "parent", "inputs", "dependencies",
+"protect"}], "outputs": {...}}: type is Pulumi's type token, name the logical name,
+parent the parent's logical name (null at the top), inputs as the engine receives them
+(camelCase), dependencies the logical names of the resources it waits for, protect its
+protect option; outputs are the stack's outputs. Save it for `clusterprint diff`.
 
 FILE is read once, so it may be a pipe: `clusterprint plan <(git show main:bp.yaml)`.
 

@@ -8,6 +8,7 @@ and talks to it over the analyzer gRPC protocol the engine uses.
 from __future__ import annotations
 
 import importlib.util
+import json
 import subprocess
 import sys
 from types import ModuleType
@@ -120,3 +121,13 @@ def test_the_pack_serves_its_policies_to_the_engine_over_grpc():
     assert found == [("no-open-firewall", analyzer_pb2.MANDATORY,
                       f"{pol.checks}\nc-ssh: sourceRanges holds 0.0.0.0/0: it admits the whole "
                       f"internet; fix: {pol.fix}")]
+
+
+def test_the_unprotected_config_turns_storage_protect_off_for_the_storage_policies(pack):
+    """What a blueprint with `storage.protect: false` passes as --policy-pack-config."""
+    config = json.loads((PACK / "unprotected.json").read_text())
+    assert set(config) <= set(POLICIES)
+    assert {name for name, value in config.items() if value == {pack.PROTECT_KEY: False}} == {
+        "storage-protected", "storage-unprotected"}
+    assert pack.settings_of(config["storage-protected"]) == policies.Settings(
+        storage_protect=False)
