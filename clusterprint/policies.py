@@ -261,7 +261,8 @@ def _allows(res: PolicyResource, port: int | None) -> bool:
 
 def _networks(res: PolicyResource) -> Iterator[tuple[str, ipaddress.IPv4Network |
                                                       ipaddress.IPv6Network]]:
-    for text in res.inputs.get("sourceRanges") or []:
+    ranges = res.inputs.get("sourceRanges")
+    for text in ranges if isinstance(ranges, list) else []:
         try:
             yield text, ipaddress.ip_network(text, strict=False)
         except ValueError:
@@ -300,8 +301,8 @@ def _roles(res: PolicyResource) -> list[str]:
 def least_privilege_identity(res: PolicyResource, settings: Settings) -> Iterator[str]:
     """The default account is Editor on the project in many projects; roles beyond the table
     let one compromised node act on the whole project."""
-    if res.type in VM_TYPES:
-        accounts = res.inputs.get("serviceAccount")
+    accounts = res.inputs.get("serviceAccount")
+    if res.type in VM_TYPES and accounts != UNKNOWN:
         if not isinstance(accounts, Mapping) or not accounts:
             # Terraform's google provider attaches the default account when no email is given.
             yield "it names no service account, so it runs as the default compute account"
@@ -371,9 +372,11 @@ def bucket_access(res: PolicyResource, settings: Settings) -> Iterator[str]:
     """Per-object ACLs and public access are how bucket data leaks."""
     if res.type != BUCKET:
         return
-    if res.inputs.get("uniformBucketLevelAccess") is not True:
+    uniform, prevention = (res.inputs.get(k) for k in ("uniformBucketLevelAccess",
+                                                        "publicAccessPrevention"))
+    if uniform is not True and uniform != UNKNOWN:
         yield "uniformBucketLevelAccess is not true: object ACLs can grant access"
-    if res.inputs.get("publicAccessPrevention") != "enforced":
+    if prevention not in ("enforced", UNKNOWN):
         yield "publicAccessPrevention is not \"enforced\": the bucket can be made public"
 
 
@@ -462,8 +465,8 @@ def os_login(res: PolicyResource, settings: Settings) -> Iterator[str]:
 
     Advisory: project metadata can enable OS Login for VMs that do not say.
     """
-    if res.type in VM_TYPES:
-        metadata = res.inputs.get("metadata")
+    metadata = res.inputs.get("metadata")
+    if res.type in VM_TYPES and metadata != UNKNOWN:
         value = metadata.get("enable-oslogin") if isinstance(metadata, Mapping) else None
         if value is None or (_known(value) and str(value).upper() != "TRUE"):
             yield f"metadata enable-oslogin is {value or 'not set'}, not TRUE"

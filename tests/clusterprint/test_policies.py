@@ -166,6 +166,14 @@ ACCEPTED = [
     pytest.param(PROJECT_IAM_MEMBER, {"role": "roles/monitoring.metricWriter"}, id="metrics"),
     pytest.param(SECRET_VERSION, {"secret": "projects/p/secrets/app-config"},
                  id="other-secret-version"),
+    # In `pulumi preview` a whole input can be unknown: a policy never refuses what it
+    # cannot see.
+    pytest.param(INSTANCE, vm(serviceAccount="[unknown]", metadata="[unknown]"),
+                 id="unknown-account-and-metadata"),
+    pytest.param(FIREWALL, firewall(None, ["22"], sourceRanges="[unknown]"),
+                 id="unknown-source-ranges"),
+    pytest.param(BUCKET, {"uniformBucketLevelAccess": "[unknown]",
+                          "publicAccessPrevention": "[unknown]"}, id="unknown-bucket-access"),
 ]
 
 

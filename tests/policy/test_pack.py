@@ -26,7 +26,12 @@ from pulumi_policy import (
     StackValidationArgs,
     StackValidationPolicy,
 )
-from pulumi_policy.proxy import UNKNOWN_STRING_VALUE, unknown_checking_proxy
+from pulumi_policy.proxy import (
+    UNKNOWN_ARRAY_VALUE,
+    UNKNOWN_OBJECT_VALUE,
+    UNKNOWN_STRING_VALUE,
+    unknown_checking_proxy,
+)
 
 from clusterprint import policies
 from clusterprint.policies import FIREWALL, POLICIES, STACK_TYPE
@@ -90,6 +95,22 @@ def test_each_pack_policy_reports_what_the_offline_runner_reports(
     offline = list(POLICIES[name].check(subject, settings))
     assert reported == [f"{subject.name}: {m}; fix: {POLICIES[name].fix}" for m in offline]
     assert any(message in text for text in reported)
+
+
+def test_whole_unknown_inputs_read_as_unknown_and_refuse_nothing(pack):
+    """In `pulumi preview` a created service account's email, a list or an object may be
+    unknown: the pack passes ``[unknown]`` on, as a plan has it."""
+    props = {"sourceRanges": UNKNOWN_ARRAY_VALUE, "allows": [{"protocol": "tcp",
+                                                             "ports": ["22"]}],
+             "serviceAccount": {"email": UNKNOWN_STRING_VALUE}, "metadata": UNKNOWN_OBJECT_VALUE}
+    assert pack.plain(unknown_checking_proxy(props))["sourceRanges"] == policies.UNKNOWN
+    reported: list[str] = []
+    for typ in (FIREWALL, policies.INSTANCE):
+        args = args_for(typ, props, False, policies.Settings())
+        for pol in pack.pack_policies():
+            if isinstance(pol, ResourceValidationPolicy):
+                pol.validate(args, lambda text, urn=None: reported.append(text))
+    assert reported == []
 
 
 def test_the_pack_serves_its_policies_to_the_engine_over_grpc():
