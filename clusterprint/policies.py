@@ -100,8 +100,11 @@ SECRET_PATTERNS: dict[str, re.Pattern[str]] = {
     # A munge key is 32 to 1024 random bytes (mungekey(8)); as text it is a long base64 or
     # hex run. 256 base64 characters is 192 bytes: longer than any word, hash or name.
     "a munge key (a long base64 blob)": re.compile(r"[A-Za-z0-9+/]{256,}={0,2}"),
+    # A literal key echoed into munge.key: the literal is echo's argument, piped or
+    # redirected on the same line, so a long path elsewhere on the line never matches.
     "a munge key written from the script": re.compile(
-        r"(?:echo|printf)\s[^|\n]*?['\"]?[A-Za-z0-9+/]{32,}={0,2}['\"]?[^\n]*munge\.key"),
+        r"\b(?:echo|printf)\s+(?:\S+\s+)*?['\"]?[A-Za-z0-9+/]{32,}={0,2}['\"]?\s*[|>]"
+        r"[^\n]*munge\.key"),
 }
 #: A metadata key or label that says it holds the munge key.
 MUNGE_KEY_NAME = re.compile(r"munge[-_.]?key", re.IGNORECASE)

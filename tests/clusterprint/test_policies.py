@@ -113,6 +113,11 @@ REFUSED = [
                               "echo 'A" + "b9" * 20 + "' | base64 -d > /etc/munge/munge.key"}),
                  False, Settings(), "holds a munge key written from the script",
                  id="munge-key-echoed"),
+    pytest.param("no-plaintext-secret", TEMPLATE,
+                 vm(metadata={"enable-oslogin": "TRUE", "startup-script":
+                              "printf %s QWxhZGRpbjpvcGVuIHNlc2FtZQ0123456789ab >munge.key"}),
+                 False, Settings(), "holds a munge key written from the script",
+                 id="munge-key-printf"),
     pytest.param("no-plaintext-secret", SECRET_VERSION,
                  {"secret": "[id of c-controller-munge-key]", "secretData": "[secret]"}, False,
                  Settings(), "a SecretVersion of the munge secret puts the key in Pulumi state",
@@ -164,6 +169,10 @@ ACCEPTED = [
     pytest.param(SECRET_IAM_MEMBER, {"role": "roles/secretmanager.secretVersionAdder"},
                  id="munge-writer"),
     pytest.param(PROJECT_IAM_MEMBER, {"role": "roles/monitoring.metricWriter"}, id="metrics"),
+    pytest.param(INSTANCE, vm(metadata={"enable-oslogin": "TRUE", "startup-script": (
+        'echo "installing" >/var/log/clusterprintsetupfromthemungekeysecret/munge.key.log\n'
+        "head -c 768 /dev/urandom | base64 -w0 >/etc/munge/munge.key\n")}),
+                 id="script-writes-munge-key-without-a-literal"),
     pytest.param(SECRET_VERSION, {"secret": "projects/p/secrets/app-config"},
                  id="other-secret-version"),
     # In `pulumi preview` a whole input can be unknown: a policy never refuses what it
