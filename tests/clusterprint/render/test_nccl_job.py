@@ -44,6 +44,18 @@ if [[ $* == *"git clone"* ]]; then
   exit 0
 fi
 [[ ! -e $FAKE/fail ]] || exit 1
+if [[ -e $FAKE/container ]]; then
+  # The task's command as pyxis runs it: /nccl-tests is the folder mounted there, the job
+  # environment file the node's ($FAKE/nccl-env.sh), the other mounts the same paths.
+  inner=${*: -1}
+  tests=${mounts%%:/nccl-tests*}
+  CLUSTERPRINT_NCCL_ENV=$FAKE/nccl-env.sh exec bash -c "${inner//\/nccl-tests/$tests}"
+fi
+cat "$FAKE/output"
+"""
+#: all_reduce_perf as the container runs it: what NCCL would see, then $FAKE/output.
+ALL_REDUCE_PERF = """#!/bin/bash
+echo "NCCL_NET=${NCCL_NET:-} LD_LIBRARY_PATH=$LD_LIBRARY_PATH args: $*"
 cat "$FAKE/output"
 """
 
@@ -69,7 +81,12 @@ MIXED = blueprint_of(
      {"name": "l4", "nodesets": ["l4"], "max_time": "0:10:00"}])
 NO_FABRIC = blueprint_of([nodeset("mega", "a3-megagpu-8g")],
                          [{"name": "mega", "nodesets": ["mega"]}], gpu_networks="none")
-GENERATED = {"mixed": MIXED, "a3high": A3HIGH, "no-fabric": NO_FABRIC}
+#: Reserved and spot nodes of one machine type in one partition: the job may use either.
+TWO_NODESETS = blueprint_of([nodeset("a4", "a4-highgpu-8g", count=1),
+                             nodeset("a4spot", "a4-highgpu-8g", count=1)],
+                            [{"name": "a4", "nodesets": ["a4", "a4spot"]}])
+GENERATED = {"mixed": MIXED, "a3high": A3HIGH, "no-fabric": NO_FABRIC,
+             "two-nodesets": TWO_NODESETS}
 ALL_BLUEPRINTS = {**{p.stem: load_checked(str(p)) for p in reference_blueprints()}, **GENERATED}
 
 
@@ -125,6 +142,11 @@ def test_a_mixed_partition_is_pinned_to_its_fabric_nodes_and_a_short_partition_c
     assert "CLUSTERPRINT_NCCL_ENV_REQUIRED=no" in l4
 
 
+def test_nodesets_of_one_machine_type_serve_the_job_together():
+    options = sbatch_options(jobs_of(TWO_NODESETS)[nccl_job_path("a4")])
+    assert (options["constraint"], options["nodes"]) == ("a4|a4spot", "2")
+
+
 def test_without_gpu_networks_an_a3_mega_job_has_no_fabric_threshold():
     job = jobs_of(NO_FABRIC)[nccl_job_path("mega")]
     assert "readonly THRESHOLD_GBPS=\n" in job
@@ -152,13 +174,20 @@ class Run:
         self.script = root / "job.sbatch"
         self.script.write_text(job)
 
-    def built(self) -> None:
-        """nccl-tests already built by an earlier run."""
+    def built(self, binary: str = "#!/bin/true\n") -> None:
+        """nccl-tests already built by an earlier run: its all_reduce_perf is ``binary``."""
         (cache,) = re.findall(r"\$HOME/(\.cache/clusterprint/\S+)\}", self.script.read_text())
-        binary = self.home / cache / "build" / "all_reduce_perf"
-        binary.parent.mkdir(parents=True)
-        binary.write_text("#!/bin/true\n")
-        binary.chmod(0o755)
+        path = self.home / cache / "build" / "all_reduce_perf"
+        path.parent.mkdir(parents=True)
+        path.write_text(binary)
+        path.chmod(0o755)
+
+    def in_container(self, nccl_env: str | None) -> None:
+        """Run the task's own command (srun stands in for pyxis); the node's job environment
+        file holds ``nccl_env``, or is missing."""
+        (self.fake / "container").touch()
+        if nccl_env is not None:
+            (self.fake / "nccl-env.sh").write_text(nccl_env)
 
     def __call__(self, output: Path | str, nodes: int = 2) -> subprocess.CompletedProcess:
         out = self.fake / "output"
@@ -261,3 +290,30 @@ def test_the_first_run_builds_nccl_tests_once_and_later_runs_reuse_it(tmp_path):
 
     assert run(A3ULTRA_OUTPUT).returncode == 0
     assert len(run.srun_calls()) == 3  # no second build
+
+
+@pytest.fixture
+def a3ultra_job(tmp_path) -> Run:
+    """The A3 Ultra reference blueprint's job, its tasks run as the container would."""
+    run = Run(tmp_path, jobs_of(ALL_BLUEPRINTS["a3ultra"])[nccl_job_path("a3ultra")])
+    run.built(ALL_REDUCE_PERF)
+    return run
+
+
+def test_each_task_sources_the_job_environment_and_puts_the_plugin_first(a3ultra_job):
+    a3ultra_job.in_container("export NCCL_NET=gIB\n")
+    done = a3ultra_job(A3ULTRA_OUTPUT)
+    assert ("NCCL_NET=gIB LD_LIBRARY_PATH=/usr/local/gib/lib64 args: -b 2G -e 8G -f 2 -g 1 -w 5 "
+            "--iters 20") in done.stdout
+    # 120.248 GB/s was A3 Ultra on GKE over 1K-8G: below the 250 its 2G-8G run must reach.
+    assert done.returncode == 1
+    assert done.stdout.splitlines()[-1].endswith("below 250 GB/s for a3-ultragpu-8g")
+
+
+def test_a_node_without_its_job_environment_fails_the_job_saying_why(a3ultra_job):
+    a3ultra_job.in_container(None)
+    done = a3ultra_job(A3ULTRA_OUTPUT)
+    assert done.returncode == 1
+    assert "the node's GPU network setup did not run" in done.stderr
+    assert done.stdout.splitlines()[-1] == (
+        "FAIL: all_reduce_perf did not finish on proof-h100-[0-1]")
