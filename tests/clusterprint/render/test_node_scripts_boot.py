@@ -549,15 +549,19 @@ def test_the_login_node_stages_exactly_the_rendered_jobs_for_every_user(node, a4
     assert "removed /opt/clusterprint/jobs/nccl-allreduce-renamed.sbatch" in node.journal()
     hint = node.file("/etc/profile.d/clusterprint-jobs.sh")
     assert stat.S_IMODE(hint.stat().st_mode) == 0o644
-    assert "sbatch /opt/clusterprint/jobs/<job>" in hint.read_text()
-    # An interactive login shell on the node (its /opt in place) shows the hint.
-    login = ["unshare", "--mount", "--propagation", "private", "bash", "-c",
-             'mount --bind "$0" /opt && exec bash -i -c "source $1"',
-             str(node.root / "disk" / "opt"), str(hint)]
-    shown = subprocess.run(login, capture_output=True, text=True,
-                           env={"PATH": "/usr/bin:/bin", "HOME": str(node.root)})
-    assert shown.stdout == ("clusterprint: prove the GPU network first: sbatch "
-                            "/opt/clusterprint/jobs/<job> (ls /opt/clusterprint/jobs)\n")
+    checked = subprocess.run(["shellcheck", "--severity=style", "--shell=sh", str(hint)],
+                             capture_output=True, text=True)
+    assert checked.returncode == 0, checked.stdout
+    # A login shell on the node (its /opt in place) names each job when interactive only.
+    for shell, flags, shown in [("bash", "-i", sorted(jobs)), ("sh", "-i", sorted(jobs)),
+                                ("bash", "-l", [])]:
+        login = ["unshare", "--mount", "--propagation", "private", "bash", "-c",
+                 'mount --bind "$0" /opt && exec "$2" "$3" -c ". $1"',
+                 str(node.root / "disk" / "opt"), str(hint), shell, flags]
+        done = subprocess.run(login, capture_output=True, text=True,
+                              env={"PATH": "/usr/bin:/bin", "HOME": str(node.root)})
+        assert done.stdout.splitlines() == [
+            f"clusterprint: prove the GPU network first: sbatch {job}" for job in shown], shell
 
     again = node.boot(a4["scripts/login.sh"])
     assert again.returncode == 0, node.journal()
