@@ -1,4 +1,6 @@
-"""Every rendered NCCL proof job is a job real slurmctld 22.05 takes, as the job asks.
+"""Every rendered NCCL proof job is a job real slurmctld 22.05 takes, as the job asks:
+for the reference blueprints, hand-made mixed ones and ones drawn like
+test_generated_blueprints.py draws them (names and time limits over their whole range).
 
 slurmctld boots from the rendered configuration; the job's nodes register as dynamic nodes
 with their nodeset's rendered --conf line. This machine has 2 CPUs and a GPU VM has many
@@ -13,11 +15,13 @@ import re
 import subprocess
 
 import pytest
+from hypothesis import HealthCheck, given, settings
 
 from clusterprint.render.nccl_job import nccl_job_path, nccl_jobs
 from clusterprint.validate import load_checked
 from tests.clusterprint.render.test_nccl_job import GENERATED
 from tests.paths import reference_blueprints
+from tests.slurm.test_generated_blueprints import blueprints
 
 BLUEPRINTS = {**{p.stem: load_checked(str(p)) for p in reference_blueprints()}, **GENERATED}
 #: What a registering test node declares beyond its rendered --conf line (see above).
@@ -36,17 +40,33 @@ def sbatch_test_only(cluster, script, *options: str) -> str:
 @pytest.mark.parametrize("name", sorted(BLUEPRINTS))
 def test_slurmctld_takes_every_job_of_the_blueprint(name, local_slurm):
     blueprint = BLUEPRINTS[name]
-    jobs = nccl_jobs(blueprint)
-    if not jobs:
+    if not nccl_jobs(blueprint):
         assert not any(n.gpus for n in blueprint.slurm.nodesets)
-        return
+    check_jobs(local_slurm(blueprint), blueprint)
+
+
+@settings(max_examples=6, deadline=None,
+          suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(drawn=blueprints())
+def test_slurmctld_takes_the_jobs_of_generated_blueprints(drawn, local_slurm):
+    blueprint, _ = drawn
     cluster = local_slurm(blueprint)
-    for job in jobs:
+    try:
+        check_jobs(cluster, blueprint)
+    finally:
+        cluster.stop()  # one controller per example, not all at once
+
+
+def check_jobs(cluster, blueprint) -> None:
+    """Each job's nodes register, then sbatch --test-only takes the job and a held
+    submission shows every #SBATCH line as slurmctld read it."""
+    for number, job in enumerate(nccl_jobs(blueprint)):
         for index in range(job.nodes):
-            node = f"{job.nodesets[index % len(job.nodesets)]}-{job.partition}-{index}"
-            conf = cluster.compute_node_conf(job.nodesets[index % len(job.nodesets)])
-            cluster.start_node(node, f"{conf} {NODE_CPUS}", job.gpus).stop()
-        script = cluster.root / f"{job.partition}.sbatch"
+            nodeset = job.nodesets[index % len(job.nodesets)]
+            conf = cluster.compute_node_conf(nodeset)
+            cluster.start_node(f"j{number}-{nodeset}-{index}", f"{conf} {NODE_CPUS}",
+                               job.gpus).stop()
+        script = cluster.root / f"job-{number}.sbatch"
         script.write_text(cluster.files[nccl_job_path(job.partition)])
         assert f"in partition {job.partition}" in sbatch_test_only(cluster, script)
 
