@@ -45,8 +45,10 @@ class NcclProof:
 
 _CHS = "GoogleCloudPlatform/cluster-health-scanner deploy/helm/health_checks/nccl_healthcheck/"
 _CTK = "GoogleCloudPlatform/cluster-toolkit examples/machine-learning/"
-_RECIPES = ("AI-Hypercomputer/gpu-recipes training/{}/*/megatron-bridge-slurm/nemo2511/*: "
-            "the NeMo 25.11 image its Slurm recipes run through pyxis")
+#: gpu-recipes' Slurm recipes that import the NeMo 25.11 image (ORIG_IMAGE) for pyxis: the
+#: toolkit's PyTorch tags carry CUDA 12.6 or older, and Blackwell (B200, GB200) needs 12.8.
+_RECIPES = "AI-Hypercomputer/gpu-recipes training/{}/megatron-bridge-slurm/nemo2511/{}/recipe/" \
+           "sbatch_script.sh"
 
 #: Per machine type. The thresholds are the health scanner's BANDWIDTH_THRESHOLD for a
 #: 2-node all_gather_perf; nccl-tests' bus bandwidth is corrected to be comparable across
@@ -66,10 +68,14 @@ NCCL_PROOFS: dict[str, NcclProof] = {
     "a3-ultragpu-8g": NcclProof("nvcr.io#nvidia/pytorch:24.09-py3",
                                 _CTK + "a3-ultragpu-8g/nccl-tests/import_pytorch_container.sh",
                                 250, _CHS + "a3ultra.yaml"),
-    "a4-highgpu-8g": NcclProof("nvcr.io#nvidia/nemo:25.11", _RECIPES.format("a4"),
-                               250, _CHS + "a4.yaml"),
-    "a4x-highgpu-4g": NcclProof("nvcr.io#nvidia/nemo:25.11", _RECIPES.format("a4x"),
-                                160, _CHS + "a4x.yaml"),
+    "a4-highgpu-8g": NcclProof(
+        "nvcr.io#nvidia/nemo:25.11",
+        _RECIPES.format("a4/qwen3_235b_a22b", "128gpus-bf16-seq4096-gbs4096"),
+        250, _CHS + "a4.yaml"),
+    "a4x-highgpu-4g": NcclProof(
+        "nvcr.io#nvidia/nemo:25.11",
+        _RECIPES.format("a4x/llama3_8b", "8gpus-fp8cs-seq8192-gbs128"),
+        160, _CHS + "a4x.yaml"),
 }
 
 #: Machine types without GPU networks (A2, G2, A3 High below 8 GPUs) and clusters built with
