@@ -20,8 +20,9 @@ PresenceKind = Literal["command", "module", "package"]
 class AptSource:
     """An apt repository: a sources.list.d file NAME.list and the key that signs it.
 
-    ``line`` is what follows ``deb [options]``; ``{codename}`` (noble), ``{distro}``
-    (ubuntu2404) and ``{cuda_arch}`` (x86_64 or sbsa) are filled in on the VM.
+    ``line`` is what follows ``deb [options]``; ``{os_id}`` (ubuntu), ``{codename}``
+    (noble), ``{distro}`` (ubuntu2404) and ``{cuda_arch}`` (x86_64 or sbsa) are filled in
+    on the VM from /etc/os-release and the CPU architecture.
     ``ar+https`` lines need apt-transport-artifact-registry (AR_TRANSPORT) first.
     """
 
@@ -118,8 +119,8 @@ CUDA_APT = AptSource(
     "cuda", "https://developer.download.nvidia.com/compute/cuda/repos/{distro}/{cuda_arch}/3bf863cc.pub",
     "https://developer.download.nvidia.com/compute/cuda/repos/{distro}/{cuda_arch}/ /")
 #: Docker's own repository, what the toolkit's install_docker.yml gets through get.docker.com.
-DOCKER_APT = AptSource("docker", "https://download.docker.com/linux/ubuntu/gpg",
-                       "https://download.docker.com/linux/ubuntu {codename} stable")
+DOCKER_APT = AptSource("docker", "https://download.docker.com/linux/{os_id}/gpg",
+                       "https://download.docker.com/linux/{os_id} {codename} stable")
 
 DOCKER = AptPart("Docker", ("command", "docker"),
                  ("docker-ce", "docker-ce-cli", "containerd.io"), DOCKER_APT)

@@ -16,8 +16,8 @@ from clusterprint.node import nics
 from clusterprint.render.environment import render
 
 #: Placeholders of gpu_software.AptSource lines, and the boot script's variables for them.
-_APT_PLACEHOLDERS = {"{codename}": "${FABRIC_CODENAME}", "{distro}": "${FABRIC_DISTRO}",
-                     "{cuda_arch}": "${FABRIC_CUDA_ARCH}"}
+_APT_PLACEHOLDERS = {"{os_id}": "${FABRIC_OS_ID}", "{codename}": "${FABRIC_CODENAME}",
+                     "{distro}": "${FABRIC_DISTRO}", "{cuda_arch}": "${FABRIC_CUDA_ARCH}"}
 #: Placeholders of gpu_software.FabricSoftware.env, and the variables found at boot.
 _ENV_PLACEHOLDERS = {"{socket}": "${SOCKET_IFNAMES}", "{gpu}": "${GPU_IFNAMES}"}
 #: The prolog and epilog that start and stop RxDM (Slurm runs every file of these folders).

@@ -113,8 +113,9 @@ class Node:
 
     def carries_fabric(self) -> None:
         """An image that has every part of every GPU fabric (as a custom image may)."""
-        os.symlink(self.stubs / "packages" / "docker", self.bin / "docker")
-        for command in ("nvidia-container-runtime-hook", "ibv_devinfo", "dkms"):
+        for command in ("docker", "dkms"):
+            os.symlink(self.stubs / "packages" / command, self.bin / command)
+        for command in ("nvidia-container-runtime-hook", "ibv_devinfo"):
             self.image_has(command, "")
         (self.fake / "modules").mkdir(exist_ok=True)
         (self.fake / "modules" / "import-helper").touch()
@@ -385,8 +386,9 @@ def test_a_kernel_without_lustre_modules_fails_naming_the_package(node, a3mega):
     assert not [c for c in node.calls() if " install " in c or c.startswith("mount")]
 
 
-def ready(node: Node, name: str) -> Node:
-    """A node whose cloud and image have all that blueprint ``name`` mounts and runs."""
+def ready(node: Node, name: str, carries_fabric: bool = True) -> Node:
+    """A node whose cloud has all that blueprint ``name`` mounts and whose image has all it
+    runs (but the GPU fabric's parts, unless ``carries_fabric``)."""
     if not any((node.fake / "secret").iterdir()):
         (node.fake / "secret" / "1").write_text("key from the controller")
     node.metadata(node_metadata.lustre_source("scratch"), "10.9.8.7@tcp:/scratch")
@@ -395,7 +397,7 @@ def ready(node: Node, name: str) -> Node:
     node.image_has("mount.lustre", "22.05.8")
     (node.fake / "lustre-modules").touch()
     (node.fake / "absent").write_text("slurm-wlm-nvml-plugin\n")
-    if not (node.bin / "docker").exists():
+    if carries_fabric and not (node.bin / "docker").exists():
         node.carries_fabric()
     node.nics(name)
     return node
