@@ -97,6 +97,8 @@ class FabricSoftware:
     #: lines added after it; ``{socket}`` and ``{gpu}`` are the comma-separated interface
     #: names found at boot (system gVNICs, GPU NICs)
     env: tuple[str, ...]
+    #: what the boot warns about at every boot: a part clusterprint cannot install
+    warning: str | None = None
 
 
 #: Where jobs and containers find the family's NCCL environment.
@@ -186,5 +188,24 @@ RDMA = FabricSoftware(
          'export LD_LIBRARY_PATH="/usr/local/gib/lib64${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"'),
 )
 
+# A3 High and A3 Edge: GPUDirect-TCPX. The Cluster Toolkit's a3high-slurm-blueprint.yaml
+# (v1.95.0) builds its image on Canonical's TCPX kernel (linux-gcp-tcpx), from a private
+# PPA it logs into with credentials given to A3 High customers, and slurm-gcp's
+# receive-data-path-manager runs RxDM v2 only on that kernel. Neither can come from a public
+# repository, so these nodes get no GPUDirect part: their NCCL uses TCP sockets on the
+# system gVNIC, as the toolkit's run-nccl-tests.sh does for one-node jobs, and the boot
+# says so.
+TCPX = FabricSoftware(
+    networking="tcpx",
+    title="GPUDirect-TCPX",
+    apt=(), dmabuf=None, udev_rule=None, installer=None, rxdm=None,
+    env_script="unset NCCL_NET",
+    env=("export NCCL_SOCKET_IFNAME={socket}",),
+    warning="GPUDirect-TCPX needs Canonical's TCPX kernel (linux-gcp-tcpx, from a private PPA) "
+            "and its receive-datapath manager, which clusterprint does not install: NCCL on "
+            "this node uses TCP sockets (NCCL_SOCKET_IFNAME); boot an image built as the "
+            "Cluster Toolkit's a3high blueprint builds it for GPUDirect-TCPX",
+)
+
 #: The fabric software by catalog.MachineFamily.networking.
-FABRIC: dict[str, FabricSoftware] = {f.networking: f for f in (TCPXO, RDMA)}
+FABRIC: dict[str, FabricSoftware] = {f.networking: f for f in (TCPXO, TCPX, RDMA)}

@@ -198,6 +198,29 @@ def test_a_custom_image_that_carries_the_fabric_installs_nothing_for_it(bare, sc
     assert bare.file(NCCL_ENV).exists()
 
 
+def test_an_a3high_node_gets_its_nic_names_and_a_warning_that_tcpx_is_not_installed(
+        bare, tmp_path):
+    path = tmp_path / "a3high.yaml"
+    path.write_text(Path(blueprint_path("a3mega")).read_text().replace(
+        "a3-megagpu-8g", "a3-highgpu-8g"))
+    script = rendered_files(load_checked(str(path)))["scripts/compute-a3mega.sh"]
+    ready(bare, "a3mega", carries_fabric=False)
+    bare.nics("dranet-5nic")
+    for _ in ("first boot", "reboot"):
+        done = bare.boot(script)
+        assert done.returncode == 0, bare.journal()[-3000:]
+        calls = bare.calls()
+        assert apt(calls, "install") == [] and ran(calls, "docker", "dkms", "udevadm") == []
+        assert ("<4>fabric: WARNING: GPUDirect-TCPX needs Canonical's TCPX kernel"
+                in bare.journal())
+    assert bare.file(NCCL_ENV).read_text().splitlines()[2:] == [
+        "unset NCCL_NET",
+        "export NCCL_SOCKET_IFNAME=enp0s12",
+        "export CLUSTERPRINT_SOCKET_IFNAMES=enp0s12",
+        "export CLUSTERPRINT_GPU_IFNAMES=enp6s0,enp12s0,enp134s0,enp140s0"]
+    assert not bare.file(PROLOG).exists()
+
+
 def test_a_cpu_nodeset_and_the_other_roles_get_no_fabric(bare, scripts):
     for name, text in scripts["cpu-small"].items():
         if name.startswith("scripts/"):
