@@ -204,6 +204,10 @@ def test_an_a3high_node_gets_its_nic_names_and_a_warning_that_tcpx_is_not_instal
     path.write_text(Path(blueprint_path("a3mega")).read_text().replace(
         "a3-megagpu-8g", "a3-highgpu-8g"))
     script = rendered_files(load_checked(str(path)))["scripts/compute-a3mega.sh"]
+    (tmp_path / "compute.sh").write_text(script)
+    checked = subprocess.run(["shellcheck", "--severity=style", "--shell=bash",
+                              str(tmp_path / "compute.sh")], capture_output=True, text=True)
+    assert checked.returncode == 0, checked.stdout
     ready(bare, "a3mega", carries_fabric=False)
     bare.nics("dranet-5nic")
     for _ in ("first boot", "reboot"):
