@@ -198,6 +198,17 @@ def test_a_custom_image_that_carries_the_fabric_installs_nothing_for_it(bare, sc
     assert bare.file(NCCL_ENV).exists()
 
 
+def test_an_rdma_image_that_carries_nccl_gib_and_rdma_core_installs_nothing_for_them(
+        bare, scripts):
+    ready(bare, "a4")
+    calls = boot(bare, "a4", "a4", scripts)
+    assert apt(calls, "install") == [] and ran(calls, "apt-mark", "curl -fsSL") == []
+    assert sources(bare) == {}
+    for part in ("NCCL", "the gIB NCCL plugin", "rdma-core tools"):
+        assert f"fabric: {part}: on the image" in bare.journal()
+    assert bare.file(NCCL_ENV).exists()
+
+
 def test_an_a3high_node_gets_its_nic_names_and_a_warning_that_tcpx_is_not_installed(
         bare, tmp_path):
     path = tmp_path / "a3high.yaml"
