@@ -104,7 +104,7 @@ def fabric_context(blueprint: Blueprint, nodeset: Nodeset) -> dict[str, object] 
         "system_nics": family.system_nics,
         "gpu_nics": family.gpu_nics,
         "env_lines": env_lines(software),
-        "nccl_env": gpu_software.NCCL_ENV,
+        "nccl_env": gpu_software.NCCL_ENV_FILE,
         "nics_program": Path(nics.__file__).read_text(encoding="utf-8"),
         "rxdm_script": rxdm,
         "rxdm_prolog": RXDM_PROLOG,
