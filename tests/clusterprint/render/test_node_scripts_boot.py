@@ -1,8 +1,10 @@
 """The rendered scripts boot a node, run again unchanged after a reboot, and fail loudly.
 
 Each script runs as root in its own mount namespace: the folders it writes (/etc/munge,
-/etc/slurm, /etc/systemd/system, /etc/apt, /var/spool, /var/lib, /home) are bind-mounted from
-a temp folder, and stubs stand in for the metadata server, Secret Manager, systemd, mounts and apt.
+/etc/slurm, /etc/systemd/system, /etc/apt, /var/spool, /var/lib, /home, /etc/udev,
+/etc/clusterprint, /dev/aperture_devices) and the kernel's NICs (/sys/class/net) are
+bind-mounted from a temp folder, and stubs stand in for the metadata server, Secret Manager,
+systemd, mounts, apt, dpkg, DKMS, udev and Docker.
 The image's commands are fakes in the node's own folder: the scripts search only that,
 the stubs and /usr/bin, never this machine's /usr/sbin, so what they find is what the test
 put there.
@@ -33,13 +35,15 @@ from clusterprint.validate import load_checked
 from tests.paths import blueprint_path
 
 STUBS = Path(__file__).parent / "stubs"
+NICS = Path(__file__).parent / "fixtures" / "nics"
 SANDBOXED = ("/etc/munge", "/etc/slurm", "/etc/systemd/system", "/etc/apt", "/var/spool",
-             "/var/lib", "/home")
+             "/var/lib", "/home", "/etc/udev", "/etc/clusterprint", "/dev/aperture_devices",
+             "/sys/class/net")
 #: Where the login node stages the rendered jobs for every user, and its login hint.
 SANDBOXED += ("/opt", "/etc/profile.d")
 #: The scripts' retry budgets (CLUSTERPRINT_<NAME>_BUDGET_S), all set to 0 by fail_for_good.
 BUDGETS = ("MOUNT", "MUNGE_KEY", "APT", "DOWNLOAD", "SECRET", "SLURMCTLD", "CONTROLLER",
-           "SLURMD")
+           "SLURMD", "NIC")
 #: What a ready image has: the Slurm daemons, munge and the NFS client.
 IMAGE_COMMANDS = ("slurmd", "slurmctld", "munged", "mount.nfs")
 SECRET = "projects/my-project/secrets/cpu-small-munge-key"
@@ -97,6 +101,29 @@ class Node:
             (self.bin / command).unlink(missing_ok=True)
             (self.stubs / command).unlink(missing_ok=True)
 
+    def nics(self, fixture: str, down: tuple[str, ...] = ()) -> None:
+        """The VM's NICs from fixtures/nics: the metadata server's listing and the kernel's
+        interfaces (/sys/class/net from the ``ip -o link`` listing), ``down`` not up yet."""
+        shutil.copy(NICS / f"{fixture}-network-interfaces.json",
+                    self.fake / "network-interfaces.json")
+        sysfs = self.root / "disk" / "sys-class-net"
+        for line in (NICS / f"{fixture}-ip-link.txt").read_text().splitlines():
+            name, mac = re.match(r"\d+: (\S+): .*link/\S+ (\S+)", line).groups()
+            (sysfs / name).mkdir(parents=True, exist_ok=True)
+            (sysfs / name / "address").write_text(mac + "\n")
+            state = "unknown" if name == "lo" else "down" if name in down else "up"
+            (sysfs / name / "operstate").write_text(state + "\n")
+
+    def carries_fabric(self) -> None:
+        """An image that has every part of every GPU fabric (as a custom image may)."""
+        for command in ("docker", "dkms"):
+            os.symlink(self.stubs / "packages" / command, self.bin / command)
+        for command in ("nvidia-container-runtime-hook", "ibv_devinfo"):
+            self.image_has(command, "")
+        (self.fake / "modules").mkdir(exist_ok=True)
+        (self.fake / "modules" / "import-helper").touch()
+        (self.fake / "dpkg").write_text("apt-transport-artifact-registry\nlibnccl2\nnccl-gib\n")
+
     def metadata(self, key: str, value: str) -> None:
         """Set an instance metadata value."""
         (self.fake / "metadata" / key).write_text(value)
@@ -109,6 +136,9 @@ class Node:
         for target in SANDBOXED:
             source = self.root / "disk" / target.strip("/").replace("/", "-")
             source.mkdir(parents=True, exist_ok=True)
+            # A folder this machine lacks (/etc/udev in a container) is made, empty, as the
+            # mount point: what the scripts write there still lands in the sandbox.
+            Path(target).mkdir(parents=True, exist_ok=True)
             binds.append(f"mount --bind {source} {target}")
         # The real mount makes the sandbox, and the stubs come into PATH only after it:
         # a script must never run against this machine's own folders.
@@ -196,6 +226,8 @@ def gpu_node(node) -> Node:
     node.image_has("mount.lustre", "22.05.8")
     (node.fake / "lustre-modules").touch()
     (node.fake / "absent").write_text("slurm-wlm-nvml-plugin\n")
+    node.carries_fabric()
+    node.nics("a4")
     smi = node.bin / "nvidia-smi"
     smi.write_text('#!/bin/bash\nfor i in {0..7}; do echo "GPU $i: NVIDIA B200"; done\n')
     smi.chmod(0o755)
@@ -357,8 +389,9 @@ def test_a_kernel_without_lustre_modules_fails_naming_the_package(node, a3mega):
     assert not [c for c in node.calls() if " install " in c or c.startswith("mount")]
 
 
-def ready(node: Node, name: str) -> Node:
-    """A node whose cloud and image have all that blueprint ``name`` mounts and runs."""
+def ready(node: Node, name: str, carries_fabric: bool = True) -> Node:
+    """A node whose cloud has all that blueprint ``name`` mounts and whose image has all it
+    runs (but the GPU fabric's parts, unless ``carries_fabric``)."""
     if not any((node.fake / "secret").iterdir()):
         (node.fake / "secret" / "1").write_text("key from the controller")
     node.metadata(node_metadata.lustre_source("scratch"), "10.9.8.7@tcp:/scratch")
@@ -367,6 +400,9 @@ def ready(node: Node, name: str) -> Node:
     node.image_has("mount.lustre", "22.05.8")
     (node.fake / "lustre-modules").touch()
     (node.fake / "absent").write_text("slurm-wlm-nvml-plugin\n")
+    if carries_fabric and not (node.bin / "docker").exists():
+        node.carries_fabric()
+    node.nics(name)
     return node
 
 
@@ -464,7 +500,7 @@ def test_the_retry_budgets_default_to_productions(a3mega):
     shared = {"MOUNT": "1800", "MUNGE_KEY": "3600", "APT": "1200", "DOWNLOAD": "600"}
     assert defaults == {"controller": {**shared, "SECRET": "600", "SLURMCTLD": "300"},
                         "login": {**shared, "CONTROLLER": "1800"},
-                        "compute-a3mega": {**shared, "SLURMD": "600"}}
+                        "compute-a3mega": {**shared, "SLURMD": "600", "NIC": "300"}}
 
 
 def leaks(secret: bytes) -> list[bytes]:
