@@ -98,11 +98,11 @@ class FabricMounts:
 
 
 #: Per networking kind, from the toolkit's run-nccl-tests.sh of each family
-#: (a3-highgpu-8g: /var/lib/tcpx/lib64 and the RxDM socket folder /run/tcpx-$SLURM_JOB_ID;
-#: a3-megagpu-8g: /var/lib/tcpxo/lib64; a3-ultragpu-8g: /usr/local/gib).
+#: (a3-megagpu-8g: /var/lib/tcpxo/lib64; a3-ultragpu-8g: /usr/local/gib). A3 High's
+#: GPUDirect-TCPX is not installed (see TCPX below), so its job mounts nothing and measures
+#: NCCL over TCP sockets: held to the family's threshold, it fails and says so.
 FABRIC_MOUNTS: dict[GpuNetworking, FabricMounts] = {
-    "tcpx": FabricMounts(("/var/lib/tcpx/lib64", "/run/tcpx-${SLURM_JOB_ID}"),
-                         "/var/lib/tcpx/lib64"),
+    "tcpx": FabricMounts((), None),
     "tcpxo": FabricMounts(("/var/lib/tcpxo/lib64",), "/var/lib/tcpxo/lib64"),
     "rdma": FabricMounts(("/usr/local/gib",), "/usr/local/gib/lib64"),
     "none": FabricMounts((), None),
