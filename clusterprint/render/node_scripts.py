@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from clusterprint import node_metadata
 from clusterprint.model import Blueprint, Nodeset
+from clusterprint.render import gpu_node
 from clusterprint.render.environment import render
 from clusterprint.render.node_software import (
     Software,
@@ -40,7 +41,7 @@ def render_controller_script(blueprint: Blueprint, slurm_files: dict[str, str]) 
 
 def render_login_script(blueprint: Blueprint, slurm_files: dict[str, str]) -> str:
     """A login node's script: storage, munge and the client configuration."""
-    return render("scripts/login.sh.j2", files=slurm_files,
+    return render("scripts/login.sh.j2", files=slurm_files, pyxis=gpu_node.pyxis(),
                   **_common(blueprint, "login", login_software(blueprint)))
 
 
@@ -49,5 +50,7 @@ def render_compute_script(blueprint: Blueprint, nodeset: Nodeset) -> str:
     return render("scripts/compute.sh.j2", nodeset=nodeset.name, gpus=nodeset.gpus,
                   gpu_files=blueprint.slurm.uniform_gpus > 0,
                   node_conf=dynamic_node_conf(nodeset), conf_server=conf_server(blueprint),
+                  node=gpu_node.gpu_node(nodeset.machine_type) if nodeset.gpus else None,
+                  pyxis=gpu_node.pyxis(),
                   **_common(blueprint, f"compute-{nodeset.name}",
                             compute_software(blueprint, nodeset.gpus)))
