@@ -149,9 +149,14 @@ METRICS_RECEIVERS = (
 )
 
 
-def receiver(name: str) -> MetricsReceiver:
-    """The metrics receiver ``name`` of METRICS_RECEIVERS."""
-    return next(r for r in METRICS_RECEIVERS if r.name == name)
+def metric(receiver: str, name: str) -> str:
+    """The metric type ``name`` ends with among those receiver ``receiver`` writes: what a
+    chart names, so that it can only name a metric the nodes' configuration collects."""
+    found = [m for r in METRICS_RECEIVERS if r.name == receiver
+             for m in r.metrics if m.endswith("/" + name) or m.endswith("." + name)]
+    if len(found) != 1:
+        raise KeyError(f"receiver {receiver} writes no metric {name}")
+    return found[0]
 
 
 def metrics_collected(config: dict) -> frozenset[str]:

@@ -21,7 +21,8 @@ def test_writes_configs_and_one_script_per_role(tmp_path):
     written = {str(p.relative_to(out)): p.read_text() for p in out.rglob("*") if p.is_file()}
     marker = written.pop(".clusterprint-render")
     assert written == rendered_files(load_checked(A4))
-    assert sorted(written) == ["cgroup.conf", "gres.conf", "scripts/compute-a4.sh",
+    assert sorted(written) == ["cgroup.conf", "gres.conf", "plugstack.conf",
+                               "scripts/compute-a4.sh",
                                "scripts/compute-a4spot.sh", "scripts/controller.sh",
                                "scripts/login.sh", "slurm.conf"]
     assert marker.startswith("# Written by clusterprint render")
