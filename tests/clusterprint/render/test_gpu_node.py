@@ -185,6 +185,24 @@ def test_an_image_that_carries_the_gpu_software_installs_none_of_it(bare):
     assert "software: pyxis is on the image" in journal
 
 
+def test_a_gpu_machine_type_without_local_ssd_keeps_scratch_on_the_boot_disk(bare):
+    # G2 comes with no local SSD; the driver sample is the B200's (the boot reads only its
+    # CUDA version, which is the driver's).
+    text = Path(blueprint_path("cpu-small")).read_text().replace("n2-standard-4", "g2-standard-8")
+    checked = check_text("g2.yaml", text)
+    assert checked.ok and checked.blueprint, checked
+    assert catalog.bundled_local_ssds("g2-standard-8") == 0
+    bare.driver("b200", 1)
+    script = rendered_files(checked.blueprint)["scripts/compute-cpu.sh"]
+    assert bare.boot(script).returncode == 0, bare.journal()
+    calls = bare.calls()
+    assert not started(calls, "mdadm", "mkfs", "mount -t ext4")
+    assert oct(bare.file("/mnt/localssd").stat().st_mode & 0o7777) == "0o1777"
+    assert "/mnt/localssd is on the boot disk" in bare.journal()
+    assert "ENROOT_DATA_PATH /mnt/localssd/${UID}/enroot/data" in bare.file(
+        "/etc/enroot/enroot.conf").read_text()
+
+
 LOCAL_SSDS = "local SSD: this machine type comes with 32 local SSDs and none is attached"
 #: A required part that cannot be had, and the FAILED line that names it.
 BROKEN = [
@@ -210,6 +228,8 @@ BROKEN = [
                  "failed", id="pyxis does not build"),
     pytest.param("disks", "", LOCAL_SSDS + " (/dev/disk/by-id/google-local-nvme-ssd-*)",
                  id="no local SSD"),
+    pytest.param("call", "systemctl is-active --quiet nvidia-dcgm",
+                 "nvidia-dcgm running: still failing after 0s", id="DCGM does not start"),
 ]
 
 
