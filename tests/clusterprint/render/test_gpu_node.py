@@ -18,11 +18,11 @@ from pathlib import Path
 import pytest
 from ruamel.yaml import YAML
 
-from clusterprint import catalog, gpu_software, node_metadata
+from clusterprint import catalog, gpu_software
 from clusterprint.render import rendered_files
 from clusterprint.validate import check_text, load_checked
 from components.observability import DASHBOARD_CHARTS
-from tests.clusterprint.render.test_node_scripts_boot import Node, daemon_starts
+from tests.clusterprint.render.test_node_scripts_boot import Node, daemon_starts, storage_ready
 from tests.paths import blueprint_path
 
 #: blueprint, its GPU nodeset, its machine type, the public sample of its GPUs, the CUDA
@@ -57,22 +57,15 @@ def distro() -> str:
 
 @pytest.fixture
 def bare(tmp_path) -> Node:
-    """A GPU VM of a plain image: Slurm, munge, NFS and Lustre clients and the NVIDIA driver
-    (set per family), none of the GPU node software; the cloud has what /home needs."""
+    """A fresh VM of a plain image: Slurm, munge and the NFS client, nothing of a GPU node's."""
     assert os.geteuid() == 0 and shutil.which("unshare"), "these tests need root and unshare"
-    node = Node(tmp_path)
-    (node.fake / "secret" / "1").write_text("key from the controller")
-    node.metadata(node_metadata.lustre_source("scratch"), "10.9.8.7@tcp:/scratch")
-    node.image_has("mount.lustre", "22.05.8")
-    (node.fake / "lustre-modules").touch()
-    (node.fake / "absent").write_text("slurm-wlm-nvml-plugin\n")
-    return node
+    return Node(tmp_path)
 
 
 def gpu_vm(node: Node, blueprint: str, machine_type: str, sample: str) -> Node:
-    """``node`` as a VM of ``machine_type``: its local SSDs attached, its driver installed."""
-    if blueprint == "a4":
-        node.metadata(node_metadata.HOME_SOURCE, "lustre:10.9.8.7@tcp:/shared")
+    """``node`` as a VM of ``machine_type`` in ``blueprint``'s cluster: its storage there, its
+    local SSDs attached, its driver installed."""
+    storage_ready(node, blueprint)
     node.local_ssds(catalog.bundled_local_ssds(machine_type))
     node.driver(sample, catalog.gpu_count(machine_type))
     return node
@@ -192,7 +185,7 @@ def test_a_gpu_machine_type_without_local_ssd_keeps_scratch_on_the_boot_disk(bar
     checked = check_text("g2.yaml", text)
     assert checked.ok and checked.blueprint, checked
     assert catalog.bundled_local_ssds("g2-standard-8") == 0
-    bare.driver("b200", 1)
+    storage_ready(bare, "cpu-small").driver("b200", 1)
     script = rendered_files(checked.blueprint)["scripts/compute-cpu.sh"]
     assert bare.boot(script).returncode == 0, bare.journal()
     calls = bare.calls()
@@ -251,7 +244,8 @@ def test_a_part_that_cannot_be_installed_stops_the_boot_before_slurmd(bare, how,
     assert daemon_starts(node.calls()) == []
 
 
-def test_cpu_nodes_get_none_of_the_gpu_parts(node):
+def test_cpu_nodes_get_none_of_the_gpu_parts(bare):
+    node = bare
     files = files_of("cpu-small")
     assert "plugstack.conf" not in files
     for name, text in files.items():
@@ -279,14 +273,9 @@ def test_a_cpu_nodeset_beside_gpu_nodesets_renders_none_of_the_gpu_parts():
 
 
 @pytest.mark.parametrize("blueprint", ["a3mega", "a4"])
-def test_login_and_controller_name_pyxis_in_plugstack_conf(node, blueprint):
+def test_login_and_controller_name_pyxis_in_plugstack_conf(bare, blueprint):
+    node = storage_ready(bare, blueprint)
     files = files_of(blueprint)
-    (node.fake / "secret" / "1").write_text("key from the controller")
-    node.metadata(node_metadata.lustre_source("scratch"), "10.9.8.7@tcp:/scratch")
-    if blueprint == "a4":
-        node.metadata(node_metadata.HOME_SOURCE, "lustre:10.9.8.7@tcp:/shared")
-    node.image_has("mount.lustre", "22.05.8")
-    (node.fake / "lustre-modules").touch()
     assert files["plugstack.conf"] == gpu_software.plugstack_conf()
     assert node.boot(files["scripts/login.sh"]).returncode == 0, node.journal()
     assert node.file("/etc/slurm/plugstack.conf").read_text() == files["plugstack.conf"]
@@ -301,13 +290,6 @@ def test_login_and_controller_name_pyxis_in_plugstack_conf(node, blueprint):
     assert node.boot(files["scripts/controller.sh"]).returncode == 0, node.journal()
     assert node.file("/etc/slurm/plugstack.conf").read_text() == files["plugstack.conf"]
     assert not started(node.calls(), "make", "mdadm")
-
-
-@pytest.fixture
-def node(tmp_path) -> Node:
-    """A fresh VM."""
-    assert os.geteuid() == 0 and shutil.which("unshare"), "these tests need root and unshare"
-    return Node(tmp_path)
 
 
 def rendered_ops_agent_config(script: str) -> dict:

@@ -407,8 +407,9 @@ def test_a_kernel_without_lustre_modules_fails_naming_the_package(node, a3mega):
 GPU_SAMPLES = {"a3mega": ("a3-megagpu-8g", "h100"), "a4": ("a4-highgpu-8g", "b200")}
 
 
-def ready(node: Node, name: str) -> Node:
-    """A node whose cloud and image have all that blueprint ``name`` mounts and runs."""
+def storage_ready(node: Node, name: str) -> Node:
+    """A node whose cloud has the munge key and the file systems of blueprint ``name``, and
+    whose image has their clients (Ubuntu 24.04's Slurm has no gpu/nvml plugin)."""
     if not any((node.fake / "secret").iterdir()):
         (node.fake / "secret" / "1").write_text("key from the controller")
     node.metadata(node_metadata.lustre_source("scratch"), "10.9.8.7@tcp:/scratch")
@@ -417,6 +418,12 @@ def ready(node: Node, name: str) -> Node:
     node.image_has("mount.lustre", "22.05.8")
     (node.fake / "lustre-modules").touch()
     (node.fake / "absent").write_text("slurm-wlm-nvml-plugin\n")
+    return node
+
+
+def ready(node: Node, name: str) -> Node:
+    """A node whose cloud and image have all that blueprint ``name`` mounts and runs."""
+    storage_ready(node, name)
     if name in GPU_SAMPLES:
         node.local_ssds(catalog.bundled_local_ssds(GPU_SAMPLES[name][0]))
         node.gpu_software_on_image()
