@@ -321,3 +321,9 @@ def test_a_configuration_without_the_dcgm_pipeline_collects_no_dcgm_metric():
     assert not any(".dcgm." in m for m in gpu_software.metrics_collected(config))
     config["metrics"]["receivers"]["hostmetrics"]["collection_interval"] = "10s"
     assert gpu_software.metrics_collected(config) == frozenset()
+
+
+def test_a_chart_cannot_name_a_metric_no_receiver_writes():
+    assert gpu_software.metric("dcgm", "nvlink.io") == "workload.googleapis.com/gpu.dcgm.nvlink.io"
+    with pytest.raises(KeyError, match="receiver dcgm writes no metric gpu/utilization"):
+        gpu_software.metric("dcgm", "gpu/utilization")
