@@ -11,6 +11,7 @@ from clusterprint import node_metadata
 from clusterprint.model import Blueprint, Nodeset
 from clusterprint.render import gpu_node
 from clusterprint.render.environment import render
+from clusterprint.render.nccl_job import STAGED_JOBS, staged_job_path
 from clusterprint.render.node_software import (
     Software,
     compute_software,
@@ -39,9 +40,13 @@ def render_controller_script(blueprint: Blueprint, slurm_files: dict[str, str]) 
                   **_common(blueprint, "controller", controller_software(blueprint)))
 
 
-def render_login_script(blueprint: Blueprint, slurm_files: dict[str, str]) -> str:
-    """A login node's script: storage, munge and the client configuration."""
-    return render("scripts/login.sh.j2", files=slurm_files, pyxis=gpu_node.pyxis(),
+def render_login_script(blueprint: Blueprint, slurm_files: dict[str, str],
+                        jobs: dict[str, str]) -> str:
+    """A login node's script: storage, munge, the client configuration and the jobs
+    (``{rendered path: text}``) it stages for every user in ``STAGED_JOBS``."""
+    staged = {staged_job_path(path): text for path, text in jobs.items()}
+    return render("scripts/login.sh.j2", files=slurm_files, jobs=staged, jobs_dir=STAGED_JOBS,
+                  pyxis=gpu_node.pyxis(),
                   **_common(blueprint, "login", login_software(blueprint)))
 
 

@@ -21,6 +21,7 @@ import base64
 import os
 import re
 import shutil
+import stat
 import subprocess
 import time
 from dataclasses import dataclass
@@ -41,6 +42,8 @@ SANDBOXED = ("/etc/munge", "/etc/slurm", "/etc/systemd/system", "/etc/apt", "/va
 #: Trees a script may write anywhere in (limits, sysctl, /dev/md, /mnt/localssd, pyxis in
 #: /usr/local): overlays on this machine's own, whose changes stay in the node's folder.
 OVERLAID = ("/dev", "/etc", "/mnt", "/usr", "/var")
+#: Where the login node stages the rendered jobs for every user, and its login hint.
+SANDBOXED += ("/opt", "/etc/profile.d")
 #: The scripts' retry budgets (CLUSTERPRINT_<NAME>_BUDGET_S), all set to 0 by fail_for_good.
 BUDGETS = ("MOUNT", "MUNGE_KEY", "APT", "DOWNLOAD", "SECRET", "SLURMCTLD", "CONTROLLER",
            "SLURMD")
@@ -587,3 +590,50 @@ def test_a_node_keeps_the_munge_key_it_fetches_only_for_munge(node, a3mega, scri
         assert done.returncode == 0, node.journal()
         assert where_the_key_is(node, done, key) == {MUNGE_KEY_FILE}
         assert not list(node.tmp.iterdir())
+
+
+def test_the_login_node_stages_exactly_the_rendered_jobs_for_every_user(node, a4):
+    ready(node, "a4")
+    jobs = {f"/opt/clusterprint/jobs/{name.removeprefix('jobs/')}": text
+            for name, text in a4.items() if name.startswith("jobs/")}
+    assert sorted(jobs) == ["/opt/clusterprint/jobs/nccl-allreduce-a4.sbatch",
+                            "/opt/clusterprint/jobs/nccl-allreduce-a4spot.sbatch"]
+    stale = node.file("/opt/clusterprint/jobs/nccl-allreduce-renamed.sbatch")
+    stale.parent.mkdir(parents=True)
+    stale.write_text("a partition an earlier blueprint had")
+    first = node.boot(a4["scripts/login.sh"])
+    assert first.returncode == 0, node.journal()
+
+    folder = node.file("/opt/clusterprint/jobs")
+    assert stat.S_IMODE(folder.stat().st_mode) == 0o755
+    assert sorted(str(p) for p in folder.iterdir()) == sorted(str(node.file(j)) for j in jobs)
+    for path, text in jobs.items():
+        assert node.file(path).read_text() == text
+        assert stat.S_IMODE(node.file(path).stat().st_mode) == 0o644
+    assert "removed /opt/clusterprint/jobs/nccl-allreduce-renamed.sbatch" in node.journal()
+    hint = node.file("/etc/profile.d/clusterprint-jobs.sh")
+    assert stat.S_IMODE(hint.stat().st_mode) == 0o644
+    checked = subprocess.run(["shellcheck", "--severity=style", "--shell=sh", str(hint)],
+                             capture_output=True, text=True)
+    assert checked.returncode == 0, checked.stdout
+    # A login shell on the node (its /opt in place) names each job when interactive only.
+    for shell, flags, shown in [("bash", "-i", sorted(jobs)), ("sh", "-i", sorted(jobs)),
+                                ("bash", "-l", [])]:
+        login = ["unshare", "--mount", "--propagation", "private", "bash", "-c",
+                 'mount --bind "$0" /opt && exec "$2" "$3" -c ". $1"',
+                 str(node.root / "disk" / "opt"), str(hint), shell, flags]
+        done = subprocess.run(login, capture_output=True, text=True,
+                              env={"PATH": "/usr/bin:/bin", "HOME": str(node.root)})
+        assert done.stdout.splitlines() == [
+            f"clusterprint: prove the GPU network first: sbatch {job}" for job in shown], shell
+
+    again = node.boot(a4["scripts/login.sh"])
+    assert again.returncode == 0, node.journal()
+    assert "wrote /opt" not in node.journal() and "removed" not in node.journal()
+
+
+def test_a_cluster_without_gpu_partitions_stages_no_job(node, files):
+    (node.fake / "secret" / "1").write_text("key from the controller")
+    done = node.boot(files["scripts/login.sh"])
+    assert done.returncode == 0, node.journal()
+    assert list(node.file("/opt/clusterprint/jobs").iterdir()) == []
