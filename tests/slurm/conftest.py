@@ -213,23 +213,25 @@ class LocalSlurm:
                 os.mknod(device, 0o666 | stat.S_IFCHR, os.makedev(NVIDIA_MAJOR, index))
         return devices
 
-    def gres_conf(self, gpus: int, gres_type: str | None = None) -> str:
-        """The rendered gres.conf as a node with ``gpus`` (fake) GPUs of ``gres_type`` sees it."""
+    def gres_conf(self, gpus: int, node_conf: str) -> str:
+        """The rendered gres.conf as a node with ``gpus`` (fake) GPUs sees it, when it registers
+        with ``node_conf``: its GPUs are typed as that line declares them, as gpu/nvml types
+        what NVML finds."""
         rendered = self.files["gres.conf"]
         if not gpus:
             return rendered
         devices = self.fake_gpus(gpus)
-        typed = f" Type={gres_type}" if gres_type else ""
+        declared = re.search(r"Gres=gpu:(\w+):\d+", node_conf)
+        typed = f" Type={declared[1]}" if declared else ""
         return rendered + f"Name=gpu{typed} File={devices}/nvidia[0-{gpus - 1}]\n"
 
-    def start_node(self, name: str, node_conf: str, gpus: int,
-                   gres_type: str | None = None) -> Daemon:
+    def start_node(self, name: str, node_conf: str, gpus: int) -> Daemon:
         """A dynamic slurmd registering as ``name`` with ``node_conf``, until it is idle.
 
         slurmd reads gres.conf when it starts, so each node gets its own GPUs' line.
         """
         (self.root / f"spool-{name}").mkdir()
-        (self.root / "gres.conf").write_text(self.gres_conf(gpus, gres_type))
+        (self.root / "gres.conf").write_text(self.gres_conf(gpus, node_conf))
         slurmd = Daemon(["slurmd", "-D", "-Z", "-f", str(self.conf), "-N", name,
                          "--conf", node_conf], self.root / f"slurmd-{name}.log", self.env)
         self.daemons.append(slurmd)

@@ -26,7 +26,7 @@ def test_configless_nodes_of_two_nodesets_run_jobs_in_the_partition_over_both(lo
     # slurmctld hands configless nodes the files it read at its start: gres.conf with the
     # fake GPUs NVML would find is in place first (both nodesets have 8 B200s).
     assert {n.gpus for n in blueprint.slurm.nodesets} == {8}
-    (cluster.root / "gres.conf").write_text(cluster.gres_conf(8, "b200"))
+    (cluster.root / "gres.conf").write_text(cluster.gres_conf(8, cluster.compute_node_conf("a4")))
     cluster.start_controller()
 
     names = []

@@ -13,7 +13,6 @@ import re
 
 import pytest
 
-from clusterprint import catalog
 from clusterprint.model import Blueprint
 
 #: Each cluster: its nodesets by machine type, and the GRES each node must register with.
@@ -46,8 +45,7 @@ def test_every_node_of_a_mixed_cluster_registers_with_its_own_gpus(shape, local_
     cluster = local_slurm(blueprint)
     for nodeset in blueprint.slurm.nodesets:
         node, gres = f"{nodeset.name}-vm", SHAPES[shape][nodeset.name][1]
-        slurmd = cluster.start_node(node, cluster.compute_node_conf(nodeset.name), nodeset.gpus,
-                                    catalog.gres_type(nodeset.machine_type))
+        slurmd = cluster.start_node(node, cluster.compute_node_conf(nodeset.name), nodeset.gpus)
         shown = cluster.run("scontrol", "show", "node", node)
         assert f"Gres={f'gpu:{gres}' if gres else '(null)'}" in shown
         state = re.search(r"State=(\S+)", shown)[1]

@@ -25,8 +25,7 @@ def test_reference_blueprint_runs_jobs_on_every_nodeset(path, local_slurm):
         expected = sorted(p.name for p in blueprint.slurm.partitions
                           if nodeset.name in p.nodesets)
         gres_type = catalog.gres_type(nodeset.machine_type)
-        slurmd = cluster.start_node(node, cluster.compute_node_conf(nodeset.name), nodeset.gpus,
-                                    gres_type)
+        slurmd = cluster.start_node(node, cluster.compute_node_conf(nodeset.name), nodeset.gpus)
 
         shown = cluster.run("scontrol", "show", "node", node)
         assert f"AvailableFeatures={nodeset.name}" in shown
