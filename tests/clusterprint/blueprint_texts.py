@@ -51,9 +51,14 @@ def _steps(dotted: str) -> list[str | int]:
 
 
 def apply_overrides(data: dict, overrides: dict[str, Any]) -> dict:
-    """A copy of ``data`` with each dotted key set (``DROP`` removes it)."""
+    """A copy of ``data`` with each dotted key set (``DROP`` removes it).
+
+    Values are copied too: a later key inside one (``slurm.nodesets[1].image`` after
+    ``slurm.nodesets[1]``) must not change a dict that other cases share.
+    """
     data = copy.deepcopy(data)
     for dotted, value in overrides.items():
+        value = value if value is DROP else copy.deepcopy(value)
         steps = _steps(dotted)
         last = steps[-1]
         node: Any = data
