@@ -43,7 +43,15 @@ class Here:
     value: Any
 
 
-DROP = object()
+class _Drop:
+    """``DROP``: an override that removes its key. Its repr is fixed, so that test ids that
+    show it are the same in every run (mutmut reruns tests by id)."""
+
+    def __repr__(self) -> str:
+        return "DROP"
+
+
+DROP = _Drop()
 
 
 def _steps(dotted: str) -> list[str | int]:
