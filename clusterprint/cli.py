@@ -25,6 +25,8 @@ COMMANDS = {
 EXIT_USAGE = 2
 #: Exit status when the reader of stdout goes away, as for a process killed by SIGPIPE.
 EXIT_BROKEN_PIPE = 141
+#: Exit status when stdout cannot take the output (a full disk, ``> /dev/full``).
+EXIT_UNWRITTEN = EXIT_USAGE
 
 DESCRIPTION = """\
 Slurm GPU training clusters on Google Cloud from one blueprint.
@@ -69,15 +71,69 @@ def main(argv: list[str] | None = None) -> int:
     if args.command is None:
         parser.print_help(sys.stderr)
         return EXIT_USAGE
+    stdout = sys.stdout
+    sys.stdout = _GuardedStdout(stdout)
     try:
-        return _command_module(args.command).run(args)
+        status = _command_module(args.command).run(args)
+        sys.stdout.flush()  # a failed write must fail here, not in the interpreter's exit
+        return status
     except KeyboardInterrupt:
         return 130
     except BrokenPipeError:
         # The reader left (`| head`): the result is unknown, so never report success.
-        # stdout goes to /dev/null so the interpreter's final flush stays quiet.
-        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        _discard_stdout(stdout)
         return EXIT_BROKEN_PIPE
+    except OutputNotWritten as exc:
+        _discard_stdout(stdout)
+        reason = exc.error.strerror or str(exc.error)
+        print(f"clusterprint {args.command}: cannot write the output: {reason}", file=sys.stderr)
+        return EXIT_UNWRITTEN
+    finally:
+        sys.stdout = stdout
+
+
+class OutputNotWritten(Exception):
+    """stdout refused a write (a full disk): told apart from the errors of files read."""
+
+    def __init__(self, error: OSError) -> None:
+        super().__init__(str(error))
+        self.error = error
+
+
+class _GuardedStdout:
+    """stdout whose write errors become OutputNotWritten; everything else passes through."""
+
+    def __init__(self, stream) -> None:
+        self._stream = stream
+
+    def write(self, text: str) -> int:
+        """Write, or say that stdout itself failed."""
+        return self._guarded(self._stream.write, text)
+
+    def flush(self) -> None:
+        """Flush, or say that stdout itself failed."""
+        self._guarded(self._stream.flush)
+
+    def __getattr__(self, name: str):
+        return getattr(self._stream, name)
+
+    @staticmethod
+    def _guarded(call, *args):
+        try:
+            return call(*args)
+        except BrokenPipeError:
+            raise
+        except OSError as exc:
+            raise OutputNotWritten(exc) from None
+
+
+def _discard_stdout(stream) -> None:
+    """Point stdout at /dev/null so the interpreter's final flush of what is left stays quiet."""
+    try:
+        fd = stream.fileno()
+    except (OSError, ValueError):  # a stream without a descriptor holds nothing to flush
+        return
+    os.dup2(os.open(os.devnull, os.O_WRONLY), fd)
 
 
 if __name__ == "__main__":

@@ -229,7 +229,10 @@ class DiffInputError(Exception):
 
 
 def load_plan(path: str) -> Plan:
-    """A saved plan (JSON with a top-level "resources" key), or the plan of a blueprint."""
+    """A saved plan (JSON with a top-level "resources" key), or the plan of a blueprint.
+
+    The file is read once, so OLD or NEW may be a pipe (``<(git show main:bp.yaml)``).
+    """
     from clusterprint.loader import LoadError, read_text
     from clusterprint.plan import PlanFormatError, plan_blueprint
     from clusterprint.validate import check_text
@@ -247,8 +250,12 @@ def load_plan(path: str) -> Plan:
             try:
                 return Plan.from_json(data)
             except PlanFormatError as exc:
-                raise DiffInputError(f"{path}: not a saved plan: {exc}") from None
+                raise DiffInputError(f"{path}: not a clusterprint plan: {exc}") from None
+        if isinstance(data, dict) and "apiVersion" not in data:
+            raise DiffInputError(f'{path}: neither a clusterprint plan (`clusterprint plan '
+                                 f'--json` output, a "resources" list) nor a blueprint '
+                                 f'(apiVersion: clusterprint/v1)')
     checked = check_text(path, text, is_json=path.lower().endswith(".json"))
-    if not checked.ok:
-        raise DiffInputError("\n".join(f.line_text() for f in checked.findings))
-    return plan_blueprint(path)
+    if not checked.ok or checked.blueprint is None:
+        raise DiffInputError("\n".join(checked.lines()))
+    return plan_blueprint(checked.blueprint)

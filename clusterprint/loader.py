@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import re
+import sys
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -65,6 +66,8 @@ class Document:
 
 def read_text(path: str) -> str:
     """The file's text, or a LoadError that says why it cannot be read."""
+    if not path:  # Path("") is the current folder
+        raise LoadError("the file name is empty", unreadable=True, rule="file.unreadable")
     p = Path(path)
     try:
         if p.is_dir():
@@ -131,25 +134,72 @@ class _NotJson(ValueError):
     """A constant Python's json module accepts but JSON does not (NaN, Infinity)."""
 
 
+class _TooLong(ValueError):
+    """An integer longer than Python converts (``sys.get_int_max_str_digits()``)."""
+
+
+#: The json module's messages (some end in "at", its position following) in words.
+JSON_MESSAGES = {
+    "Expecting value": "expected a value",
+    "Expecting ',' delimiter": "expected `,` or the end of the list or object",
+    "Expecting ':' delimiter": "expected `:` after the key",
+    "Expecting property name enclosed in double quotes": "expected a key in double quotes",
+    "Extra data": "more text after the end of the document",
+    "Unterminated string starting at": "a string is never closed",
+    "Invalid \\uXXXX escape": "invalid \\u escape: it takes 4 hexadecimal digits",
+}
+
+
+def _json_message(msg: str) -> str:
+    """A json module message as a sentence of its own (its position is printed apart)."""
+    if msg in JSON_MESSAGES:
+        return JSON_MESSAGES[msg]
+    if msg.startswith("Invalid control character"):
+        return "control character in a string: write it as a \\u escape"
+    if msg.startswith("Invalid \\escape"):
+        return "invalid backslash escape in a string"
+    return msg.removesuffix(" at").lower()
+
+
+def _too_long(digits: str) -> str:
+    return (f"a number of {len(digits)} digits is too long "
+            f"(at most {sys.get_int_max_str_digits()} digits)")
+
+
+def _digits_at(text: str, digits: str) -> int:
+    """Where the number ``digits`` is written (not inside a longer one)."""
+    found = re.search(rf"(?<![\d.]){re.escape(digits)}(?!\d)", text)
+    return found.start() if found else 0
+
+
 def _check_strict_json(text: str) -> None:
     """JSON syntax errors, as strict JSON sees them; duplicate keys are left to the YAML
     parser, which reports them with their line."""
     def no_constants(name: str) -> None:
         raise _NotJson(name)
 
+    def bounded_int(digits: str) -> int:
+        if len(digits.lstrip("-")) > sys.get_int_max_str_digits():
+            raise _TooLong(digits)
+        return int(digits)
+
     try:
-        json.loads(text, parse_constant=no_constants)
+        json.loads(text, parse_constant=no_constants, parse_int=bounded_int)
     except _NotJson as exc:
         # NaN and Infinity are Python's extension, not JSON; find the first bare one.
         token = re.search(rf"(?<![\w\"]){re.escape(str(exc))}(?![\w\"])", text)
         raise LoadError(f"invalid JSON: {exc} is not a JSON number",
                         *_line_col(text, token.start() if token else 0)) from None
+    except _TooLong as exc:
+        raise LoadError(f"invalid JSON: {_too_long(str(exc))}",
+                        *_line_col(text, _digits_at(text, str(exc)))) from None
     except json.JSONDecodeError as exc:
         before = text[: exc.pos].rstrip()
         if before.endswith(",") and text[exc.pos: exc.pos + 1] in ("}", "]"):
             raise LoadError(f"invalid JSON: trailing comma before `{text[exc.pos]}`",
                             *_line_col(text, len(before) - 1)) from None
-        raise LoadError(f"invalid JSON: {exc.msg}", exc.lineno, exc.colno) from None
+        raise LoadError(f"invalid JSON: {_json_message(exc.msg)}", exc.lineno,
+                        exc.colno) from None
     except RecursionError:
         raise LoadError("document nests too deeply", 1, 1, rule="file.size") from None
 
@@ -158,8 +208,10 @@ def _parse_yaml(text: str, syntax: str) -> Document:
     """Parse YAML (JSON is YAML too); ``syntax`` names the format in error messages."""
     from ruamel.yaml import YAML
     from ruamel.yaml.error import MarkedYAMLError, YAMLError
+    from ruamel.yaml.reader import ReaderError
 
     yaml = YAML(typ="rt", pure=True)
+    yaml.Constructor = _locating_constructor()
     try:
         root = yaml.load(text)
     except MarkedYAMLError as exc:
@@ -171,6 +223,12 @@ def _parse_yaml(text: str, syntax: str) -> Document:
             problem = problem.split(" with value")[0]
         line, col = (mark.line + 1, mark.column + 1) if mark else (1, 1)
         raise LoadError(f"invalid {syntax}: {problem}", line, col) from None
+    except ReaderError as exc:  # its str() names ruamel's internal string and offset
+        raise LoadError(f"invalid {syntax}: control character U+{exc.character:04X} is not "
+                        "allowed (write it as an escape inside double quotes)",
+                        *_line_col(text, exc.position)) from None
+    except _UnreadableValue as exc:
+        raise LoadError(f"invalid {syntax}: {exc.message}", exc.line, exc.column) from None
     except RecursionError:
         raise LoadError("document nests too deeply", 1, 1, rule="file.size") from None
     except YAMLError as exc:
@@ -181,6 +239,49 @@ def _parse_yaml(text: str, syntax: str) -> Document:
     doc = Document(None, {(): (1, 1)})
     doc.data = _plain(root, (), doc, [0])
     return doc
+
+
+class _UnreadableValue(Exception):
+    """A scalar the YAML parser accepted but cannot turn into a value (``2024-13-45``)."""
+
+    def __init__(self, message: str, line: int, column: int) -> None:
+        super().__init__(message)
+        self.message, self.line, self.column = message, line, column
+
+
+#: What a scalar of each YAML tag was meant to be, for "is not a valid ...".
+_TAG_WORDS = {"int": "integer", "float": "number", "bool": "boolean", "timestamp": "date",
+              "binary": "base64 value"}
+
+
+def _locating_constructor() -> type:
+    """ruamel's round-trip constructor, but a value it cannot convert names its place.
+
+    ruamel converts scalars with Python's int(), float() and datetime, whose errors
+    carry no position (and an integer over Python's digit limit is one of them).
+    """
+    from ruamel.yaml.constructor import RoundTripConstructor
+
+    class LocatingConstructor(RoundTripConstructor):
+        def construct_object(self, node: Any, deep: bool = False) -> Any:
+            try:
+                return super().construct_object(node, deep=deep)
+            except (ValueError, TypeError, KeyError, OverflowError) as exc:
+                raise _UnreadableValue(_value_problem(node, exc), node.start_mark.line + 1,
+                                       node.start_mark.column + 1) from None
+
+    return LocatingConstructor
+
+
+def _value_problem(node: Any, exc: Exception) -> str:
+    value = node.value if isinstance(node.value, str) else ""
+    kind = _TAG_WORDS.get(str(node.tag).rsplit(":", 1)[-1], "value")
+    digits = value.lstrip("+-").replace("_", "")
+    if kind == "integer" and len(digits) > sys.get_int_max_str_digits():
+        return _too_long(digits)
+    shown = value if len(value) <= 40 else value[:37] + "..."
+    reason = f" ({exc})" if kind in ("date", "base64 value") else ""
+    return f"`{shown}` is not a valid {kind}{reason}"
 
 
 def _plain(node: Any, path: KeyPath, doc: Document, count: list[int]) -> Any:

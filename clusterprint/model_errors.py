@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import datetime
 import difflib
+import json
 import types
 import typing
 from typing import Any
@@ -65,10 +66,18 @@ def describe(value: Any) -> str:
 
 
 def _show(value: Any) -> str:
+    """A value as it would be written in the blueprint: strings quoted and escaped as in JSON."""
     if isinstance(value, bool):
         return "true" if value else "false"
-    text = repr(value) if isinstance(value, str) else str(value)
+    text = json.dumps(value, ensure_ascii=False) if isinstance(value, str) else str(value)
     return text if len(text) <= 40 else text[:37] + "..."
+
+
+def _literal_choices(expected: str) -> list[str | int]:
+    """The choices of pydantic's ``'a', 'b' or 'c'`` (Python reprs) as values: ``125`` an int."""
+    words = [w.strip() for w in expected.replace(" or ", ", ").split(",") if w.strip()]
+    return [w[1:-1] if w[:1] == "'" else int(w) if w.lstrip("-").isdigit() else w
+            for w in words]
 
 
 def _unwrap(annotation: Any) -> list[Any]:
@@ -143,10 +152,12 @@ def _finding(err: dict) -> Finding:
             f"known keys: {', '.join(known)}" if known else None)
         return bad("schema.unknown-key", "unknown key", hint)
     if kind == "literal_error":
-        expected = ctx.get("expected", "")
-        choices = [c.strip().strip("'") for c in expected.replace(" or ", ", ").split(",")]
-        hint = _suggest(str(value), choices) if isinstance(value, str) else None
-        if isinstance(value, str) and value in choices and f"'{value}'" not in expected:
+        choices = _literal_choices(ctx.get("expected", ""))
+        words = [_show(c) for c in choices]
+        expected = words[0] if len(words) == 1 else f"{', '.join(words[:-1])} or {words[-1]}"
+        names = [str(c) for c in choices]
+        hint = _suggest(value, names) if isinstance(value, str) else None
+        if isinstance(value, str) and value in names and value not in choices:
             hint = f"write {value} without quotes: it is a number"  # performance_tier: "500"
         return bad("schema.enum", f"{_show(value)} is not one of {expected}", hint)
     if kind == "string_unicode":  # JSON can escape half a surrogate pair: "\ud800"

@@ -10,6 +10,8 @@ between resources read as such. Secret values print as ``[secret]``.
 
 ``parent`` and ``dependencies`` hold logical names: clusterprint derives every
 name from the blueprint's name and a role, so a name is unique within a stack.
+``protect`` is the resource's protect option, and the plan's ``outputs`` are the stack's
+exports: both are what the policies (clusterprint.policies) check beyond the inputs.
 
 Pulumi is imported inside functions only: ``validate`` and ``diff`` of saved plans
 never pay for it.
@@ -17,11 +19,16 @@ never pay for it.
 
 from __future__ import annotations
 
+import asyncio
 import json
 import math
+import re
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from clusterprint.model import Blueprint
 
 #: How a secret value prints: its value never leaves the mock engine.
 SECRET = "[secret]"
@@ -31,8 +38,6 @@ UNKNOWN = "[unknown]"
 PROJECT = "clusterprint"
 #: The stack name the plan runs under; it only appears in URNs, never in output.
 STACK = "plan"
-#: The stack config key that names the blueprint file (see __main__.py).
-BLUEPRINT_CONFIG_KEY = f"{PROJECT}:blueprint"
 #: What a blueprint without ``project`` plans with: the stack's gcp:project, unknown offline.
 STACK_PROJECT = "[gcp:project]"
 
@@ -55,6 +60,8 @@ class PlannedResource:
     parent: str | None
     inputs: dict[str, Any]
     dependencies: tuple[str, ...] = ()
+    #: The ``protect`` resource option: Pulumi refuses to delete the resource.
+    protect: bool = False
 
     @property
     def key(self) -> tuple[str, str]:
@@ -69,7 +76,8 @@ class PlannedResource:
     def as_json(self) -> dict[str, Any]:
         """The resource as ``plan --json`` prints it."""
         return {"type": self.type, "name": self.name, "parent": self.parent,
-                "inputs": self.inputs, "dependencies": list(self.dependencies)}
+                "inputs": self.inputs, "dependencies": list(self.dependencies),
+                "protect": self.protect}
 
 
 @dataclass
@@ -77,10 +85,12 @@ class Plan:
     """Every resource of one stack, in a stable order: parents first, then by name."""
 
     resources: list[PlannedResource] = field(default_factory=list)
+    #: The stack's outputs (``pulumi stack output``), as the stack registers them.
+    outputs: dict[str, Any] = field(default_factory=dict)
 
     def as_json(self) -> dict[str, Any]:
         """The ``plan --json`` object."""
-        return {"resources": [r.as_json() for r in self.resources]}
+        return {"resources": [r.as_json() for r in self.resources], "outputs": self.outputs}
 
     def json_text(self) -> str:
         """Same plan, same bytes: sorted keys, fixed indentation, trailing newline."""
@@ -88,32 +98,28 @@ class Plan:
 
     @classmethod
     def from_json(cls, data: Any) -> Plan:
-        """A plan read back from ``plan --json`` output; PlanFormatError when it is not one."""
+        """A plan read back from ``plan --json`` output; PlanFormatError when it is not one.
+
+        Held to exactly what ``plan --json`` writes, so other JSON with a "resources" key
+        (a Terraform state) is refused rather than read as a plan of nothing.
+        """
         if not isinstance(data, dict) or not isinstance(data.get("resources"), list):
             raise PlanFormatError('a saved plan is an object with a "resources" list')
-        resources = []
-        for index, item in enumerate(data["resources"]):
-            where = f"resources[{index}]"
-            if not isinstance(item, dict):
-                raise PlanFormatError(f"{where} is not an object")
-            for key in ("type", "name"):
-                if not isinstance(item.get(key), str) or not item[key]:
-                    raise PlanFormatError(f"{where}.{key} must be a non-empty string")
-            parent = item.get("parent")
-            inputs = item.get("inputs", {})
-            deps = item.get("dependencies", [])
-            if parent is not None and not isinstance(parent, str):
-                raise PlanFormatError(f"{where}.parent must be a string or null")
-            if not isinstance(inputs, dict):
-                raise PlanFormatError(f"{where}.inputs must be an object")
-            if not isinstance(deps, list) or not all(isinstance(d, str) for d in deps):
-                raise PlanFormatError(f"{where}.dependencies must be a list of names")
-            resources.append(PlannedResource(item["type"], item["name"], parent, inputs,
-                                             tuple(deps)))
+        extra = sorted(set(data) - {"resources", "outputs"})
+        if extra:
+            terraform = " (it looks like a Terraform state)" if "terraform_version" in data else ""
+            raise PlanFormatError(f"unexpected top-level key {json.dumps(extra[0])}{terraform}")
+        if not data["resources"]:
+            raise PlanFormatError("it lists no resources; every plan holds at least its cluster")
+        resources = [_resource_from_json(item, f"resources[{index}]")
+                     for index, item in enumerate(data["resources"])]
         keys = [r.key for r in resources]
         if len(set(keys)) != len(keys):
             raise PlanFormatError("a resource (type, name) appears twice")
-        return cls(resources)
+        outputs = data.get("outputs", {})
+        if not isinstance(outputs, dict):
+            raise PlanFormatError('"outputs" must be an object')
+        return cls(resources, outputs)
 
     def tree_text(self) -> str:
         """The readable form: the component hierarchy with each resource's key inputs."""
@@ -123,6 +129,43 @@ class Plan:
         lines.append(f"\n{custom} resources to create "
                      f"({len(self.resources) - custom} components group them)")
         return "\n".join(lines) + "\n"
+
+
+#: The keys of each resource in ``plan --json``, all of them always written.
+RESOURCE_KEYS = ("type", "name", "parent", "inputs", "dependencies", "protect")
+#: Keys a plan saved before they were written may lack, with the value they mean there.
+OPTIONAL_RESOURCE_KEYS = {"protect": False}
+#: A Pulumi type token, ``package:module:Type`` (``gcp:compute/network:Network``).
+TYPE_TOKEN = re.compile(r"[A-Za-z][\w-]*:[\w/.-]*:[A-Za-z]\w*")
+
+
+def _resource_from_json(item: Any, where: str) -> PlannedResource:
+    """One entry of a saved plan's "resources", or PlanFormatError saying what is off."""
+    if not isinstance(item, dict):
+        raise PlanFormatError(f"{where} is not an object")
+    item = {**OPTIONAL_RESOURCE_KEYS, **item}
+    keys = set(item)
+    if keys != set(RESOURCE_KEYS):
+        wrong = sorted(keys - set(RESOURCE_KEYS)) or sorted(set(RESOURCE_KEYS) - keys)
+        what = "unexpected" if keys - set(RESOURCE_KEYS) else "missing"
+        raise PlanFormatError(f"{where} has {what} key {json.dumps(wrong[0])}")
+    for key in ("type", "name"):
+        if not isinstance(item[key], str) or not item[key]:
+            raise PlanFormatError(f"{where}.{key} must be a non-empty string")
+    if not TYPE_TOKEN.fullmatch(item["type"]):
+        raise PlanFormatError(f"{where}.type {json.dumps(item['type'])} is not a Pulumi type "
+                              "token such as gcp:compute/network:Network")
+    parent, inputs, deps = item["parent"], item["inputs"], item["dependencies"]
+    if parent is not None and not isinstance(parent, str):
+        raise PlanFormatError(f"{where}.parent must be a string or null")
+    if not isinstance(inputs, dict):
+        raise PlanFormatError(f"{where}.inputs must be an object")
+    if not isinstance(deps, list) or not all(isinstance(d, str) for d in deps):
+        raise PlanFormatError(f"{where}.dependencies must be a list of names")
+    if not isinstance(item["protect"], bool):
+        raise PlanFormatError(f"{where}.protect must be true or false")
+    return PlannedResource(item["type"], item["name"], parent, inputs, tuple(deps),
+                           item["protect"])
 
 
 #: Inputs shown next to a resource in the tree: the ones a reviewer looks for first.
@@ -144,42 +187,72 @@ def _short(value: Any, limit: int = 40) -> str:
 def plan_program(program: Callable[[], object], config: dict[str, str] | None = None) -> Plan:
     """Run a Pulumi program function under mocks and return what it registered.
 
-    Each call starts from a fresh root resource, config and RPC state, so runs in one
-    process (tests, diff of two blueprints) cannot leak into each other
+    Each call starts from a fresh root resource, config, RPC state and event loop, so
+    runs in one process (tests, diff of two blueprints) cannot leak into each other
     (pulumi/pulumi#7663).
     """
     import pulumi
     from pulumi.runtime import settings
     from pulumi.runtime.config import set_all_config
-    from pulumi.runtime.stack import run_pulumi_func
+    from pulumi.runtime.stack import run_in_stack
     from pulumi.runtime.sync_await import _sync_await
 
     recorder = _Recorder()
     settings.ROOT.set(None)
     settings.SETTINGS.outputs.clear()
     set_all_config(dict(config or {}), [])
+    loop = asyncio.new_event_loop()
+    asyncio.set_event_loop(loop)
     try:
         monitor = recorder.monitor()
         pulumi.runtime.set_mocks(monitor.mocks, project=PROJECT, stack=STACK, preview=True,
                                  monitor=monitor)
-        _sync_await(run_pulumi_func(program))
+        # set_mocks makes a root stack and registers its outputs at once, before any
+        # export; the program runs in a stack of its own, as `pulumi up` runs it, so the
+        # exports reach the monitor.
+        settings.ROOT.set(None)
+        _sync_await(run_in_stack(program))
     finally:
         settings.ROOT.set(None)
         set_all_config({}, [])
+        _close(loop, recorder.thread_loops)
     return recorder.plan()
 
 
-def blueprint_program(path: str) -> Callable[[], object]:
-    """The stack program of ``__main__.py`` for one blueprint file, as a function."""
-    from components.program import build
+def _close(loop: asyncio.AbstractEventLoop, thread_loops: set[asyncio.AbstractEventLoop]
+           ) -> None:
+    """Close the loop the plan ran on, as ``asyncio.run`` does, and those of its threads.
 
-    return lambda: build(path)
+    A loop left open is closed by the garbage collector at interpreter exit, after
+    its sockets may be gone: a traceback on stderr of a plan that succeeded. The mock
+    monitor runs in the default executor's threads and opens a loop in each.
+    """
+    try:
+        pending = asyncio.all_tasks(loop)
+        for task in pending:
+            task.cancel()
+        loop.run_until_complete(asyncio.gather(*pending, return_exceptions=True))
+        loop.run_until_complete(loop.shutdown_asyncgens())
+        loop.run_until_complete(loop.shutdown_default_executor())  # joins those threads
+    finally:
+        for thread_loop in thread_loops - {loop}:
+            thread_loop.close()
+        loop.close()
+        # Back to a fresh interpreter's state, where the next get_event_loop() makes a
+        # loop: Pulumi's own mock runs (pulumi.runtime.test) rely on that.
+        asyncio.set_event_loop_policy(None)
 
 
-def plan_blueprint(path: str) -> Plan:
-    """The plan of a blueprint file that ``load_checked`` accepts (the caller checks it)."""
-    return plan_program(blueprint_program(path),
-                        {BLUEPRINT_CONFIG_KEY: path, "gcp:project": STACK_PROJECT})
+def blueprint_program(blueprint: Blueprint) -> Callable[[], object]:
+    """The stack program of ``__main__.py`` for one checked blueprint, as a function."""
+    from components.program import declare
+
+    return lambda: declare(blueprint)
+
+
+def plan_blueprint(blueprint: Blueprint) -> Plan:
+    """The plan of a blueprint that ``clusterprint validate`` accepts (the caller checks it)."""
+    return plan_program(blueprint_program(blueprint), {"gcp:project": STACK_PROJECT})
 
 
 class _EchoMocks:
@@ -216,6 +289,7 @@ class _Registration:
     parent_urn: str
     dependency_urns: list[str]
     inputs: dict[str, Any]
+    protect: bool
 
 
 class _Recorder:
@@ -228,6 +302,10 @@ class _Recorder:
     def __init__(self) -> None:
         self.registrations: list[_Registration] = []
         self.urn_names: dict[str, str] = {}
+        #: The stack's outputs, as its last RegisterResourceOutputs carried them.
+        self.outputs: dict[str, Any] = {}
+        #: The event loops the monitor's threads opened, for plan_program to close.
+        self.thread_loops: set[asyncio.AbstractEventLoop] = set()
 
     def monitor(self) -> Any:
         """A MockMonitor whose RegisterResource also records the request."""
@@ -240,11 +318,18 @@ class _Recorder:
             def RegisterResource(self, request):  # noqa: N802 (gRPC method name)
                 response = super().RegisterResource(request)
                 if request.type != "pulumi:pulumi:Stack":
+                    recorder.thread_loops.add(asyncio.get_event_loop())  # opened by super()
                     recorder.urn_names[response.urn] = request.name
                     recorder.registrations.append(_Registration(
                         request.type, request.name, request.parent,
-                        list(request.dependencies), deserialize_properties(request.object)))
+                        list(request.dependencies), deserialize_properties(request.object),
+                        bool(request.protect)))
                 return response
+
+            def RegisterResourceOutputs(self, request):  # noqa: N802 (gRPC method name)
+                if "::pulumi:pulumi:Stack::" in request.urn:
+                    recorder.outputs = deserialize_properties(request.outputs)
+                return super().RegisterResourceOutputs(request)
 
         return RecordingMonitor(_EchoMocks())
 
@@ -255,8 +340,8 @@ class _Recorder:
             deps = sorted({self._name(urn) for urn in reg.dependency_urns})
             resources.append(PlannedResource(
                 reg.type, reg.name, self.urn_names.get(reg.parent_urn),
-                _plain(reg.inputs), tuple(deps)))
-        return Plan(_tree_order(resources))
+                _plain(reg.inputs), tuple(deps), reg.protect))
+        return Plan(_tree_order(resources), _plain(self.outputs))
 
     def _name(self, urn: str) -> str:
         return self.urn_names.get(urn) or urn.rsplit("::", 1)[-1]

@@ -7,14 +7,30 @@ refused by ``clusterprint validate`` is refused the same way by ``pulumi up``.
 from __future__ import annotations
 
 import copy
+import types
+import typing
 from dataclasses import dataclass, field
 from typing import Any
 
 from pydantic import BaseModel, ValidationError
+from pydantic.fields import FieldInfo
 
 from clusterprint.findings import Finding, KeyPath, Located
 from clusterprint.loader import Document, LoadError, load_document, parse
-from clusterprint.model import Blueprint
+from clusterprint.model import (
+    BUCKET_PATTERN,
+    IMAGE_FAMILY_PATTERN,
+    LIST_NAME_PATTERN,
+    LUSTRE_FILESYSTEM_PATTERN,
+    MACHINE_TYPE_PATTERN,
+    NAME_PATTERN,
+    NETWORK_PATTERN,
+    PARTITION_NAME_PATTERN,
+    PROJECT_PATTERN,
+    REGION_PATTERN,
+    ZONE_PATTERN,
+    Blueprint,
+)
 
 
 @dataclass
@@ -38,11 +54,34 @@ class Checked:
         return 2 if self.unreadable else (0 if self.ok else 1)
 
 
+    def lines(self) -> list[str]:
+        """Each finding as the one line ``validate`` prints."""
+        return [printable(f.line_text()) for f in self.findings]
+
+
+def printable(text: str) -> str:
+    """``text`` kept on one line: a newline or escape sequence in a key prints as ``\\n``.
+
+    A key or file name can hold any character; written raw, it would break the
+    one-problem-per-line contract or drive the terminal.
+    """
+    if text.isprintable():
+        return text
+    return "".join(c if c.isprintable() else _escape(c) for c in text)
+
+
+def _escape(char: str) -> str:
+    named = {"\n": "\\n", "\r": "\\r", "\t": "\\t"}
+    code = ord(char)
+    return named.get(char) or (f"\\x{code:02x}" if code < 0x100 else
+                               f"\\u{code:04x}" if code < 0x10000 else f"\\U{code:08x}")
+
+
 class InvalidBlueprint(Exception):
     """Raised where a program needs a valid blueprint; its text is the validator's lines."""
 
     def __init__(self, checked: Checked) -> None:
-        super().__init__("\n".join(f.line_text() for f in checked.findings))
+        super().__init__("\n".join(checked.lines()))
         self.checked = checked
 
 
@@ -75,54 +114,154 @@ def check_document(file: str, doc: Document) -> Checked:
 
 
 def rule_findings_despite(data: dict, exc: ValidationError) -> list[Finding]:
-    """Rule findings on the data with the model's bad keys left out.
+    """Rule findings on the data with the model's bad values repaired, so none hides another.
 
-    A typo'd key and a Lustre size off its step should both show in one run. Each key
-    the model refused is dropped (its default applies; a required integer takes a
-    stand-in from its bounds), and the rules run on what is left. Findings inside an
-    object that lost a value are dropped too, since the stand-in could be what they
-    complain about; unknown keys cost nothing. When this cannot repair the data (a
-    missing key, a bad list item, a bad required string), the model's findings stand
-    alone.
+    A typo'd key, a bad machine type and a Lustre size off its step should all show in
+    one run. Each value the model refused (or a missing key) is repaired twice, with
+    different stand-ins: the default or a first valid value, then a second valid value
+    (see ``_stand_in``); unknown keys are dropped. The rules run on both repairs, and a
+    finding stands only when both give it: one that a stand-in causes changes with the
+    stand-in. Findings at a repaired value, or inside a mapping that holds one, are
+    dropped too, since any stand-in could be what they complain about.
     """
     from clusterprint import rules
-    from clusterprint.model_errors import clean_loc, model_at
+
+    errors = exc.errors(include_url=False)
+    try:
+        first, shaken = _repaired(data, errors, 0)
+        second, _ = _repaired(data, errors, 1)
+        found = [rules.check(Blueprint.model_validate(first)),
+                 set(rules.check(Blueprint.model_validate(second)))]
+    except (_NoStandIn, ValidationError):
+        return []
+    return [f for f in found[0] if f in found[1]
+            and not any(f.path[:len(owner)] == owner for owner in shaken)]
+
+
+class _NoStandIn(Exception):
+    """A refused value with no valid stand-in (a wrong type for a whole section)."""
+
+
+#: Two valid values for each pattern a required string has, unlike in what rules read:
+#: no GPUs and GPUs, one region and another.
+STAND_INS: dict[str | None, tuple[str, str]] = {
+    NAME_PATTERN: ("standin-a", "standin-b"),
+    LIST_NAME_PATTERN: ("standin-a", "standin-b"),
+    PARTITION_NAME_PATTERN: ("standin-a", "standin-b"),
+    IMAGE_FAMILY_PATTERN: ("standin-a", "standin-b"),
+    PROJECT_PATTERN: ("standin-project-a", "standin-project-b"),
+    REGION_PATTERN: ("us-central1", "europe-west4"),
+    ZONE_PATTERN: ("us-central1-a", "europe-west4-b"),
+    MACHINE_TYPE_PATTERN: ("n2-standard-4", "a3-megagpu-8g"),
+    NETWORK_PATTERN: ("projects/standin-project-a/global/networks/standin-a",
+                      "projects/standin-project-b/global/networks/standin-b"),
+    BUCKET_PATTERN: ("standin-a", "standin-b"),
+    LUSTRE_FILESYSTEM_PATTERN: ("standina", "standinb"),
+    None: ("standin-a", "standin-b"),
+}
+
+
+def _repaired(data: dict, errors: list, which: int) -> tuple[dict, list[KeyPath]]:
+    """A copy of ``data`` with each refused value replaced, and the paths rules must skip."""
+    from clusterprint.model_errors import clean_loc
 
     repaired = copy.deepcopy(data)
     shaken: list[KeyPath] = []
-    for err in exc.errors(include_url=False):
+    for err in errors:
         path = clean_loc(err["loc"])
-        unknown = err["type"] == "extra_forbidden" or path[-1:] == ("[key]",)
-        path = path[:-1] if path[-1:] == ("[key]",) else path
+        if err["type"] == "extra_forbidden" or path[-1:] == ("[key]",):
+            path = path[:-1] if path[-1:] == ("[key]",) else path
+            parent = _walk(repaired, path[:-1])
+            if isinstance(parent, dict):
+                parent.pop(path[-1], None)
+            continue
         parent = _walk(repaired, path[:-1])
-        if err["type"] == "missing" or not isinstance(parent, dict) or path[-1] not in parent:
-            return []
-        del parent[path[-1]]
-        if not unknown:
-            shaken.append(path[:-1])
-            stand_in = _integer_stand_in(model_at(path[:-1]), str(path[-1]))
-            if stand_in is not None:
-                parent[path[-1]] = stand_in
+        if isinstance(parent, list) and isinstance(path[-1], int) and path[-1] < len(parent):
+            parent[path[-1]] = _item_stand_in(path, which)
+            shaken.append(path)
+        elif isinstance(parent, dict):
+            value = _field_stand_in(path, which, default_first=which == 0)
+            if value is _DEFAULT:
+                parent.pop(path[-1], None)
+            else:
+                parent[path[-1]] = value
+            shaken.append(path[:-1] if path[:-1] else path)
+        else:
+            raise _NoStandIn
+    return repaired, shaken
+
+
+#: Leave the key out so its default applies.
+_DEFAULT = object()
+
+
+def _field_stand_in(path: KeyPath, which: int, default_first: bool) -> Any:
+    """A valid value for the mapping key at ``path``: its default first where it has one."""
+    from clusterprint.model_errors import model_at
+
+    owner = model_at(path[:-1])
+    if owner is None:  # an entry of a free-form mapping (labels): leave it out
+        return _DEFAULT
+    field = _field(owner, str(path[-1]))
+    if field is None:
+        raise _NoStandIn
+    if not field.is_required() and default_first:
+        return _DEFAULT
     try:
-        blueprint = Blueprint.model_validate(repaired)
-    except ValidationError:
-        return []
-    return [f for f in rules.check(blueprint)
-            if not any(f.path[:len(owner)] == owner for owner in shaken)]
+        return _stand_in(field.annotation, field.metadata, which)
+    except _NoStandIn:
+        if field.is_required():
+            raise
+        return _DEFAULT
 
 
-def _integer_stand_in(owner: type[BaseModel] | None, key: str) -> int | None:
-    """A valid value for a required integer field: its upper bound, else its lower one.
+def _item_stand_in(path: KeyPath, which: int) -> Any:
+    """A valid value for the list item at ``path`` (``slurm.partitions[0].nodesets[1]``)."""
+    from clusterprint.model_errors import model_at
 
-    The upper bound keeps capacity checks elsewhere (a recipe's nodes within its
-    partition) from blaming a value the user never wrote.
-    """
-    field = owner.model_fields.get(key) if owner else None
-    if field is None or not field.is_required() or field.annotation is not int:
-        return None
-    bounds = {name: getattr(m, name) for m in field.metadata
-              for name in ("ge", "le") if getattr(m, name, None) is not None}
-    return bounds.get("le", bounds.get("ge", 0))
+    owner = model_at(path[:-2])
+    field = _field(owner, str(path[-2])) if owner else None
+    if field is None or typing.get_origin(field.annotation) is not list:
+        raise _NoStandIn
+    return _stand_in(typing.get_args(field.annotation)[0], [], which)
+
+
+def _field(owner: type[BaseModel], key: str) -> Any:
+    return next((f for name, f in owner.model_fields.items() if (f.alias or name) == key), None)
+
+
+def _stand_in(annotation: Any, metadata: list, which: int) -> Any:
+    """Stand-in ``which`` (0 or 1) for a value of ``annotation`` within its constraints."""
+    origin = typing.get_origin(annotation)
+    if origin is typing.Annotated:
+        inner, *extra = typing.get_args(annotation)
+        found = [m for e in extra for m in (e.metadata if isinstance(e, FieldInfo) else [e])]
+        return _stand_in(inner, [*metadata, *found], which)
+    if origin in (typing.Union, types.UnionType):
+        options = [a for a in typing.get_args(annotation) if a is not type(None)]
+        return _stand_in(options[0], metadata, which)
+    if origin is typing.Literal:
+        choices = typing.get_args(annotation)
+        return choices[0] if which == 0 else choices[-1]
+    limits = {name: getattr(m, name) for m in metadata
+              for name in ("ge", "le", "pattern", "min_length")
+              if getattr(m, name, None) is not None}
+    if origin is list:
+        item = _stand_in(typing.get_args(annotation)[0], [], which)
+        return [item] * max(limits.get("min_length", 1), 1)
+    if annotation is bool:
+        return bool(which)
+    if annotation is int:
+        low = limits.get("ge", 0)
+        # The upper bound first: a capacity check elsewhere (a recipe's nodes within its
+        # partition) then does not blame a value the user never wrote.
+        return limits.get("le", low + 1) if which == 0 else low
+    if annotation is str and limits.get("pattern") in STAND_INS:
+        return STAND_INS[limits.get("pattern")][which]
+    if isinstance(annotation, type) and issubclass(annotation, BaseModel):
+        return {f.alias or name: _stand_in(f.annotation, f.metadata, which)
+                for name, f in annotation.model_fields.items() if f.is_required()}
+    raise _NoStandIn
 
 
 def _walk(data: Any, path: KeyPath) -> Any:

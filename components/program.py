@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import pulumi
 
+from clusterprint.model import Blueprint
 from clusterprint.validate import InvalidBlueprint, load_checked
 from components.cluster import TrainingCluster
 from components.managed import ManagedTrainingCluster
@@ -14,7 +15,7 @@ DEFAULT_BLUEPRINT = "blueprints/a3mega.yaml"
 
 
 def build(blueprint_path: str) -> TrainingCluster | ManagedTrainingCluster:
-    """Load and check the blueprint, then declare its cluster and export what users need.
+    """Load and check the blueprint, then declare its cluster (see ``declare``).
 
     A blueprint that ``clusterprint validate`` refuses is refused here with the same
     lines, before any resource is declared.
@@ -23,6 +24,15 @@ def build(blueprint_path: str) -> TrainingCluster | ManagedTrainingCluster:
         blueprint = load_checked(blueprint_path)
     except InvalidBlueprint as exc:
         raise pulumi.RunError(f"{blueprint_path} is not a valid blueprint:\n{exc}") from exc
+    return declare(blueprint)
+
+
+def declare(blueprint: Blueprint) -> TrainingCluster | ManagedTrainingCluster:
+    """Declare the cluster of an already checked blueprint and export what users need.
+
+    ``clusterprint plan`` and ``diff`` call this with the blueprint they checked, so a
+    file is read once (a pipe can be read only once).
+    """
     kind = ManagedTrainingCluster if blueprint.orchestrator == "managed" else TrainingCluster
     cluster = kind(blueprint.name, blueprint)
     for key, value in cluster.exports.items():

@@ -2,11 +2,19 @@
 
 from __future__ import annotations
 
+import argparse
 import sys
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
     from clusterprint.model import Blueprint
+
+
+def file_argument(text: str) -> str:
+    """An argparse type for FILE arguments: an empty name is a usage error, not the folder ``.``."""
+    if not text:
+        raise argparse.ArgumentTypeError("the file name is empty")
+    return text
 
 
 def checked_blueprint(path: str) -> tuple[Blueprint | None, int]:
@@ -18,6 +26,6 @@ def checked_blueprint(path: str) -> tuple[Blueprint | None, int]:
     from clusterprint.validate import check_file
 
     checked = check_file(path)
-    for finding in checked.findings:
-        print(finding.line_text(), file=sys.stderr)
+    for line in checked.lines():
+        print(line, file=sys.stderr)
     return (checked.blueprint, 0) if checked.ok else (None, checked.exit_code)

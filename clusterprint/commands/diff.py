@@ -1,7 +1,8 @@
 """Compare two blueprints or saved plans: what would be created, updated, replaced, deleted.
 
 OLD and NEW are blueprint files (.yaml, .yml, .json) or plans saved with
-`clusterprint plan --json` (recognised by their top-level "resources" key).
+`clusterprint plan --json` (recognised by their top-level "resources" key), each read
+once, so either may be a pipe (`<(git show main:bp.yaml)`).
 Resources match by (type, name); each changed input is listed old -> new, and a
 change to an input the provider cannot update in place makes a replacement (the
 table in clusterprint/replacements.py names its source for each type). This is an
@@ -10,7 +11,8 @@ offline estimate; `pulumi preview --diff` on the real stack is the authority.
 Exit status: 0 nothing data-bearing is replaced or deleted; 3 a Filestore instance,
 Lustre instance or bucket (or a managed cluster holding them) would be replaced or
 deleted (data loss), unless --allow-data-loss (then 0, still flagged); 1 invalid
-blueprint or unreadable plan.
+blueprint or unreadable plan (any JSON that is not what `plan --json` writes, such as a
+Terraform state, is refused); 2 usage error or stdout that cannot be written (a full disk).
 """
 
 from __future__ import annotations
@@ -19,6 +21,8 @@ import argparse
 import json
 import sys
 
+from clusterprint.commands import file_argument
+
 #: Exit status when a data-bearing resource would be replaced or deleted.
 EXIT_DATA_LOSS = 3
 EXIT_BAD_INPUT = 1
@@ -26,8 +30,10 @@ EXIT_BAD_INPUT = 1
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     """diff OLD NEW [--json | --format text|json|markdown] [--allow-data-loss]."""
-    parser.add_argument("old", metavar="OLD", help="blueprint or saved plan (before)")
-    parser.add_argument("new", metavar="NEW", help="blueprint or saved plan (after)")
+    parser.add_argument("old", metavar="OLD", type=file_argument,
+                        help="blueprint or saved plan (before)")
+    parser.add_argument("new", metavar="NEW", type=file_argument,
+                        help="blueprint or saved plan (after)")
     parser.add_argument("--format", choices=("text", "json", "markdown"), default="text",
                         help="text (default), json (machine-readable), markdown (a PR comment)")
     parser.add_argument("--json", dest="format", action="store_const", const="json",

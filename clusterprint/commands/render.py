@@ -8,7 +8,10 @@ delete a user's own files; the current folder, an ancestor of it, ``/``, the hom
 and a folder holding the blueprint are refused even when empty.
 
 Exit status: 0 written, 1 invalid blueprint (the validator's lines on stderr),
-2 usage error, unreadable file, or DIR refused (the reason on stderr; nothing touched).
+2 usage error, unreadable file, or DIR refused or not written (the reason on stderr;
+nothing touched), 3 --force could not finish after changing something: the new render
+is in DIR but the one it replaced could not be removed, or neither could be put at DIR;
+what is left of the old one is renamed DIR.previous (the message says what, where, why).
 """
 
 from __future__ import annotations
@@ -18,11 +21,16 @@ import sys
 from pathlib import Path
 
 from clusterprint.cli import EXIT_USAGE
+from clusterprint.commands import file_argument
+
+#: Exit status when --force changed something it could not finish (the message says what).
+EXIT_LEFT_OVER = 3
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     """render FILE --out DIR [--force]."""
-    parser.add_argument("file", metavar="FILE", help="blueprint file (.yaml or .json)")
+    parser.add_argument("file", metavar="FILE", type=file_argument,
+                        help="blueprint file (.yaml or .json)")
     parser.add_argument("--out", required=True, metavar="DIR", type=Path,
                         help="folder to write into; must be absent or empty, never the "
                              "current folder, an ancestor of it, / or home")
@@ -35,7 +43,7 @@ def run(args: argparse.Namespace) -> int:
     """Check the blueprint, render it and write the folder."""
     from clusterprint.commands import checked_blueprint
     from clusterprint.render import rendered_files
-    from clusterprint.render.output import OutputExists, write_tree
+    from clusterprint.render.output import OutputExists, RenderLeftOver, write_tree
 
     blueprint, status = checked_blueprint(args.file)
     if blueprint is None:
@@ -46,8 +54,12 @@ def run(args: argparse.Namespace) -> int:
     except OutputExists as exc:
         print(f"clusterprint render: {exc}", file=sys.stderr)
         return EXIT_USAGE
+    except RenderLeftOver as exc:
+        print(f"clusterprint render: {exc}", file=sys.stderr)
+        return EXIT_LEFT_OVER
     except OSError as exc:
-        print(f"clusterprint render: cannot write {args.out}: {exc}", file=sys.stderr)
+        print(f"clusterprint render: cannot write {args.out}: {exc.strerror or exc}",
+              file=sys.stderr)
         return EXIT_USAGE
     print(f"{args.out}: wrote {len(files)} files", file=sys.stderr)
     return 0

@@ -2,6 +2,8 @@
 
 Point an editor at schemas/blueprint.schema.json (the committed copy of this output)
 to complete and explain every key.
+
+Exit status: 0 printed, 2 stdout cannot be written (a full disk; the reason on stderr).
 """
 
 from __future__ import annotations

@@ -3,7 +3,8 @@
 Each problem is one line: FILE:LINE:COL: error: KEY.PATH: message (hint).
 Warnings print the same way with `warning:` and do not fail.
 
-Exit status: 0 valid (warnings allowed), 1 invalid, 2 usage error or unreadable file.
+Exit status: 0 valid (warnings allowed), 1 invalid, 2 usage error or unreadable file
+(2 too when stdout cannot be written, as on a full disk; the reason on stderr).
 """
 
 from __future__ import annotations
@@ -12,10 +13,13 @@ import argparse
 import json
 import sys
 
+from clusterprint.commands import file_argument
+
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     """validate FILE... [--format text|json] [--quiet]."""
-    parser.add_argument("files", nargs="+", metavar="FILE", help="blueprint files (.yaml or .json)")
+    parser.add_argument("files", nargs="+", metavar="FILE", type=file_argument,
+                        help="blueprint files (.yaml or .json)")
     parser.add_argument("--format", choices=("text", "json"), default="text",
                         help="text: one line per problem (default); json: a list of findings")
     parser.add_argument("-q", "--quiet", action="store_true",
@@ -24,7 +28,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 def run(args: argparse.Namespace) -> int:
     """Validate each file; the exit status is the worst file's."""
-    from clusterprint.validate import check_file
+    from clusterprint.validate import check_file, printable
 
     results = [check_file(f) for f in args.files]
     located = [f for r in results for f in r.findings
@@ -34,9 +38,9 @@ def run(args: argparse.Namespace) -> int:
         sys.stdout.write("\n")
     else:
         for finding in located:
-            print(finding.line_text())
+            print(printable(finding.line_text()))
         if not args.quiet:
             for result in results:
                 if result.ok:
-                    print(f"{result.file}: ok", file=sys.stderr)
+                    print(printable(f"{result.file}: ok"), file=sys.stderr)
     return max(r.exit_code for r in results)

@@ -9,6 +9,7 @@ so a mistyped ``--out`` can never delete a user's work.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import shutil
 import tempfile
@@ -22,6 +23,15 @@ MARKER_HEADER = ("# Written by clusterprint render: `clusterprint render --force
 
 class OutputExists(Exception):
     """The target folder may not be written: it holds files, or is a place never to replace."""
+
+
+class RenderLeftOver(Exception):
+    """``--force`` changed something and could not finish: the message says what is where.
+
+    The new render is in place but the folder it replaced could not be removed, or
+    neither the new folder nor the old one could be put at the target. What is left
+    of the old folder is renamed to a visible ``OUT.previous`` (never left hidden).
+    """
 
 
 def write_tree(files: dict[str, str], out: Path, replace: bool = False,
@@ -40,19 +50,31 @@ def write_tree(files: dict[str, str], out: Path, replace: bool = False,
         if not replace:
             raise OutputExists(f"{out} is not empty (--force replaces only an earlier render)")
         _refuse_foreign_files(out)
-    out.parent.mkdir(parents=True, exist_ok=True)
-    staging = Path(tempfile.mkdtemp(prefix=f".{out.name}.", dir=out.parent))
+    created = [parent for parent in reversed(out.parents) if not parent.exists()]
+    staging = None
     try:
+        for parent in created:
+            parent.mkdir()
+        staging = Path(tempfile.mkdtemp(prefix=f".{out.name}.", dir=out.parent))
         for relative, text in {**files, MARKER: _marker_text(files)}.items():
             path = staging / relative
             path.parent.mkdir(parents=True, exist_ok=True)
             path.write_text(text, encoding="utf-8")
             path.chmod(0o755 if relative.endswith(".sh") else 0o644)
         staging.chmod(0o755)
-        _swap_in(staging, out)
     except BaseException:
-        shutil.rmtree(staging, ignore_errors=True)
+        # Nothing was touched: the folders made for ``out`` go too, innermost first.
+        if staging is not None:
+            shutil.rmtree(staging, ignore_errors=True)
+        for parent in reversed(created):
+            _remove_if_empty(parent)
         raise
+    _swap_in(staging, out)
+
+
+def _remove_if_empty(folder: Path) -> None:
+    with contextlib.suppress(OSError):  # someone else put something there meanwhile
+        folder.rmdir()
 
 
 def _marker_text(files: dict[str, str]) -> str:
@@ -100,16 +122,58 @@ def _entries(out: Path) -> list[Path]:
 
 
 def _swap_in(staging: Path, out: Path) -> None:
-    """Put ``staging`` where ``out`` is, moving any old folder aside until that worked."""
-    if not out.exists():
-        staging.rename(out)
-        return
-    old = Path(tempfile.mkdtemp(prefix=f".{out.name}.old.", dir=out.parent))
-    old.rmdir()
-    out.rename(old)
+    """Put ``staging`` where ``out`` is, moving any old folder aside until that worked.
+
+    Until the new folder is in place any error puts everything back and nothing is
+    touched. After that the old folder is removed; where that fails (a file it cannot
+    delete) RenderLeftOver says so, and what is left is renamed out of hiding.
+    """
     try:
-        staging.rename(out)
+        if not out.exists():
+            staging.rename(out)
+            return
+        old = Path(tempfile.mkdtemp(prefix=f".{out.name}.old.", dir=out.parent))
+        old.rmdir()
+        out.rename(old)
+        try:
+            staging.rename(out)
+        except OSError as exc:
+            _put_back(old, out, exc)
+            raise
     except BaseException:
-        old.rename(out)
+        shutil.rmtree(staging, ignore_errors=True)
         raise
-    shutil.rmtree(old)
+    try:
+        shutil.rmtree(old)
+    except OSError as exc:
+        raise RenderLeftOver(
+            f"wrote {out}, but could not remove the render it replaced ({_reason(exc)}): what "
+            f"is left of it is in {_out_of_hiding(old, out)}; remove it yourself") from None
+
+
+def _put_back(old: Path, out: Path, error: OSError) -> None:
+    """Move the old folder back to ``out`` after the new one could not take its place."""
+    try:
+        old.rename(out)
+    except OSError as exc:
+        raise RenderLeftOver(
+            f"could not put the new render at {out} ({_reason(error)}) nor the earlier one "
+            f"back ({_reason(exc)}): the earlier one is in {_out_of_hiding(old, out)}") from None
+
+
+def _reason(error: OSError) -> str:
+    return error.strerror or str(error)
+
+
+def _out_of_hiding(old: Path, out: Path) -> Path:
+    """Rename the hidden old folder to ``OUT.previous`` (or ``.previous-2``...), if it can be."""
+    for n in range(1, 100):
+        kept = out.with_name(f"{out.name}.previous" + (f"-{n}" if n > 1 else ""))
+        if kept.exists() or kept.is_symlink():
+            continue
+        try:
+            old.rename(kept)
+        except OSError:
+            break
+        return kept
+    return old

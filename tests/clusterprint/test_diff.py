@@ -12,6 +12,7 @@ from clusterprint.cli import main
 from clusterprint.diff import diff_plans
 from clusterprint.plan import Plan, PlannedResource, plan_blueprint
 from clusterprint.replacements import RULES, forces_replacement
+from clusterprint.validate import load_checked
 from tests.paths import BLUEPRINTS
 
 LUSTRE = "gcp:lustre/instance:Instance"
@@ -254,6 +255,43 @@ def test_garbage_input_exits_1_without_a_traceback(tmp_path, capsys, content):
     assert captured.out == ""
 
 
+TERRAFORM_STATE = {"version": 4, "terraform_version": "1.9.0", "serial": 3, "lineage": "x",
+                   "outputs": {}, "resources": []}
+
+
+@pytest.mark.parametrize(("content", "said"), [
+    (TERRAFORM_STATE, 'unexpected top-level key "lineage" (it looks like a Terraform state)'),
+    ({"resources": [{"mode": "managed", "type": "google_compute_network", "name": "vpc",
+                     "provider": "x", "instances": []}]},
+     'resources[0] has unexpected key "instances"'),
+    ({"resources": []}, "it lists no resources; every plan holds at least its cluster"),
+    ({"resources": [{**saved_plan()["resources"][0], "type": "google_compute_network"}]},
+     'resources[0].type "google_compute_network" is not a Pulumi type token such as '
+     "gcp:compute/network:Network"),
+    ({"resources": [{k: v for k, v in saved_plan()["resources"][0].items() if k != "inputs"}]},
+     'resources[0] has missing key "inputs"'),
+    ({"resources": [{**saved_plan()["resources"][0], "protect": "yes"}]},
+     "resources[0].protect must be true or false"),
+    ({**saved_plan(), "outputs": ["ssh"]}, '"outputs" must be an object'),
+], ids=["terraform-state", "terraform-resources", "no-resources", "not-a-type-token",
+        "missing-key", "protect-not-bool", "outputs-not-object"])
+def test_json_that_is_not_a_clusterprint_plan_exits_1(tmp_path, capsys, content, said):
+    good = write(tmp_path, "good.json", saved_plan())
+    bad = write(tmp_path, "bad.json", content)
+    assert main(["diff", bad, good]) == 1
+    captured = capsys.readouterr()
+    assert (captured.out, captured.err) == ("", f"{bad}: not a clusterprint plan: {said}\n")
+
+
+def test_json_that_is_neither_plan_nor_blueprint_says_so(tmp_path, capsys):
+    good = write(tmp_path, "good.json", saved_plan())
+    other = write(tmp_path, "package.json", {"name": "web", "version": "1.0.0"})
+    assert main(["diff", good, other]) == 1
+    assert capsys.readouterr().err == (
+        f'{other}: neither a clusterprint plan (`clusterprint plan --json` output, a '
+        f'"resources" list) nor a blueprint (apiVersion: clusterprint/v1)\n')
+
+
 def test_a_missing_file_exits_1(tmp_path, capsys):
     good = write(tmp_path, "good.json", saved_plan())
     assert main(["diff", good, str(tmp_path / "absent.json")]) == 1
@@ -274,7 +312,7 @@ def test_every_table_type_is_a_real_pulumi_gcp_token():
 def a3mega_plan(tmp_path_factory) -> str:
     """The reference blueprint's plan, saved once as `plan --json` writes it."""
     path = tmp_path_factory.mktemp("plans") / "a3mega.json"
-    path.write_text(plan_blueprint(str(A3MEGA)).json_text())
+    path.write_text(plan_blueprint(load_checked(str(A3MEGA))).json_text())
     return str(path)
 
 
@@ -387,7 +425,7 @@ LUSTRE_500 = ("performance_tier: 500", "performance_tier: 1000")
 def test_what_mounts_a_replaced_file_system_is_replaced_or_updated_with_it(
         tmp_path, capsys, name, edits, expected):
     path = BLUEPRINTS / f"{name}.yaml"
-    saved = write(tmp_path, "saved.json", plan_blueprint(str(path)).json_text())
+    saved = write(tmp_path, "saved.json", plan_blueprint(load_checked(str(path))).json_text())
     text = path.read_text()
     for old, new in edits:
         assert old in text

@@ -16,6 +16,7 @@ import pytest
 
 from clusterprint.cli import main
 from clusterprint.plan import plan_blueprint
+from clusterprint.validate import load_checked
 
 ROOT = Path(__file__).resolve().parents[2]
 MANAGED = ROOT / "tests" / "components" / "blueprints" / "managed.yaml"
@@ -26,7 +27,7 @@ CLUSTER = "a4managed-cluster"
 def managed_plan(tmp_path_factory) -> str:
     """The managed blueprint's plan, saved once as `plan --json` writes it."""
     path = tmp_path_factory.mktemp("plans") / "managed.json"
-    path.write_text(plan_blueprint(str(MANAGED)).json_text())
+    path.write_text(plan_blueprint(load_checked(str(MANAGED))).json_text())
     return str(path)
 
 

@@ -42,6 +42,32 @@ def test_yaml_syntax_errors_point_at_line_and_column(check, text, line, column, 
     assert found.finding.rule == "file.syntax"
 
 
+@pytest.mark.parametrize(("value", "column", "message"), [
+    ("1" + "0" * 5000, 6, "a number of 5001 digits is too long (at most 4300 digits)"),
+    ("-" + "9" * 4301, 6, "a number of 4301 digits is too long (at most 4300 digits)"),
+    ("2024-13-45", 6, "`2024-13-45` is not a valid date (month must be in 1..12)"),
+    ("!!int abc", 6, "`abc` is not a valid integer"),
+    ("!!float x", 6, "`x` is not a valid number"),
+    ("!!bool maybe", 6, "`maybe` is not a valid boolean"),
+], ids=["long-integer", "long-negative", "bad-date", "int-tag", "float-tag", "bool-tag"])
+def test_values_yaml_cannot_convert_point_at_their_line(check, value, column, message):
+    text = blueprint_text() + f"labels:\n  a: {value}\n"
+    found = only_finding(check(text))
+    assert (found.line, found.column) == (len(text.splitlines()), column)
+    assert found.finding.message == f"invalid YAML: {message}"
+
+
+@pytest.mark.parametrize(("char", "code"), [("\x01", "0001"), ("\x07", "0007"),
+                                            ("\x7f", "007F"), ("\ufffe", "FFFE")])
+def test_control_characters_point_at_their_real_line(check, char, code):
+    text = blueprint_text() + f'labels:\n  team: "ml{char}"\n'
+    found = only_finding(check(text))
+    assert (found.line, found.column) == (len(text.splitlines()), 12)
+    assert found.finding.message == (f"invalid YAML: control character U+{code} is not allowed "
+                                     "(write it as an escape inside double quotes)")
+    assert "position" not in found.line_text() and "unicode string" not in found.line_text()
+
+
 @pytest.mark.parametrize(("text", "rule"), [
     ("", "file.empty"), ("  \n\n", "file.empty"), ("# only\n# comments\n", "file.empty"),
     ("---\n", "file.empty"),
@@ -56,13 +82,23 @@ def test_empty_and_comment_only_files(check, text, rule):
     ('{\n  "apiVersion": "clusterprint/v1",\n  "kind": "TrainingCluster",\n}\n', 3, 28,
      "invalid JSON: trailing comma before `}`"),
     ('{"a": [1,\n 2,\n ]}', 2, 3, "invalid JSON: trailing comma before `]`"),
-    ('{\n "a": 1\n "b": 2\n}', 3, 2, "invalid JSON: Expecting ',' delimiter"),
-    ("{'a': 1}", 1, 2, "invalid JSON: Expecting property name enclosed in double quotes"),
+    ('{\n "a": 1\n "b": 2\n}', 3, 2,
+     "invalid JSON: expected `,` or the end of the list or object"),
+    ("{'a': 1}", 1, 2, "invalid JSON: expected a key in double quotes"),
+    ('{"a": "x\x01y"}', 1, 9, "invalid JSON: control character in a string: write it as a "
+                              "\\u escape"),
+    ('{"a":\n  "unclosed}', 2, 3, "invalid JSON: a string is never closed"),
+    ('{"a": "\\q"}', 1, 8, "invalid JSON: invalid backslash escape in a string"),
+    ('{"a": 1} x', 1, 10, "invalid JSON: more text after the end of the document"),
+    ('{"a": }', 1, 7, "invalid JSON: expected a value"),
+    ('{"a":\n  1' + "0" * 5000 + "}", 2, 3,
+     "invalid JSON: a number of 5001 digits is too long (at most 4300 digits)"),
     ('{\n  "name": "a",\n  "name": "b"\n}', 3, 3, 'invalid JSON: found duplicate key "name"'),
     ('{\n  "x": "NaN",\n  "mtu": NaN\n}', 3, 10, "invalid JSON: NaN is not a JSON number"),
     ('{"a": [1, -Infinity]}', 1, 11, "invalid JSON: -Infinity is not a JSON number"),
 ], ids=["trailing-comma-object", "trailing-comma-list", "missing-comma", "single-quotes",
-        "duplicate-key", "nan", "infinity"])
+        "control-character", "unclosed-string", "bad-escape", "extra-data", "no-value",
+        "long-integer", "duplicate-key", "nan", "infinity"])
 def test_json_errors_point_at_their_line(check, text, line, column, message):
     found = only_finding(check(text, is_json=True))
     assert (found.line, found.column, found.finding.message) == (line, column, message)
@@ -79,12 +115,12 @@ def test_json_findings_have_json_lines(check):
     text = json.dumps(data, indent=2)
     [found] = check(text, is_json=True).findings
     assert text.splitlines()[found.line - 1].strip() == '"count": "two"'
-    assert found.finding.message == "expected an integer, got a string ('two')"
+    assert found.finding.message == 'expected an integer, got a string ("two")'
 
 
 @pytest.mark.parametrize(("text", "got"), [
     ("- apiVersion: clusterprint/v1\n", "a list"),
-    ("hello\n", "a string ('hello')"),
+    ("hello\n", 'a string ("hello")'),
     ("42\n", "an integer (42)"),
 ])
 def test_root_must_be_a_mapping(check, text, got):
@@ -104,6 +140,12 @@ def test_directory_is_a_usage_error(tmp_path):
     checked = check_file(str(tmp_path))
     assert checked.exit_code == 2
     assert only_finding(checked).finding.message == "is a directory, not a blueprint file"
+
+
+def test_empty_file_name_is_a_usage_error_not_the_current_folder():
+    checked = check_file("")
+    assert checked.exit_code == 2
+    assert only_finding(checked).finding.message == "the file name is empty"
 
 
 def test_non_utf8_names_the_line(tmp_path):

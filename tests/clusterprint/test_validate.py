@@ -1,11 +1,12 @@
 """load_checked: what the stack program and plan use, refusing exactly as validate does."""
 
+import re
 from pathlib import Path
 
 import pytest
 
 from clusterprint.validate import InvalidBlueprint, check_file, check_text, load_checked
-from tests.clusterprint.blueprint_texts import blueprint_text
+from tests.clusterprint.blueprint_texts import DROP, blueprint_text
 
 A3MEGA = str(Path(__file__).resolve().parents[2] / "blueprints" / "a3mega.yaml")
 
@@ -44,19 +45,57 @@ def test_rules_next_to_a_refused_value_stay_quiet():
     assert [f.finding.rule for f in check_text("bp.yaml", text).findings] == ["schema.enum"]
 
 
-def test_a_refused_required_integer_still_lets_the_rules_run():
-    text = blueprint_text({"slurm.nodesets[0].count": "2", "zone": "us-east1-b",
-                           "recipes": [{"name": "gemma-2b-sft", "partition": "debug",
-                                        "nodes": 4}]})
+RECIPE = [{"name": "gemma-2b-sft", "partition": "debug", "nodes": 4}]
+LUSTRE = [{"name": "scratch", "filesystem": "scratch", "capacity_gib": 20000}]
+
+
+@pytest.mark.parametrize(("key", "value", "refused", "others", "said"), [
+    # Refused for its GPUs, not for 4 nodes against a count nobody could read.
+    ("slurm.nodesets[0].count", "2", "schema.type", {"recipes": RECIPE},
+     ("recipes.partition", "gemma-2b-sft needs at least 1 GPU(s) per node")),
+    ("slurm.nodesets[0].machine_type", "N2", "schema.pattern", {"storage.lustre": LUSTRE},
+     ("storage.lustre-capacity", "20000 is not a multiple of")),
+], ids=["integer", "string"])
+def test_a_refused_required_value_still_lets_the_rules_run(key, value, refused, others, said):
+    text = blueprint_text({key: value, "zone": "us-east1-b", **others})
     found = {f.finding.rule: f.finding.message for f in check_text("bp.yaml", text).findings}
-    assert sorted(found) == ["location.zone-in-region", "recipes.partition", "schema.type"]
-    # The recipe is refused for its GPUs, not for 4 nodes against a count nobody could read.
-    assert found["recipes.partition"].startswith("gemma-2b-sft needs at least 1 GPU(s) per node")
+    assert sorted(found) == sorted(["location.zone-in-region", said[0], refused])
+    assert found[said[0]].startswith(said[1])
 
 
-def test_a_refused_required_string_leaves_the_rules_out():
-    text = blueprint_text({"slurm.nodesets[0].machine_type": "N2", "zone": "us-east1-b"})
-    assert [f.finding.rule for f in check_text("bp.yaml", text).findings] == ["schema.pattern"]
+def rules_found(overrides: dict) -> list[str]:
+    return sorted(f.finding.rule for f in check_text("bp.yaml", blueprint_text(overrides)).findings)
+
+
+@pytest.mark.parametrize(("overrides", "refused"), [
+    ({"slurm.nodesets[0].machine_type": DROP}, "schema.required"),
+    ({"slurm": DROP}, "schema.required"),
+    ({"slurm.nodesets[1]": "gpu"}, "schema.type"),
+    ({"slurm.nodesets": []}, "schema.length"),
+    ({"name": "Demo_1"}, "schema.pattern"),
+    ({"recipes": [{"name": "gemma", "partition": "debug"}]}, "schema.enum"),
+    ({"labels": {"team": "ML"}}, "schema.pattern"),
+], ids=["missing-key", "missing-section", "bad-list-item", "empty-list", "bad-name",
+        "bad-recipe-name", "bad-label-value"])
+def test_one_bad_value_does_not_hide_the_other_problems(overrides, refused):
+    assert rules_found({**overrides, "zone": "us-east1-b"}) == sorted(
+        ["location.zone-in-region", refused])
+
+
+def test_a_refused_zone_hides_only_what_depends_on_it():
+    assert rules_found({"zone": "us-central1", "storage.lustre": LUSTRE}) == [
+        "schema.pattern", "storage.lustre-capacity"]
+
+
+def test_no_finding_comes_from_a_stand_in():
+    # The MTU recommendation follows the GPU family of a machine type nobody can read.
+    assert rules_found({"slurm.nodesets[0].machine_type": DROP, "network.mtu": 8000}) == [
+        "schema.required"]
+    # A region stand-in would put the written zone outside it.
+    assert rules_found({"region": "US"}) == ["schema.pattern"]
+    # Whether the partition has the recipe's GPUs depends on the machine type.
+    assert rules_found({"slurm.nodesets[0].machine_type": "N2", "recipes": RECIPE}) == [
+        "schema.pattern"]
 
 
 def test_warnings_do_not_stop_a_program(tmp_path):
@@ -69,3 +108,19 @@ def test_warnings_do_not_stop_a_program(tmp_path):
 def test_unreadable_file_raises_too(tmp_path):
     with pytest.raises(InvalidBlueprint, match="no such file"):
         load_checked(str(tmp_path / "missing.yaml"))
+
+
+def test_every_required_string_pattern_has_two_stand_ins_that_match_it():
+    from pydantic import BaseModel
+
+    from clusterprint import model
+    from clusterprint.validate import STAND_INS
+
+    required = {m.pattern for cls in vars(model).values()
+                if isinstance(cls, type) and issubclass(cls, BaseModel)
+                for f in cls.model_fields.values() if f.is_required() and f.annotation is str
+                for m in f.metadata if hasattr(m, "pattern")}
+    assert required - set(STAND_INS) == set()
+    for pattern, values in STAND_INS.items():
+        assert len(set(values)) == 2
+        assert pattern is None or all(re.match(pattern, v) for v in values), pattern

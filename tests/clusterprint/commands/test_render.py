@@ -15,13 +15,14 @@ A4 = blueprint_path("a4")
 CPU_SMALL = blueprint_path("cpu-small")
 
 
-def test_writes_configs_and_one_script_per_role(tmp_path):
+def test_writes_configs_one_script_per_role_and_the_gpu_partitions_jobs(tmp_path):
     out = tmp_path / "out"
     assert cli.main(["render", A4, "--out", str(out)]) == 0
     written = {str(p.relative_to(out)): p.read_text() for p in out.rglob("*") if p.is_file()}
     marker = written.pop(".clusterprint-render")
     assert written == rendered_files(load_checked(A4))
-    assert sorted(written) == ["cgroup.conf", "gres.conf", "scripts/compute-a4.sh",
+    assert sorted(written) == ["cgroup.conf", "gres.conf", "jobs/nccl-allreduce-a4.sbatch",
+                               "jobs/nccl-allreduce-a4spot.sbatch", "scripts/compute-a4.sh",
                                "scripts/compute-a4spot.sh", "scripts/controller.sh",
                                "scripts/login.sh", "slurm.conf"]
     assert marker.startswith("# Written by clusterprint render")
@@ -181,3 +182,71 @@ def test_failed_forced_write_keeps_the_old_folder(tmp_path, old_output, monkeypa
     assert cli.main(["render", A4, "--out", str(old_output), "--force"]) == cli.EXIT_USAGE
     assert list(tmp_path.iterdir()) == [old_output]
     assert tree(old_output) == before
+
+
+def test_failed_write_into_new_folders_removes_the_folders_it_made(tmp_path, full_disk, capsys):
+    out = tmp_path / "a" / "b" / "out"
+    assert cli.main(["render", A4, "--out", str(out)]) == cli.EXIT_USAGE
+    assert "No space left on device" in capsys.readouterr().err
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_failed_swap_puts_the_old_folder_back(tmp_path, old_output, monkeypatch, capsys):
+    before = tree(old_output)
+    real_rename = Path.rename
+
+    def rename(self, target):
+        if self.name.startswith(".out.") and not self.name.startswith(".out.old."):
+            raise OSError(16, "Device or resource busy")
+        return real_rename(self, target)
+
+    monkeypatch.setattr(Path, "rename", rename)
+    assert cli.main(["render", A4, "--out", str(old_output), "--force"]) == cli.EXIT_USAGE
+    assert "Device or resource busy" in capsys.readouterr().err
+    assert list(tmp_path.iterdir()) == [old_output]
+    assert tree(old_output) == before
+
+
+def test_old_render_that_cannot_be_put_back_is_named_not_hidden(tmp_path, old_output,
+                                                                monkeypatch, capsys):
+    before = tree(old_output)
+    real_rename = Path.rename
+
+    def rename(self, target):
+        if Path(target) == old_output and self != old_output:
+            raise OSError(16, "Device or resource busy")
+        return real_rename(self, target)
+
+    monkeypatch.setattr(Path, "rename", rename)
+    assert cli.main(["render", A4, "--out", str(old_output), "--force"]) == 3
+    kept = tmp_path / "out.previous"
+    assert capsys.readouterr().err == (
+        f"clusterprint render: could not put the new render at {old_output} (Device or "
+        f"resource busy) nor the earlier one back (Device or resource busy): the earlier one "
+        f"is in {kept}\n")
+    assert list(tmp_path.iterdir()) == [kept]
+    assert tree(kept) == before
+
+
+def test_old_render_that_cannot_be_removed_is_named_not_hidden(tmp_path, old_output,
+                                                                monkeypatch, capsys):
+    real_rmtree = output.shutil.rmtree
+
+    def rmtree(path, *args, **kwargs):
+        if Path(path).name.startswith(".out.old."):
+            (Path(path) / "slurm.conf").unlink()  # removed up to a file it cannot delete
+            raise PermissionError(13, "Permission denied")
+        return real_rmtree(path, *args, **kwargs)
+
+    monkeypatch.setattr(output.shutil, "rmtree", rmtree)
+    code = cli.main(["render", "blueprints/cpu-small.yaml", "--out", str(old_output), "--force"])
+    err = capsys.readouterr().err
+    kept = tmp_path / "out.previous"
+    assert code == 3
+    assert err == (f"clusterprint render: wrote {old_output}, but could not remove the render "
+                   f"it replaced (Permission denied): what is left of it is in {kept}; remove "
+                   "it yourself\n")
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["out", "out.previous"]
+    assert tree(old_output)["slurm.conf"] == rendered_files(
+        load_checked("blueprints/cpu-small.yaml"))["slurm.conf"]
+    assert "slurm.conf" not in tree(kept) and "scripts/compute-a4.sh" in tree(kept)
