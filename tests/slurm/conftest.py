@@ -36,6 +36,9 @@ LOCAL_KEYS = {
     "SlurmctldHost": "host", "SlurmctldPort": "port", "SlurmdPort": "port",
     "StateSaveLocation": "path", "SlurmdSpoolDir": "path", "SlurmctldPidFile": "path",
     "SlurmdPidFile": "path", "AuthInfo": "auth",
+    # The node's prolog.d and epilog.d: a temp folder per cluster instead of this machine's
+    # /etc/slurm, so a test chooses what the node's scripts do.
+    "Prolog": "path", "Epilog": "path",
     # cgroup confinement needs a systemd-managed host; CI containers have none.
     "ProctrackType": "process tracking", "TaskPlugin": "process tracking",
 }
@@ -147,9 +150,30 @@ class LocalSlurm:
             "AuthInfo": f"socket={munge_socket}",
             "ProctrackType": "proctrack/linuxproc",
             "TaskPlugin": "task/none",
+            "Prolog": f"{self.scripts('prolog')}/*",
+            "Epilog": f"{self.scripts('epilog')}/*",
         }))
         (self.root / "cgroup.conf").write_text(self.files["cgroup.conf"])
         self.env = {**os.environ, "SLURM_CONF": str(self.conf)}
+
+    def scripts(self, kind: str) -> Path:
+        """The node's prolog.d or epilog.d, holding what every compute node must carry.
+
+        Slurm 22.05 and 23.11 fail the prolog (and drain the node) when the folder's glob
+        matches no file, so a node always has one that succeeds: ``00-ready``.
+        """
+        folder = self.root / f"{kind}.d"
+        if not folder.exists():
+            folder.mkdir()
+            self.add_script(kind, "00-ready", "exit 0")
+        return folder
+
+    def add_script(self, kind: str, name: str, body: str) -> Path:
+        """A ``/bin/sh`` script ``name`` in the node's prolog.d or epilog.d running ``body``."""
+        script = self.root / f"{kind}.d" / name
+        script.write_text(f"#!/bin/sh\n{body}\n")
+        script.chmod(0o755)
+        return script
 
     def run(self, *argv: str, timeout: float = 60) -> str:
         """A Slurm client command against this cluster; its stdout, failing loudly."""
@@ -212,14 +236,16 @@ class LocalSlurm:
             return rendered.replace("File=/dev/nvidia", f"File={devices}/nvidia")
         return rendered + f"Name=gpu File={devices}/nvidia[0-{gpus - 1}]\n"
 
-    def start_node(self, name: str, node_conf: str, gpus: int) -> Daemon:
+    def start_node(self, name: str, node_conf: str, gpus: int,
+                   launcher: tuple[str, ...] = ()) -> Daemon:
         """A dynamic slurmd registering as ``name`` with ``node_conf``, until it is idle.
 
         slurmd reads gres.conf when it starts, so each node gets its own GPUs' line.
+        ``launcher`` runs slurmd (e.g. ``prlimit`` setting its limits, as systemd would).
         """
         (self.root / f"spool-{name}").mkdir()
         (self.root / "gres.conf").write_text(self.gres_conf(gpus))
-        slurmd = Daemon(["slurmd", "-D", "-Z", "-f", str(self.conf), "-N", name,
+        slurmd = Daemon([*launcher, "slurmd", "-D", "-Z", "-f", str(self.conf), "-N", name,
                          "--conf", node_conf], self.root / f"slurmd-{name}.log", self.env)
         self.daemons.append(slurmd)
         wait_until(lambda: slurmd.running() and self.node_state(name) == "idle",
