@@ -190,6 +190,38 @@ class LocalSlurm:
             shown[fields["PartitionName"]] = fields
         return shown
 
+    def config(self) -> dict[str, str]:
+        """slurmctld's settings as ``scontrol show config`` prints them, by name."""
+        return {key: value.removesuffix(" sec") for key, value in re.findall(
+            r"^(\w+)\s+= (.*)$", self.run("scontrol", "show", "config"), re.MULTILINE)}
+
+    def dropped_settings(self) -> dict[str, tuple[str, str]]:
+        """Every rendered cluster-wide slurm.conf line that slurmctld does not keep as
+        written, outside the local ones: name to (written, kept). scontrol prints some
+        values in capitals, and SlurmUser with its uid: ``slurm(64030)``."""
+        config = {key: value.split("(")[0].lower() if value[:1] != "(" else value
+                  for key, value in self.config().items()}
+        written = dict(line.split("=", 1) for line in self.files["slurm.conf"].splitlines()
+                       if re.match(r"^[A-Z]\w+=", line) and not line.startswith(
+                           ("NodeSet=", "PartitionName=")))
+        return {key: (value, config.get(key, "")) for key, value in written.items()
+                if key not in LOCAL_KEYS and config.get(key) != value.lower()}
+
+    def dropped_partition_settings(self) -> dict[str, dict[str, tuple[str, str | None]]]:
+        """Per partition, the rendered OverSubscribe, DefMemPerCPU, Default and State that
+        slurmctld does not keep as written: name to (written, kept)."""
+        shown, dropped = self.partitions(), {}
+        for line in self.files["slurm.conf"].splitlines():
+            if line.startswith("PartitionName="):
+                written = dict(token.split("=", 1) for token in line.split())
+                kept = shown[written["PartitionName"]]
+                wrong = {key: (written[key], kept.get(key)) for key in
+                         ("OverSubscribe", "DefMemPerCPU", "Default", "State")
+                         if key in written and kept.get(key) != written[key]}
+                if wrong:
+                    dropped[written["PartitionName"]] = wrong
+        return dropped
+
     def answers(self) -> bool:
         """True when slurmctld answers a ping."""
         ping = subprocess.run(["scontrol", "ping"], env=self.env, capture_output=True,
