@@ -206,3 +206,11 @@ def test_a2_and_g2_nodes_get_their_gpus(make_text, check):
     assert (ns.gpus, ns.boot_disk_type) == (16, "pd-balanced")
     ns = check(make_text({f"{NS}.machine_type": "g2-standard-24"})).blueprint.slurm.nodesets[0]
     assert (ns.gpus, ns.boot_disk_type) == (2, "pd-balanced")
+
+
+def test_a_default_time_past_max_time_says_slurmctld_would_ignore_it(rules_check):
+    hit = rules_check.refused({f"{PART}.max_time": "4:00:00", f"{PART}.default_time":
+                               Here("5:00:00")}, "slurm.time-limit", f"{PART}.default_time")
+    assert hit.finding.message == ("default_time 5:00:00 is longer than max_time 4:00:00: "
+                                   "slurmctld ignores it")
+    assert hit.finding.hint == "set default_time to at most 4:00:00"
