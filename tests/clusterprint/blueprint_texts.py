@@ -66,9 +66,9 @@ def apply_overrides(data: dict, overrides: dict[str, Any]) -> dict:
         if value is DROP:
             del node[last]
         elif isinstance(node, list) and last == len(node):
-            node.append(value)
+            node.append(copy.deepcopy(value))
         else:
-            node[last] = value
+            node[last] = copy.deepcopy(value)  # a case must never change a shared constant
     return data
 
 

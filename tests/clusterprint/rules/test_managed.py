@@ -134,6 +134,22 @@ ACCEPTED = [
                  id="self-managed-sets-them"),
 ]
 
+#: Several problems of one rule in one blueprint: each is reported, none twice.
+REFUSED += [
+    pytest.param("managed.unsupported-key", "network.peerings",
+                 {**MANAGED, "network.mtu": 8244, f"{NS}.placement": "none",
+                  "network.peerings": Here([{"name": "p", "peer_network":
+                                             "projects/other-proj/global/networks/n"}])},
+                 "error", 3, id="every-key-the-api-cannot-express"),
+    pytest.param("managed.reservation-block", "slurm.nodesets[1].reservation",
+                 {**MANAGED, f"{NS}.provisioning": "reservation", f"{NS}.reservation": BLOCK,
+                  "slurm.nodesets[1]": {"name": "b", "machine_type": "a3-megagpu-8g",
+                                        "count": 1, "provisioning": "reservation",
+                                        "reservation": Here(BLOCK)},
+                  "slurm.partitions[0].nodesets": ["cpu", "b"]}, "error", 2,
+                 id="every-nodeset-on-a-block"),
+]
+
 test_refused, test_accepted = table_tests(REFUSED, ACCEPTED)
 
 

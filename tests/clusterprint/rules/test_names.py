@@ -163,6 +163,38 @@ ACCEPTED = [
     pytest.param("names.unused-nodeset", {}, id="every-nodeset-used"),
 ]
 
+#: Several problems of one rule in one blueprint: each is reported, none twice.
+SPARE = [{"name": f"spare{i}", **CPU} for i in range(2)]
+REFUSED += [
+    pytest.param("names.unique", "slurm.nodesets[2].name",
+                 {"slurm.nodesets[1]": {"name": "cpu", **CPU},
+                  "slurm.nodesets[2]": Here({"name": "cpu", **CPU}),
+                  "slurm.partitions[1]": {"name": "debug", "nodesets": ["cpu"]}}, "error", 3,
+                 id="every-repeat-of-every-list"),
+    pytest.param("names.slurm-keyword", "slurm.partitions[0].name",
+                 {"slurm.nodesets[0].name": "all", "slurm.partitions[0].nodesets": ["all"],
+                  "slurm.partitions[0].name": Here("default")}, "error", 2,
+                 id="nodeset-and-partition-keywords"),
+    pytest.param("names.default-partition", "slurm.partitions[2].default",
+                 {"slurm.partitions[0].default": True,
+                  "slurm.partitions[1]": {"name": "b", "nodesets": ["cpu"], "default": True},
+                  "slurm.partitions[2]": {"name": "c", "nodesets": ["cpu"],
+                                          "default": Here(True)}}, "error", 2,
+                 id="three-defaults-two-findings"),
+    pytest.param("names.unused-nodeset", "slurm.nodesets[2].name",
+                 {"slurm.nodesets[1]": SPARE[0], "slurm.nodesets[2]": Here(SPARE[1])},
+                 "warning", 2, id="two-unused-nodesets"),
+]
+ACCEPTED += [
+    pytest.param("names.unique", {"slurm.nodesets[1]": {"name": "debug", **CPU},
+                                  "slurm.partitions[0].nodesets": ["cpu", "debug"]},
+                 id="a-nodeset-may-share-a-partitions-name"),
+    pytest.param("names.slurm-keyword", {"slurm.partitions[0].name": "all1",
+                                         "slurm.nodesets[0].name": "default0",
+                                         "slurm.partitions[0].nodesets": ["default0"]},
+                 id="keyword-plus-one-character"),
+]
+
 test_refused, test_accepted = table_tests(REFUSED, ACCEPTED)
 
 

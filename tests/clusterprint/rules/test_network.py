@@ -163,6 +163,63 @@ ACCEPTED = [
                  id="a-created-network-peers-with-any-other"),
 ]
 
+#: Several problems of one rule in one blueprint: each is reported, none twice.
+REFUSED += [
+    pytest.param("network.cidr", "network.ssh_source_ranges[0]",
+                 {"network.subnet_cidr": "10.0.0.1/20", "network.gpu_subnets_cidr": "x",
+                  "network.ssh_source_ranges": [Here("office"), "1.2.3.4/8"]}, "error", 4,
+                 id="every-bad-cidr"),
+    pytest.param("network.range-size", "network.private_service_access.range",
+                 {"network.subnet_cidr": "10.0.0.0/30",
+                  "network.private_service_access.range": Here("10.200.0.0/25")}, "error", 2,
+                 id="subnet-and-psa-out-of-range"),
+    pytest.param("network.cidr-overlap", "network.private_service_access.range",
+                 {**A3MEGA, "network.gpu_subnets_cidr": "10.0.0.0/16",
+                  "network.subnet_cidr": "10.0.0.0/20",
+                  "network.private_service_access.range": Here("10.0.0.0/24")}, "error", 3,
+                 id="three-ranges-overlapping-each-other"),
+    pytest.param("network.gpu-fabric", "slurm.nodesets[2].machine_type",
+                 {**A3MEGA,
+                  "slurm.nodesets[1]": {"name": "ultra", "count": 1,
+                                        "machine_type": "a3-ultragpu-8g"},
+                  "slurm.nodesets[2]": {"name": "b200", "count": 1,
+                                        "machine_type": Here("a4-highgpu-8g")},
+                  "slurm.partitions[0].nodesets": ["cpu", "ultra", "b200"]}, "error", 2,
+                 id="each-nodeset-off-the-first-fabric"),
+    pytest.param("network.mtu-recommended", "network.mtu",
+                 {**A3MEGA, "network.gpu_networks": "none", "network.mtu": Here(1500),
+                  "slurm.nodesets[1]": {"name": "ultra", "count": 1,
+                                        "machine_type": "a3-ultragpu-8g"},
+                  "slurm.partitions[0].nodesets": ["cpu", "ultra"]}, "warning", 2,
+                 id="one-warning-per-family"),
+    pytest.param("network.existing-project", "network.existing_subnetwork",
+                 {"project": "cluster-proj", **EXISTING,
+                  "network.existing_subnetwork": Here(SUBNETWORK)}, "error", 2,
+                 id="network-and-subnetwork-of-another-project"),
+    pytest.param("network.existing-ignored", "network.subnet_cidr",
+                 {**EXISTING, "network.mtu": 8896, "network.subnet_cidr": Here("10.0.0.0/20")},
+                 "warning", 2, id="mtu-and-subnet-both-ignored"),
+]
+ACCEPTED += [
+    pytest.param("network.range-size", {"network.subnet_cidr": "10.0.0.0/29",
+                                        "network.private_service_access.range":
+                                            "10.200.0.0/24",
+                                        "storage.home.filestore.tier": "BASIC_HDD"},
+                 id="smallest-subnet-and-psa-range"),
+    pytest.param("network.range-size", {"network.subnet_cidr": "10.0.0.0/8",
+                                        "network.gpu_subnets_cidr": "172.16.0.0/16",
+                                        "network.private_service_access.range":
+                                            "192.168.0.0/16"},
+                 id="largest-subnet"),
+    pytest.param("network.cidr-overlap", {"network.subnet_cidr": "10.0.0.0/20",
+                                          "network.private_service_access.range":
+                                              "10.0.16.0/20"},
+                 id="adjacent-ranges-touch-but-do-not-overlap"),
+    pytest.param("network.gpu-subnets-size", {**A3MEGA,
+                                              "network.gpu_subnets_cidr": "10.128.0.0/26"},
+                 id="/26-holds-exactly-8-/29s"),
+]
+
 test_refused, test_accepted = table_tests(REFUSED, ACCEPTED)
 
 

@@ -156,6 +156,39 @@ ACCEPTED = [
                  id="no-default-time"),
 ]
 
+#: Several problems of one rule in one blueprint: each is reported, none twice.
+SECOND = "slurm.nodesets[1]"
+TWO = {SECOND: {"name": "cpu2", "machine_type": "n2-standard-4", "count": 2},
+       "slurm.partitions[0].nodesets": ["cpu", "cpu2"]}
+REFUSED += [
+    pytest.param("slurm.reservation", f"{SECOND}.reservation",
+                 {**TWO, f"{NS}.provisioning": "reservation",
+                  f"{SECOND}.reservation": Here(RESERVATION)}, "error", 2,
+                 id="missing-and-stray-reservation"),
+    pytest.param("slurm.max-count", f"{SECOND}.max_count",
+                 {**TWO, f"{NS}.count": 0, f"{SECOND}.max_count": Here(1)}, "error", 2,
+                 id="count-0-and-max-below-count"),
+    pytest.param("slurm.boot-disk", f"{SECOND}.boot_disk.type",
+                 {**TWO, **ULTRA, f"{NS}.boot_disk.type": "pd-ssd",
+                  f"{SECOND}.machine_type": "a4-highgpu-8g",
+                  f"{SECOND}.boot_disk.type": Here("pd-balanced")}, "error", 2,
+                 id="two-hyperdisk-families-on-pd"),
+    pytest.param("slurm.placement", f"{SECOND}.placement",
+                 {**TWO, f"{NS}.count": 1, f"{NS}.placement": "compact",
+                  f"{SECOND}.count": 1, f"{SECOND}.placement": Here("compact")}, "warning", 2,
+                 id="two-single-node-compact-nodesets"),
+]
+ACCEPTED += [
+    pytest.param("slurm.max-count", {f"{NS}.max_count": 2}, id="max-count-equal-to-count"),
+    pytest.param("slurm.max-count", {f"{NS}.count": 0, f"{NS}.max_count": 1},
+                 id="count-0-with-max-count-1"),
+    pytest.param("slurm.placement", {f"{NS}.placement": "compact"},
+                 id="compact-on-two-nodes"),
+    pytest.param("slurm.placement", {f"{NS}.count": 0, f"{NS}.max_count": 2,
+                                     f"{NS}.placement": "compact"},
+                 id="compact-on-two-dynamic-nodes"),
+]
+
 test_refused, test_accepted = table_tests(REFUSED, ACCEPTED)
 
 

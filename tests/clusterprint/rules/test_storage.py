@@ -118,6 +118,33 @@ ACCEPTED = [
                  id="beside-system-paths"),
 ]
 
+#: Several problems of one rule in one blueprint, and paths right beside the refused ones.
+REFUSED += [
+    pytest.param("storage.lustre-capacity", "storage.lustre[1].capacity_gib",
+                 {"storage.lustre": [{"name": "a", "filesystem": "a", "capacity_gib": 1,
+                                      "mount": "/a"},
+                                     {"name": "b", "filesystem": "b", "mount": "/b",
+                                      "capacity_gib": Here(20000)}]}, "error", 2,
+                 id="every-lustre-entry-checked"),
+    pytest.param("storage.home", "storage.home.lustre",
+                 {"storage.home": {"filestore": {"tier": "ZONAL", "capacity_gib": 1024},
+                                   "lustre": Here("nope")}}, "error", 2,
+                 id="both-kinds-and-an-unknown-lustre"),
+]
+ACCEPTED += [
+    pytest.param("storage.mounts",
+                 {"storage.buckets": [{"bucket": "data-a", "mount": "/data"},
+                                      {"bucket": "data-b", "mount": "/data2"}]},
+                 id="shared-prefix-without-nesting"),
+    pytest.param("storage.mounts",
+                 {"storage.buckets": [{"bucket": "work", "mount": "/homework"}]},
+                 id="beside-home-not-inside"),
+    pytest.param("storage.mounts",
+                 {"storage.buckets": [{"bucket": "usr-data", "mount": "/usrdata"},
+                                      {"bucket": "var-data", "mount": "/variable"}]},
+                 id="beside-system-paths-not-inside"),
+]
+
 test_refused, test_accepted = table_tests(REFUSED, ACCEPTED)
 
 
