@@ -150,22 +150,24 @@ class LocalSlurm:
             "AuthInfo": f"socket={munge_socket}",
             "ProctrackType": "proctrack/linuxproc",
             "TaskPlugin": "task/none",
-            "Prolog": f"{self.scripts('prolog')}/*",
-            "Epilog": f"{self.scripts('epilog')}/*",
+            **{key: f"{self.scripts(key.lower())}/*" for key in ("Prolog", "Epilog")
+               if f"\n{key}=" in self.files["slurm.conf"]},
         }))
         (self.root / "cgroup.conf").write_text(self.files["cgroup.conf"])
         self.env = {**os.environ, "SLURM_CONF": str(self.conf)}
 
     def scripts(self, kind: str) -> Path:
-        """The node's prolog.d or epilog.d, holding what every compute node must carry.
-
-        Slurm 22.05 and 23.11 fail the prolog (and drain the node) when the folder's glob
-        matches no file, so a node always has one that succeeds: ``00-ready``.
+        """The node's prolog.d or epilog.d, with a file of each name the rendered compute
+        scripts install there (RxDM's ``10-rxdm``), standing in as one that succeeds, as
+        RxDM's does for a job on one node. A test replaces one to make it fail.
         """
         folder = self.root / f"{kind}.d"
         if not folder.exists():
             folder.mkdir()
-            self.add_script(kind, "00-ready", "exit 0")
+            names = {name for path, text in self.files.items() if path.startswith("scripts/")
+                     for name in re.findall(rf"/etc/slurm/{kind}\.d/([\w.-]+)", text)}
+            for name in sorted(names):
+                self.add_script(kind, name, "exit 0")
         return folder
 
     def add_script(self, kind: str, name: str, body: str) -> Path:

@@ -3,7 +3,8 @@
 Locked memory comes from the node, not the submitting shell; a failing prolog (RxDM not
 ready, stood in by a script that exits 1) drains its node and sends the job back to the
 queue unheld, to start on a healthy node (held without nohold_on_prolog_fail); a node
-whose prolog.d is empty drains; every prolog runs, the last name first; a job that asks
+whose prolog.d is empty drains; every prolog runs, the last name first. The Prolog lines
+exist where every nodeset installs a prolog (A3 Mega: RxDM's 10-rxdm). A job that asks
 for nothing gets memory it can run in; srun speaks PMI-2 by default.
 """
 
@@ -113,38 +114,37 @@ def test_without_nohold_on_prolog_fail_the_requeued_job_would_be_held(local_slur
 
 
 def test_a_node_whose_prolog_folder_is_empty_drains_on_its_first_job(local_slurm):
-    # Why every compute node must carry a file in prolog.d and epilog.d: Slurm's glob of an
-    # empty folder is an error ("Unable to create list of paths"), and the node drains.
-    cluster = local_slurm(load_checked(blueprint_path("cpu-small")))
+    # Why slurm.conf names the folders only where every nodeset installs scripts there:
+    # Slurm's glob of an empty folder is an error ("Unable to create list of paths").
+    cluster = local_slurm(load_checked(blueprint_path("a3mega")))
     for script in cluster.scripts("prolog").iterdir():
         script.unlink()
-    node = cluster.start_node("cpu-vm", cluster.compute_node_conf("cpu"), 0)
-    done = subprocess.run(["srun", "-w", "cpu-vm", "hostname"], env=cluster.env,
+    node = cluster.start_node("a3mega-vm", cluster.compute_node_conf("a3mega"), 8)
+    done = subprocess.run(["srun", "-w", "a3mega-vm", "hostname"], env=cluster.env,
                           capture_output=True, text=True, timeout=60)
     assert done.returncode != 0 and "Prolog failure" in done.stderr
-    assert "Reason=Prolog error" in cluster.run("scontrol", "show", "node", "cpu-vm")
+    assert "Reason=Prolog error" in cluster.run("scontrol", "show", "node", "a3mega-vm")
     assert "prolog: Unable to create list of paths" in node.log.read_text()
 
 
 def test_every_prolog_and_epilog_file_runs_in_reverse_name_order(local_slurm):
     # prep_script_slurmd.c (22.05 and 23.11) pushes each glob match onto the head of its
-    # list, so the last name runs first: 20-second before 10-first.
-    cluster = local_slurm(load_checked(blueprint_path("cpu-small")))
+    # list, so the last name runs first: 20-second, then the node's 10-rxdm, then 05-first.
+    cluster = local_slurm(load_checked(blueprint_path("a3mega")))
     trace = cluster.root / "trace"
     for kind in ("prolog", "epilog"):
-        for name in ("20-second", "10-first"):
+        for name in ("20-second", "10-rxdm", "05-first"):
             cluster.add_script(kind, name, f'echo "{kind} {name} $SLURM_JOB_ID" >> {trace}')
-    cluster.start_node("cpu-vm", cluster.compute_node_conf("cpu"), 0)
-    job = cluster.run("sbatch", "--parsable", "--wait", "-w", "cpu-vm", "-o", "/dev/null",
+    cluster.start_node("a3mega-vm", cluster.compute_node_conf("a3mega"), 8)
+    job = cluster.run("sbatch", "--parsable", "--wait", "-w", "a3mega-vm", "-o", "/dev/null",
                       "--wrap", "true").strip()
-    wait_until(lambda: trace.exists() and len(trace.read_text().splitlines()) == 4,
+    wait_until(lambda: trace.exists() and len(trace.read_text().splitlines()) == 6,
                "the epilogs running")
     assert trace.read_text().splitlines() == [
-        f"prolog 20-second {job}", f"prolog 10-first {job}",
-        f"epilog 20-second {job}", f"epilog 10-first {job}"]
-    config = cluster.run("scontrol", "show", "config")
-    assert re.search(r"PrologFlags\s+= Alloc,Contain", config)
-    assert re.search(r"PrologEpilogTimeout\s+= 600", config)
+        f"{kind} {name} {job}" for kind in ("prolog", "epilog")
+        for name in ("20-second", "10-rxdm", "05-first")]
+    config = cluster.config()
+    assert (config["PrologFlags"], config["PrologEpilogTimeout"]) == ("Alloc,Contain", "600")
 
 
 def test_jobs_that_ask_for_no_memory_get_a_share_of_a_cpu_node_or_a_whole_gpu_node(

@@ -93,8 +93,7 @@ def test_a2_and_g2_nodes_declare_and_bind_their_gpus():
 
 #: The lines a training cluster's jobs need from slurm.conf, GPU or not.
 TRAINING_LINES = [
-    "Prolog=/etc/slurm/prolog.d/*", "Epilog=/etc/slurm/epilog.d/*", "PrologFlags=Alloc,Contain",
-    "PrologEpilogTimeout=600", "BatchStartTimeout=600",
+    "PrologFlags=Alloc,Contain", "PrologEpilogTimeout=600", "BatchStartTimeout=600",
     "SchedulerParameters=bf_continue,salloc_wait_nodes,nohold_on_prolog_fail",
     "LaunchParameters=use_interactive_step", "PropagateResourceLimitsExcept=MEMLOCK",
     "MpiDefault=pmi2"]
@@ -104,6 +103,23 @@ def test_every_cluster_gets_the_prolog_scheduling_and_limit_lines():
     for name in ("a3mega", "a4", "cpu-small"):
         conf = lines(render_slurm_conf(load_checked(blueprint_path(name))))
         assert [line for line in TRAINING_LINES if line not in conf] == [], name
+
+
+PROLOG_LINES = ["Prolog=/etc/slurm/prolog.d/*", "Epilog=/etc/slurm/epilog.d/*"]
+
+
+def prolog_lines(blueprint: Blueprint) -> list[str]:
+    return [line for line in lines(render_slurm_conf(blueprint))
+            if line.startswith(("Prolog=", "Epilog="))]
+
+
+def test_the_prolog_folders_are_named_only_where_every_node_installs_a_prolog():
+    # Slurm fails the prolog of a node whose folder holds no file (tests/slurm/
+    # test_training_conf.py): only A3 Mega nodes install one (RxDM's 10-rxdm).
+    assert prolog_lines(load_checked(blueprint_path("a3mega"))) == PROLOG_LINES
+    for name in ("a3ultra", "a4", "cpu-small"):
+        assert prolog_lines(load_checked(blueprint_path(name))) == [], name
+    assert prolog_lines(cluster_of("a3-megagpu-8g", "n2-standard-4")) == []
 
 
 def partition_lines(blueprint: Blueprint) -> list[str]:
