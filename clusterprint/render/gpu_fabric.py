@@ -37,6 +37,8 @@ class Repository:
     label: str
     #: whether apt-transport-artifact-registry must be there first (ar+https)
     artifact_registry: bool
+    #: added by its keyring package (NVIDIA's CUDA repository: ensure_cuda_repository)
+    keyring: bool
 
 
 def _shell_words(text: str, placeholders: dict[str, str]) -> str:
@@ -53,7 +55,7 @@ def repository(source: gpu_software.AptSource) -> Repository:
     return Repository(source.name, _shell_words(source.key_url, _APT_PLACEHOLDERS),
                       _shell_words(source.line, _APT_PLACEHOLDERS),
                       _shell_words(f"repository {source.name} ({source.line})", _APT_PLACEHOLDERS),
-                      source.line.startswith("ar+"))
+                      source.line.startswith("ar+"), source.keyring)
 
 
 def env_lines(software: gpu_software.FabricSoftware) -> list[str]:

@@ -26,8 +26,19 @@ RELEASE = os.uname().release
 #: This machine's /etc/os-release, which the scripts read as a VM's (noble on the images).
 OS = dict(line.split("=", 1) for line in Path("/etc/os-release").read_text().replace('"', "")
           .splitlines() if "=" in line)
-CUDA = (f"https://developer.download.nvidia.com/compute/cuda/repos/"
-        f"{OS['ID']}{OS['VERSION_ID'].replace('.', '')}/{os.uname().machine}/ /")
+CUDA_FOLDER = (f"https://developer.download.nvidia.com/compute/cuda/repos/"
+               f"{OS['ID']}{OS['VERSION_ID'].replace('.', '')}/{os.uname().machine}")
+CUDA = f"{CUDA_FOLDER}/ /"
+#: NVIDIA's CUDA repository comes in its keyring package, which DCGM's step shares.
+CUDA_KEYRING = f"{CUDA_FOLDER}/cuda-keyring_1.1-1_all.deb"
+
+
+def cuda_keyring_installed(calls: list[str]) -> bool:
+    """The boot downloaded NVIDIA's keyring package and installed it with dpkg, once."""
+    downloads = [c for c in calls if c.startswith("curl") and c.endswith(CUDA_KEYRING)]
+    installs = [c for c in calls if c.startswith("dpkg -i")
+                and c.endswith("/cuda-keyring_1.1-1_all.deb")]
+    return len(downloads) == len(installs) == 1
 NCCL_ENV = "/etc/clusterprint/nccl-env.sh"
 PROLOG = "/etc/slurm/prolog.d/10-rxdm"
 EPILOG = "/etc/slurm/epilog.d/10-rxdm"
@@ -86,7 +97,6 @@ def test_an_a3mega_node_on_the_bare_image_gets_gpudirect_tcpxo_once(bare, script
     assert sources(bare) == {
         "docker": f"deb [signed-by=/etc/apt/keyrings/docker.asc] "
                   f"https://download.docker.com/linux/{OS['ID']} {OS['VERSION_CODENAME']} stable\n",
-        "cuda": f"deb [signed-by=/etc/apt/keyrings/cuda.asc] {CUDA}\n",
         "apt-transport-artifact-registry":
             "deb [signed-by=/etc/apt/keyrings/apt-transport-artifact-registry.asc] "
             "https://packages.cloud.google.com/apt apt-transport-artifact-registry-stable main\n",
@@ -95,6 +105,7 @@ def test_an_a3mega_node_on_the_bare_image_gets_gpudirect_tcpxo_once(bare, script
         "apt-transport-artifact-registry",
         f"docker-ce docker-ce-cli containerd.io nvidia-container-toolkit dkms "
         f"linux-headers-{RELEASE}"]
+    assert cuda_keyring_installed(calls)
     assert apt(calls, "download") == ["dmabuf-import-helper"]
     # The 1.1 package's source builds on kernels from 6.13 on only once patched.
     patched = (bare.fake / "dkms-source" / "import-helper.c").read_text()
@@ -134,8 +145,8 @@ def test_an_a3mega_node_on_the_bare_image_gets_gpudirect_tcpxo_once(bare, script
 
     before = {path: bare.file(path).read_text() for path in (NCCL_ENV, PROLOG, UDEV_RULE)}
     again = boot(bare, "a3mega", "a3mega", scripts)
-    assert ran(again, "apt-get", "apt-mark", "dkms", "docker run", "docker pull", "udevadm",
-               "curl -fsSL") == []
+    assert ran(again, "apt-get", "apt-mark hold", "dkms", "docker run", "docker pull",
+               "udevadm", "curl -fsSL") == []
     assert {path: bare.file(path).read_text() for path in before} == before
     assert "systemctl start slurmd" in again and "systemctl restart slurmd" not in again
 
@@ -154,7 +165,7 @@ def test_an_rdma_node_on_the_bare_image_gets_nccl_and_gib_pinned_and_held_once(
 
     added = sources(bare)
     assert added["gpudirect-gib"] == f"deb [signed-by=/etc/apt/keyrings/gpudirect-gib.asc] {GIB}\n"
-    assert "cuda" in added and "apt-transport-artifact-registry" in added
+    assert "apt-transport-artifact-registry" in added and cuda_keyring_installed(calls)
     assert "docker" not in added and "gpudirect-tcpxo" not in added
     assert apt(calls, "install") == [
         "apt-transport-artifact-registry",

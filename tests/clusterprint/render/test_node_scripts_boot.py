@@ -3,8 +3,9 @@
 Each script runs as root in its own mount namespace: the folders it writes (/etc/munge,
 /etc/slurm, /etc/systemd/system, /etc/apt, /var/spool, /var/lib, /home, /etc/udev,
 /etc/clusterprint, /dev/aperture_devices) and the kernel's NICs (/sys/class/net) are
-bind-mounted from a temp folder, and stubs stand in for the metadata server, Secret Manager,
-systemd, mounts, apt, dpkg, DKMS, udev and Docker.
+bind-mounted from a temp folder, the trees a GPU node writes anywhere in (/dev, /etc, /mnt,
+/usr, /var) are overlays whose changes land in the temp folder too, and stubs stand in for the
+metadata server, Secret Manager, systemd, mounts, apt, dpkg, DKMS, udev, Docker, mdadm and mkfs.
 The image's commands are fakes in the node's own folder: the scripts search only that,
 the stubs and /usr/bin, never this machine's /usr/sbin, so what they find is what the test
 put there.
@@ -29,16 +30,21 @@ from pathlib import Path
 
 import pytest
 
-from clusterprint import node_metadata
+from clusterprint import catalog, node_metadata
 from clusterprint.render import rendered_files
 from clusterprint.validate import load_checked
 from tests.paths import blueprint_path
 
 STUBS = Path(__file__).parent / "stubs"
 NICS = Path(__file__).parent / "fixtures" / "nics"
+#: Public samples of what GPU commands print (tests/fixtures/gpu/README.md).
+FIXTURES = Path(__file__).parents[2] / "fixtures" / "gpu"
 SANDBOXED = ("/etc/munge", "/etc/slurm", "/etc/systemd/system", "/etc/apt", "/var/spool",
              "/var/lib", "/home", "/etc/udev", "/etc/clusterprint", "/dev/aperture_devices",
              "/sys/class/net")
+#: Trees a script may write anywhere in (limits, sysctl, /dev/md, /mnt/localssd, pyxis in
+#: /usr/local): overlays on this machine's own, whose changes stay in the node's folder.
+OVERLAID = ("/dev", "/etc", "/mnt", "/usr", "/var")
 #: Where the login node stages the rendered jobs for every user, and its login hint.
 SANDBOXED += ("/opt", "/etc/profile.d")
 #: The scripts' retry budgets (CLUSTERPRINT_<NAME>_BUDGET_S), all set to 0 by fail_for_good.
@@ -122,7 +128,40 @@ class Node:
             self.image_has(command, "")
         (self.fake / "modules").mkdir(exist_ok=True)
         (self.fake / "modules" / "import-helper").touch()
-        (self.fake / "dpkg").write_text("apt-transport-artifact-registry\nlibnccl2\nnccl-gib\n")
+        (self.fake / "dpkg").mkdir(exist_ok=True)
+        for package in ("apt-transport-artifact-registry", "libnccl2", "nccl-gib"):
+            (self.fake / "dpkg" / package).touch()
+
+    def local_ssds(self, count: int) -> None:
+        """Attach ``count`` local SSDs, as Compute Engine names them in /dev/disk/by-id."""
+        by_id = self.overlay("/dev") / "disk" / "by-id"
+        by_id.mkdir(parents=True, exist_ok=True)
+        for n in range(count):
+            link = by_id / f"google-local-nvme-ssd-{n}"
+            link.unlink(missing_ok=True)
+            link.symlink_to(f"../../nvme0n{n + 1}")
+
+    def driver(self, gpu: str, gpus: int) -> None:
+        """The NVIDIA driver on the image: ``nvidia-smi`` prints the public sample of
+        tests/fixtures/gpu/``gpu``, and ``-L`` lists ``gpus`` GPUs named as in it."""
+        sample = FIXTURES / gpu / "nvidia-smi.txt"
+        name = re.search(r"\|\s+0\s+(NVIDIA [\w ]+?)\s{2,}", sample.read_text())[1]
+        smi = self.bin / "nvidia-smi"
+        smi.write_text(f'#!/bin/bash\nif [[ $1 == -L ]]; then\n  for i in {{0..{gpus - 1}}}; do '
+                       f'echo "GPU $i: {name}"; done\nelse\n  cat {sample}\nfi\n')
+        smi.chmod(0o755)
+
+    def gpu_software_on_image(self) -> None:
+        """An image that carries every part a GPU node gets: DCGM, the Ops Agent, enroot,
+        pyxis (the array of local SSDs is the VM's, not the image's)."""
+        for command in ("dcgmi", "enroot"):
+            (self.bin / command).write_text("#!/bin/bash\n")
+            (self.bin / command).chmod(0o755)
+        (self.fake / "dpkg").mkdir(exist_ok=True)
+        (self.fake / "dpkg" / "google-cloud-ops-agent").touch()
+        plugin = self.overlay("/usr") / "local" / "lib" / "slurm" / "spank_pyxis.so"
+        plugin.parent.mkdir(parents=True, exist_ok=True)
+        plugin.touch()
 
     def metadata(self, key: str, value: str) -> None:
         """Set an instance metadata value."""
@@ -133,6 +172,12 @@ class Node:
         path = self.script_dir / "startup.sh"
         path.write_text(script)
         binds = []
+        for target in OVERLAID:
+            upper, work = self.overlay(target), self.root / "overlay-work" / target.strip("/")
+            upper.mkdir(parents=True, exist_ok=True)
+            work.mkdir(parents=True, exist_ok=True)
+            binds.append(f"mount -t overlay overlay -o lowerdir={target},upperdir={upper},"
+                         f"workdir={work} {target}")
         for target in SANDBOXED:
             source = self.root / "disk" / target.strip("/").replace("/", "-")
             source.mkdir(parents=True, exist_ok=True)
@@ -184,12 +229,19 @@ class Node:
                        [f.read_bytes() for f in sorted(d.glob("file-*"))])
                 for d in sorted(folder.iterdir())] if folder.exists() else []
 
+    def overlay(self, target: str) -> Path:
+        """Where what the scripts write under ``target`` (one of OVERLAID) lands."""
+        return self.root / "overlay" / target.strip("/")
+
     def file(self, path: str) -> Path:
-        """A file the scripts wrote, under the node's sandboxed folders."""
+        """A file the scripts wrote, under the node's sandboxed folders or overlays."""
         for target in SANDBOXED:
             if path.startswith(target + "/"):
                 name = target.strip("/").replace("/", "-")
                 return self.root / "disk" / name / path[len(target) + 1:]
+        for target in OVERLAID:
+            if path.startswith(target + "/"):
+                return self.overlay(target) / path[len(target) + 1:]
         raise AssertionError(f"{path} is outside the sandbox")
 
 
@@ -221,6 +273,9 @@ def a4() -> dict[str, str]:
 @pytest.fixture
 def gpu_node(node) -> Node:
     """An a4 node whose image has everything but Slurm's gpu/nvml plugin (Ubuntu 24.04's)."""
+    node.local_ssds(32)
+    node.gpu_software_on_image()
+    node.driver("b200", 8)
     (node.fake / "secret" / "1").write_text("key from the controller")
     node.metadata(node_metadata.HOME_SOURCE, "lustre:10.9.8.7@tcp:/shared")
     node.image_has("mount.lustre", "22.05.8")
@@ -228,9 +283,6 @@ def gpu_node(node) -> Node:
     (node.fake / "absent").write_text("slurm-wlm-nvml-plugin\n")
     node.carries_fabric()
     node.nics("a4")
-    smi = node.bin / "nvidia-smi"
-    smi.write_text('#!/bin/bash\nfor i in {0..7}; do echo "GPU $i: NVIDIA B200"; done\n')
-    smi.chmod(0o755)
     return node
 
 
@@ -389,9 +441,17 @@ def test_a_kernel_without_lustre_modules_fails_naming_the_package(node, a3mega):
     assert not [c for c in node.calls() if " install " in c or c.startswith("mount")]
 
 
-def ready(node: Node, name: str, carries_fabric: bool = True) -> Node:
-    """A node whose cloud has all that blueprint ``name`` mounts and whose image has all it
-    runs (but the GPU fabric's parts, unless ``carries_fabric``)."""
+#: The GPU machine type of each reference blueprint and the public sample of its GPUs.
+#: No public H200 nvidia-smi table exists (tests/fixtures/gpu/README.md): A3 Ultra boots with
+#: the B200 sample, whose driver (R580, CUDA 13) is the accelerator image's.
+GPU_SAMPLES = {"a3mega": ("a3-megagpu-8g", "h100"), "a3ultra": ("a3-ultragpu-8g", "b200"),
+               "a4": ("a4-highgpu-8g", "b200")}
+
+
+def storage_ready(node: Node, name: str, carries_fabric: bool = True) -> Node:
+    """A node whose cloud has the munge key and the file systems of blueprint ``name``, and
+    whose image has their clients (Ubuntu 24.04's Slurm has no gpu/nvml plugin) and the GPU
+    fabric's parts, unless not ``carries_fabric``; its NICs are the blueprint's sample."""
     if not any((node.fake / "secret").iterdir()):
         (node.fake / "secret" / "1").write_text("key from the controller")
     node.metadata(node_metadata.lustre_source("scratch"), "10.9.8.7@tcp:/scratch")
@@ -402,7 +462,19 @@ def ready(node: Node, name: str, carries_fabric: bool = True) -> Node:
     (node.fake / "absent").write_text("slurm-wlm-nvml-plugin\n")
     if carries_fabric and not (node.bin / "docker").exists():
         node.carries_fabric()
-    node.nics(name)
+    if (NICS / f"{name}-network-interfaces.json").exists():
+        node.nics(name)
+    return node
+
+
+def ready(node: Node, name: str, carries_fabric: bool = True) -> Node:
+    """A node whose cloud and image have all that blueprint ``name`` mounts and runs (but
+    the GPU fabric's parts, unless ``carries_fabric``)."""
+    storage_ready(node, name, carries_fabric)
+    if name in GPU_SAMPLES:
+        node.local_ssds(catalog.bundled_local_ssds(GPU_SAMPLES[name][0]))
+        node.gpu_software_on_image()
+        node.driver(GPU_SAMPLES[name][1], 8)
     return node
 
 
