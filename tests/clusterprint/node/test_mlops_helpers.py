@@ -62,6 +62,15 @@ class Helper:
         return [*calls, current] if current else calls
 
 
+def refused(helper: Helper, done: subprocess.CompletedProcess, status: int, says: str) -> None:
+    """Refused with ``status``, saying ``says`` in one line (argparse's usage: two), ran nothing."""
+    assert done.returncode == status
+    assert says in done.stderr
+    if status != 2:
+        assert len(done.stderr.splitlines()) == 1
+    assert helper.calls() == []
+
+
 @pytest.fixture
 def helper(tmp_path) -> Helper:
     return Helper(tmp_path)
@@ -103,12 +112,7 @@ def test_upload_refuses_in_one_line_with_its_documented_status(helper, args, met
                                                                says):
     if metadata is not None:
         (helper.metadata / node_metadata.TENSORBOARD).write_text(metadata)
-    done = helper.run(tensorboard_upload, *args)
-    assert done.returncode == status
-    assert says in done.stderr
-    if status != 2:
-        assert len(done.stderr.splitlines()) == 1
-    assert helper.calls() == []
+    refused(helper, helper.run(tensorboard_upload, *args), status, says)
 
 
 def test_upload_without_the_uploader_names_the_package(helper):
@@ -206,12 +210,7 @@ def test_register_refuses_in_one_line_with_its_documented_status(helper, args, b
                                                                  status, says):
     if buckets is not None:
         configure(helper, buckets)
-    done = helper.run(register_model, *args)
-    assert done.returncode == status
-    assert says in done.stderr
-    if status != 2:
-        assert len(done.stderr.splitlines()) == 1
-    assert helper.calls() == []
+    refused(helper, helper.run(register_model, *args), status, says)
 
 
 def test_a_name_of_128_characters_is_accepted(tmp_path):
