@@ -7,7 +7,7 @@ import pulumi
 from clusterprint import naming, node_metadata
 from clusterprint.gpu_fabric import gpu_networking, gpu_ranges
 from clusterprint.model import Blueprint
-from clusterprint.render import node_scripts
+from clusterprint.render import node_scripts, remediation
 from components.identity import NodeServiceAccount
 from components.login import LoginNodes
 from components.network import ClusterNetwork
@@ -84,7 +84,9 @@ class TrainingCluster(pulumi.ComponentResource):
             f"{name}-controller", cluster=cluster, startup_script=scripts.controller,
             machine_type=bp.slurm.controller.machine_type,
             disk_size_gb=bp.slurm.controller.disk_size_gb, metadata=metadata, **shared,
-            opts=child)
+            read_permissions=remediation.READ_PERMISSIONS,
+            act_permissions=remediation.act_permissions(bp),
+            acted_on=remediation.acted_on(bp, project), opts=child)
         login = LoginNodes(
             f"{name}-login", cluster=cluster, munge_secret=controller.munge_secret_id,
             startup_script=scripts.login, count=bp.slurm.login.count,

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from clusterprint import node_metadata
 from clusterprint.model import Blueprint, Nodeset
+from clusterprint.render import remediation
 from clusterprint.render.environment import render
 from clusterprint.render.nccl_job import STAGED_JOBS, staged_job_path
 from clusterprint.render.node_software import (
@@ -34,8 +35,10 @@ def _common(blueprint: Blueprint, role: str, software: Software) -> dict[str, ob
 
 
 def render_controller_script(blueprint: Blueprint, slurm_files: dict[str, str]) -> str:
-    """The controller's script: /home, the munge key (created on first boot), slurmctld."""
+    """The controller's script: /home, the munge key (created on first boot), slurmctld,
+    the remediation loop."""
     return render("scripts/controller.sh.j2", files=slurm_files,
+                  remediation=remediation.script_context(blueprint),
                   **_common(blueprint, "controller", controller_software(blueprint)))
 
 
