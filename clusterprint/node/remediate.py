@@ -526,9 +526,16 @@ class Remediator:
                 vms: dict[str, str] | None, now: float) -> None:
         """An action in flight: see it through, once."""
         action = entry["action"]
-        if action in ("drain", "gave-up"):
+        if action == "drain":
             if not (node.drained or node.down):  # resumed by hand
                 del self.state.nodes[node.name]
+            return
+        if action == "gave-up":
+            # The loop left it DOWN: anything else means an operator resumed it since.
+            if not node.down:
+                del self.state.nodes[node.name]
+                if node.unhealthy:
+                    self._start(node, policy, vms, now)
             return
         if action == "reboot":
             if node.rebooting:
