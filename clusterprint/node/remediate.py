@@ -36,7 +36,6 @@ import os
 import re
 import subprocess
 import sys
-import syslog
 import tempfile
 import time
 import urllib.error
@@ -64,6 +63,8 @@ METADATA_TOKEN_URL = ("http://metadata.google.internal/computeMetadata/v1/instan
                       "service-accounts/default/token")
 COMPUTE_API = "https://compute.googleapis.com/compute/v1"
 HTTP_TIMEOUT_S = 30
+#: syslog(3) levels of the severities the loop logs at.
+SYSLOG_LEVELS = {"ALERT": 1, "ERROR": 3, "WARNING": 4, "INFO": 6}
 
 
 # --- Slurm's view ---------------------------------------------------------------------
@@ -322,15 +323,15 @@ class State:
 # --- Logging ----------------------------------------------------------------------------
 
 def log(message: str, severity: str = "INFO", **fields: object) -> None:
-    """One structured line on stdout (the journal); ALERT also to syslog at LOG_ALERT.
+    """One JSON line on stdout, led by its syslog level (``<1>`` for ALERT).
 
-    The Ops Agent reads the journal's and syslog's priority as the entry's severity, so
-    an alert is an ALERT entry in Cloud Logging.
+    Under systemd the journal takes the ``<N>`` prefix as the line's PRIORITY
+    (systemd.exec(5), SyslogLevelPrefix=, on by default), and the Ops Agent's
+    systemd_journald receiver maps PRIORITY 1 to severity ALERT in Cloud Logging
+    (ops-agent confgenerator/logging_receivers.go).
     """
-    print(json.dumps({"severity": severity, "message": message, **fields}), flush=True)
-    if severity == "ALERT":
-        syslog.openlog("clusterprint-remediate", 0, syslog.LOG_DAEMON)
-        syslog.syslog(syslog.LOG_ALERT, message)
+    line = json.dumps({"severity": severity, "message": message, **fields})
+    print(f"<{SYSLOG_LEVELS[severity]}>{line}", flush=True)
 
 
 def with_reason(reason: str, extra: str) -> str:
