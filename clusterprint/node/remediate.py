@@ -79,6 +79,8 @@ class Node:
     features: tuple[str, ...]
     reason: str
     slurmd_start: str
+    #: who set the reason and when (``root@2026-12-01T10:31:53``): a new drain changes it
+    reason_stamp: str = ""
 
     @property
     def drained(self) -> bool:
@@ -126,10 +128,11 @@ def parse_nodes(text: str) -> list[Node]:
         flags = set(state.split("+")) if state else set()
         if fields.get("State", "").endswith("*"):
             flags.add("NOT_RESPONDING")
-        reason = re.sub(r" \[[^\]]*@[^\]]*\]\s*$", "", reason.strip())
+        stamp = re.search(r" \[([^\]]*@[^\]]*)\]\s*$", reason)
+        reason = reason[:stamp.start()] if stamp else reason.strip()
         features = tuple(f for f in fields.get("ActiveFeatures", "").split(",") if f)
         nodes.append(Node(fields["NodeName"], frozenset(flags), features, reason,
-                          fields.get("SlurmdStartTime", "")))
+                          fields.get("SlurmdStartTime", ""), stamp[1] if stamp else ""))
     return nodes
 
 
@@ -482,7 +485,8 @@ class Remediator:
                 reason: str | None = None, counted: bool = False) -> None:
         self.state.nodes[node.name] = {"action": action, "since": now, "nodeset": policy.name,
                                        "reason": reason if reason is not None else node.reason,
-                                       "slurmd_start": node.slurmd_start}
+                                       "slurmd_start": node.slurmd_start,
+                                       "reason_stamp": node.reason_stamp}
         if counted:
             self.state.actions.setdefault(policy.name, []).append(now)
         self._save()
@@ -554,6 +558,11 @@ class Remediator:
         # recreate: the new VM's slurmd registers under the same name.
         if node.slurmd_start != entry["slurmd_start"] and not node.not_responding:
             del self.state.nodes[node.name]
+            if node.checked_failed and node.reason_stamp != entry.get("reason_stamp"):
+                # Its check (run as slurmd starts) drained the new VM again: not resumed.
+                self._returned(node, policy, entry, now)
+                self._start(node, policy, vms, now)
+                return
             try:
                 self.slurm.set_state(node.name, "resume")
             except SlurmError as exc:

@@ -158,3 +158,19 @@ def test_the_reboot_program_resets_each_node_and_fails_when_one_reset_fails(fake
     fake.failing.add("reset")
     done = subprocess.run(argv, capture_output=True, text=True)
     assert done.returncode == 1 and "cannot reset the VM of a4-a4-0001" in done.stdout
+
+
+def test_a_recreated_vm_that_fails_its_first_check_is_not_resumed(fake, tmp_path):
+    """The health check runs as slurmd starts: a new drain is a failed replacement."""
+    config = config_for("replace", state=tmp_path / "s.json", fake=fake)
+    slurm, now = FakeSlurm([LINE]), [1000.0]
+    loop(config, slurm, fake, now).run_once()
+    assert [c.verb for c in fake.calls].count("recreateInstances") == 1
+    again = LINE.replace("SlurmdStartTime=2026-12-01T10:31:52",
+                         "SlurmdStartTime=2026-12-01T10:50:00")
+    slurm.lines = [again.replace("root@2026-12-01T10:31:53", "root@2026-12-01T10:50:01")]
+    now[0] += 600
+    loop(config, slurm, fake, now).run_once()
+    assert not [c for c in slurm.commands if "state=resume" in c]
+    assert json.loads((tmp_path / "s.json").read_text())["failures"] == {"a4": 1}
+    assert [c.verb for c in fake.calls].count("recreateInstances") == 2
