@@ -17,7 +17,7 @@ Run from the repository root: python tests/benchmarks/bench_remediation.py [--ru
 from __future__ import annotations
 
 import argparse
-import os
+import shutil
 import statistics
 import sys
 import tempfile
@@ -28,25 +28,10 @@ ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT))
 
 from clusterprint.render import remediation  # noqa: E402
-from tests.slurm.conftest import Daemon, LocalSlurm, private_dir, wait_until  # noqa: E402
+from tests.slurm.conftest import LocalSlurm, start_munged, wait_until  # noqa: E402
 from tests.slurm.remediation_cluster import Remediation, blueprint  # noqa: E402
 
 NODE = "a4-a4-0001"
-
-
-def munged() -> tuple[Daemon, Path]:
-    """One munged on a temp key and socket, as the Slurm tests' session fixture starts it."""
-    root = private_dir()
-    key = root / "munge.key"
-    key.write_bytes(os.urandom(1024))
-    key.chmod(0o600)
-    sock = root / "munge.socket"
-    daemon = Daemon(["munged", "--foreground", "--force", f"--socket={sock}",
-                     f"--key-file={key}", f"--pid-file={root / 'munged.pid'}",
-                     f"--seed-file={root / 'munged.seed'}", f"--log-file={root / 'munged.log'}"],
-                    root / "munged.out")
-    wait_until(lambda: daemon.running() and sock.exists(), "munged socket", daemon.log)
-    return daemon, sock
 
 
 def first_call(times: dict[str, float], verb: str, since: float) -> float:
@@ -96,7 +81,7 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--runs", type=int, default=3)
     args = parser.parse_args()
-    daemon, sock = munged()
+    daemon, sock = start_munged()
     try:
         results: dict[str, list[float]] = {}
         for _ in range(args.runs):
@@ -105,6 +90,7 @@ def main() -> int:
                     results.setdefault(what, []).append(seconds)
     finally:
         daemon.stop()
+        shutil.rmtree(sock.parent, ignore_errors=True)
     for what, seconds in results.items():
         print(f"{what}: median {statistics.median(seconds):.2f} s, max {max(seconds):.2f} s "
               f"over {len(seconds)} runs")

@@ -7,8 +7,9 @@ from pathlib import Path
 
 from clusterprint.node import remediate
 from clusterprint.render import remediation, rendered_files
-from clusterprint.validate import check_text, load_checked
-from tests.paths import BLUEPRINTS, blueprint_path
+from clusterprint.validate import load_checked
+from tests.paths import blueprint_path
+from tests.slurm.remediation_cluster import blueprint
 
 
 def files_of(name: str) -> dict[str, str]:
@@ -38,21 +39,14 @@ def test_the_replace_timeout_is_slurms_resume_timeout():
     assert f"ResumeTimeout={remediation.REPLACE_TIMEOUT_S}" in files_of("a4")["slurm.conf"]
 
 
-def replace_blueprint(bound: bool):
-    text = (BLUEPRINTS / "a3ultra.yaml").read_text()
-    assert "    on_failure: replace\n" in text  # as the reference sets it
-    if bound:
-        text = text.replace("      provisioning: reservation\n",
-                            "      provisioning: reservation\n      reservation_bound: true\n")
-    checked = check_text("a3ultra.yaml", text)
-    assert checked.ok, [f.line_text() for f in checked.findings]
-    return checked.blueprint
-
-
 def test_hosts_are_reported_only_for_reservation_bound_a3_ultra_and_a4_replacing_nodes():
     for bound in (False, True):
-        (nodeset,) = remediation.remediation_config(replace_blueprint(bound))["nodesets"].values()
-        assert nodeset["on_failure"] == "replace" and nodeset["report_faulty_host"] is bound
+        nodesets = remediation.remediation_config(blueprint("replace", reservation_bound=bound))
+        reserved, spot = nodesets["nodesets"].values()
+        assert reserved["on_failure"] == "replace" and reserved["report_faulty_host"] is bound
+        assert not spot["report_faulty_host"]
+    assert not any(n["report_faulty_host"] for n in remediation.remediation_config(
+        blueprint("reboot", reservation_bound=True))["nodesets"].values())
 
 
 def test_slurm_conf_reboots_from_the_controller_on_one_parameters_line():
