@@ -84,8 +84,8 @@ def test_reboot_runs_the_reboot_program_on_the_controller_and_the_node_returns(f
 def test_a_failing_node_is_replaced_only_once_its_jobs_end_and_resumed_when_back(fleet):
     setup = fleet("replace", share=1.0)
     setup.add_vm("a4-a4-0001", keep_running=True)
-    job = setup.cluster.run("sbatch", "--parsable", "-w", "a4-a4-0001", "--wrap",
-                            "sleep 300").strip()
+    job = setup.cluster.run("sbatch", "--parsable", "-w", "a4-a4-0001", "-o", "/dev/null",
+                            "--wrap", "sleep 300").strip()
     setup.wait_for("a4-a4-0001", lambda n: n.busy, "running the job")
     setup.drain("a4-a4-0001", ECC)
     setup.pass_once()
