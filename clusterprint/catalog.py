@@ -182,8 +182,22 @@ def cpu_machine_known(machine_type: str) -> bool:
 
     ``custom-CPUS-MEM`` without a series is an N1 custom machine type.
     """
+    return machine_type.startswith("custom-") or cpu_shape(machine_type) is not None
+
+
+#: The least memory per vCPU, in MiB, of each predefined CPU shape over the series above:
+#: N1 is the leanest in all three (Compute Engine machineTypes: n1-standard-2 7680 MB,
+#: n1-highmem-2 13312 MB, n1-highcpu-2 1843 MB for 2 vCPUs; N2, E2, C2, C3, C4 and the
+#: others give 3.75-4, 6.5-8 and 1-2 GB per vCPU). slurm.conf's DefMemPerCPU of a CPU
+#: partition comes from it; other shapes (custom, shared-core, mega/ultramem) set none.
+MIB_PER_VCPU_AT_LEAST: dict[str, int] = {"standard": 3840, "highmem": 6656, "highcpu": 921}
+
+
+def cpu_shape(machine_type: str) -> str | None:
+    """The shape word of a known CPU machine type (``standard`` of n2-standard-4), else None."""
     series, _, rest = machine_type.partition("-")
-    return series == "custom" or rest.partition("-")[0] in CPU_MACHINE_SERIES.get(series, ())
+    shape = rest.partition("-")[0]
+    return shape if shape in CPU_MACHINE_SERIES.get(series, ()) else None
 
 
 def machine_known(machine_type: str) -> bool:
@@ -393,3 +407,22 @@ MANAGED_LUSTRE_CAPACITY_GIB = CapacityBand(18_000, 7_632_000, 1)
 #: Login nodes a managed cluster needs: the v1 API's SlurmLoginNodes.count is "Required",
 #: and a proto3 int64 of 0 reads as unset (google-cloud-hypercomputecluster v1 types).
 MANAGED_MIN_LOGIN_NODES = 1
+
+
+#: Local SSD disks (375 GiB each) that Compute Engine attaches to every VM of a machine type
+#: on its own: "A4X, A4, A3, and A2 Ultra machine series ... every machine type comes with
+#: Local SSD storage" (cloud.google.com/compute/docs/disks/add-local-ssd); A3 High and Mega
+#: 6,000 GiB, A3 Ultra, A4 and A4X 12,000 GiB (shared/reference/gpu-nodes.md, Cluster Toolkit
+#: blueprints' /mnt/localssd RAID0). GPU nodes make one RAID0 of them at /mnt/localssd;
+#: machine types not listed have none.
+BUNDLED_LOCAL_SSDS: dict[str, int] = {
+    "a3-highgpu-8g": 16, "a3-megagpu-8g": 16, "a3-edgegpu-8g": 16,
+    "a3-ultragpu-8g": 32, "a4-highgpu-8g": 32, "a4x-highgpu-4g": 32,
+    **{f"a3-highgpu-{n}g": 2 * n for n in (1, 2, 4)},
+    **{f"a2-ultragpu-{n}g": n for n in (1, 2, 4, 8)},
+}
+
+
+def bundled_local_ssds(machine_type: str) -> int:
+    """The local SSD disks a VM of ``machine_type`` comes with (0 for most CPU types)."""
+    return BUNDLED_LOCAL_SSDS.get(machine_type, 0)

@@ -331,7 +331,7 @@ def log(message: str, severity: str = "INFO", **fields: object) -> None:
     Under systemd the journal takes the ``<N>`` prefix as the line's PRIORITY
     (systemd.exec(5), SyslogLevelPrefix=, on by default), and the Ops Agent's
     systemd_journald receiver maps PRIORITY 1 to severity ALERT in Cloud Logging
-    (ops-agent confgenerator/logging_receivers.go).
+    (the Ops Agent's source: confgenerator/logging_receivers.go).
     """
     line = json.dumps({"severity": severity, "message": message, **fields})
     print(f"<{SYSLOG_LEVELS[severity]}>{line}", flush=True)

@@ -22,7 +22,8 @@ def test_writes_configs_one_script_per_role_and_the_gpu_partitions_jobs(tmp_path
     marker = written.pop(".clusterprint-render")
     assert written == rendered_files(load_checked(A4))
     assert sorted(written) == ["cgroup.conf", "gres.conf", "jobs/nccl-allreduce-a4.sbatch",
-                               "jobs/nccl-allreduce-a4spot.sbatch", "scripts/compute-a4.sh",
+                               "jobs/nccl-allreduce-a4spot.sbatch", "plugstack.conf",
+                               "scripts/compute-a4.sh",
                                "scripts/compute-a4spot.sh", "scripts/controller.sh",
                                "scripts/login.sh", "scripts/remediate.json",
                                "scripts/remediate.py", "slurm.conf"]

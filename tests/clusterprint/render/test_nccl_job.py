@@ -264,16 +264,21 @@ def test_one_node_passes_saying_the_network_was_not_measured(a3high_job):
     assert done.stdout.splitlines()[-1].endswith("one node measures NVLink only, not the network")
 
 
-def test_the_run_mounts_the_job_environment_and_the_plugin(a3high_job):
+def test_the_run_mounts_the_job_environment_and_only_plugins_the_node_has(a3high_job):
     assert a3high_job(A3ULTRA_OUTPUT).returncode == 0
     (call,) = a3high_job.srun_calls()
     assert call.startswith("--mpi=pmi2 --container-image=nvcr.io#nvidia/pytorch:23.10-py3 ")
     mounts = re.search(r"--container-mounts=(\S+)", call)[1].split(",")
-    assert mounts[1:] == ["/etc/clusterprint:/etc/clusterprint:ro",
-                          "/var/lib/tcpx/lib64:/var/lib/tcpx/lib64",
-                          "/run/tcpx-42:/run/tcpx-42"]
+    # GPUDirect-TCPX is not installed on A3 High (gpu_software.TCPX): nothing to mount.
+    assert mounts[1:] == ["/etc/clusterprint:/etc/clusterprint:ro"]
     assert mounts[0].endswith("/.cache/clusterprint/nccl-tests-v2.19.6-pytorch-23.10-py3"
                               ":/nccl-tests")
+
+
+def test_the_a3mega_job_mounts_the_fastrak_plugin():
+    job = jobs_of(ALL_BLUEPRINTS["a3mega"])[nccl_job_path("a3mega")]
+    assert 'MOUNTS+=",/var/lib/tcpxo/lib64:/var/lib/tcpxo/lib64"\n' in job
+    assert "export CLUSTERPRINT_NCCL_LIBRARY_PATH=/var/lib/tcpxo/lib64\n" in job
 
 
 def test_the_first_run_builds_nccl_tests_once_and_later_runs_reuse_it(tmp_path):
