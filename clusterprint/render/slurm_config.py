@@ -8,7 +8,6 @@ from __future__ import annotations
 
 from clusterprint import catalog, gpu_software
 from clusterprint.model import Blueprint, Nodeset, Partition
-from clusterprint.render import gpu_fabric
 from clusterprint.render.environment import render
 from clusterprint.render.remediation import REBOOT_PROGRAM
 
@@ -77,13 +76,6 @@ def partition_conf(blueprint: Blueprint, partition: Partition) -> dict:
             "def_mem_per_cpu": default_mem_per_cpu(nodesets)}
 
 
-def installs_prologs(blueprint: Blueprint, nodeset: Nodeset) -> bool:
-    """Whether the nodeset's compute script puts a prolog and an epilog in prolog.d and
-    epilog.d: today only the RxDM of a GPUDirect-TCPX(O) fabric (gpu_fabric.RXDM_*)."""
-    family = gpu_fabric.family_fabric(blueprint, nodeset)
-    return family is not None and gpu_software.FABRIC[family.networking].rxdm is not None
-
-
 def render_slurm_conf(blueprint: Blueprint) -> str:
     """slurm.conf: the cluster, its node sets and partitions."""
     slurm = blueprint.slurm
@@ -93,8 +85,8 @@ def render_slurm_conf(blueprint: Blueprint) -> str:
                   slurmd_port=SLURMD_PORT,
                   max_node_count=sum(n.upper_bound for n in slurm.nodesets),
                   prolog_epilog_timeout=PROLOG_EPILOG_TIMEOUT_S,
-                  prologs=all(installs_prologs(blueprint, n) for n in slurm.nodesets),
-                  nodesets=slurm.nodesets, partitions=partitions, reboot_program=REBOOT_PROGRAM)
+                  nodesets=slurm.nodesets, partitions=partitions,
+                  reboot_program=REBOOT_PROGRAM)
 
 
 def gpu_device_files(gpus: int) -> str:

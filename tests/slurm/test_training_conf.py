@@ -3,8 +3,8 @@
 Locked memory comes from the node, not the submitting shell; a failing prolog (RxDM not
 ready, stood in by a script that exits 1) drains its node and sends the job back to the
 queue unheld, to start on a healthy node (held without nohold_on_prolog_fail); a node
-whose prolog.d is empty drains; every prolog runs, the last name first. The Prolog lines
-exist where every nodeset installs a prolog (A3 Mega: RxDM's 10-rxdm). A job that asks
+whose prolog.d is empty drains (so every compute node installs a no-op 00-clusterprint);
+every prolog runs, the last name first. A job that asks
 for nothing gets memory it can run in; srun speaks PMI-2 by default.
 """
 
@@ -114,8 +114,8 @@ def test_without_nohold_on_prolog_fail_the_requeued_job_would_be_held(local_slur
 
 
 def test_a_node_whose_prolog_folder_is_empty_drains_on_its_first_job(local_slurm):
-    # Why slurm.conf names the folders only where every nodeset installs scripts there:
-    # Slurm's glob of an empty folder is an error ("Unable to create list of paths").
+    # Why every compute node installs a no-op 00-clusterprint in both folders: Slurm's glob
+    # of an empty folder is an error ("Unable to create list of paths").
     cluster = local_slurm(load_checked(blueprint_path("a3mega")))
     for script in cluster.scripts("prolog").iterdir():
         script.unlink()

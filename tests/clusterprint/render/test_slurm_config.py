@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from clusterprint.model import Blueprint
-from clusterprint.render import rendered_files
+from clusterprint.render import node_scripts, rendered_files
 from clusterprint.render.slurm_config import render_gres_conf, render_slurm_conf
 from clusterprint.validate import load_checked
 from tests.paths import blueprint_path
@@ -115,13 +115,16 @@ def prolog_lines(blueprint: Blueprint) -> list[str]:
             if line.startswith(("Prolog=", "Epilog="))]
 
 
-def test_the_prolog_folders_are_named_only_where_every_node_installs_a_prolog():
+def test_every_cluster_runs_the_prolog_folders_which_every_compute_node_fills():
     # Slurm fails the prolog of a node whose folder holds no file (tests/slurm/
-    # test_training_conf.py): only A3 Mega nodes install one (RxDM's 10-rxdm).
-    assert prolog_lines(load_checked(blueprint_path("a3mega"))) == PROLOG_LINES
-    for name in ("a3ultra", "a4", "cpu-small"):
-        assert prolog_lines(load_checked(blueprint_path(name))) == [], name
-    assert prolog_lines(cluster_of("a3-megagpu-8g", "n2-standard-4")) == []
+    # test_training_conf.py), so every compute script installs a no-op 00-clusterprint.
+    for name in ("a3mega", "a3ultra", "a4", "cpu-small"):
+        blueprint = load_checked(blueprint_path(name))
+        assert prolog_lines(blueprint) == PROLOG_LINES, name
+        for nodeset in blueprint.slurm.nodesets:
+            script = node_scripts(blueprint).compute[nodeset.name]
+            for folder in ("prolog.d", "epilog.d"):
+                assert f"install_text /etc/slurm/{folder}/00-clusterprint 0755" in script
 
 
 def partition_lines(blueprint: Blueprint) -> list[str]:
