@@ -8,7 +8,7 @@ from clusterprint import naming, node_metadata
 from clusterprint.gpu_fabric import gpu_networking, gpu_ranges
 from clusterprint.model import Blueprint
 from clusterprint.policies import MUNGE_READER_ROLES
-from clusterprint.render import node_scripts
+from clusterprint.render import node_scripts, remediation
 from components.identity import NodeServiceAccount
 from components.login import LoginNodes
 from components.network import ClusterNetwork
@@ -85,7 +85,9 @@ class TrainingCluster(pulumi.ComponentResource):
             f"{name}-controller", cluster=cluster, startup_script=scripts.controller,
             machine_type=bp.slurm.controller.machine_type,
             disk_size_gb=bp.slurm.controller.disk_size_gb, metadata=metadata, **shared,
-            opts=child)
+            read_permissions=remediation.READ_PERMISSIONS,
+            act_permissions=remediation.act_permissions(bp),
+            acted_on=remediation.acted_on(bp, project), opts=child)
         observability = Observability(
             f"{name}-observability", cluster=cluster, project=project, region=bp.region,
             tensorboard=bp.observability.tensorboard, dashboard=bp.observability.dashboard,

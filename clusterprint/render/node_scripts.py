@@ -14,7 +14,7 @@ from types import ModuleType
 from clusterprint import node_metadata
 from clusterprint.model import Blueprint, Nodeset
 from clusterprint.node import register_model, tensorboard_upload
-from clusterprint.render import gpu_node
+from clusterprint.render import gpu_node, remediation
 from clusterprint.render.environment import render
 from clusterprint.render.gpu_fabric import fabric_context
 from clusterprint.render.nccl_job import STAGED_JOBS, staged_job_path
@@ -65,8 +65,10 @@ def _common(blueprint: Blueprint, role: str, software: Software) -> dict[str, ob
 
 
 def render_controller_script(blueprint: Blueprint, slurm_files: dict[str, str]) -> str:
-    """The controller's script: /home, the munge key (created on first boot), slurmctld."""
+    """The controller's script: /home, the munge key (created on first boot), slurmctld,
+    the remediation loop."""
     return render("scripts/controller.sh.j2", files=slurm_files,
+                  remediation=remediation.script_context(blueprint),
                   **_common(blueprint, "controller", controller_software(blueprint)))
 
 

@@ -228,8 +228,12 @@ def test_each_role_holds_only_the_project_and_secret_roles_it_uses(cloud):
         return found
 
     logs_and_metrics = {"roles/logging.logWriter", "roles/monitoring.metricWriter"}
+    # The remediation loop's two custom roles (tests/components/test_remediation_access.py).
+    remediation = {"projects/my-project/roles/a4_remediation_read",
+                   "projects/my-project/roles/a4_remediation_act"}
     assert roles_by_identity("gcp:projects/iAMMember:IAMMember") == {
         "a4-controller-identity": logs_and_metrics,
+        "a4-controller": remediation,
         "a4-login-identity": logs_and_metrics,
         "a4-compute-identity": logs_and_metrics}
     reader = {"roles/secretmanager.secretAccessor"}

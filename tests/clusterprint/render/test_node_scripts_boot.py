@@ -49,6 +49,8 @@ SANDBOXED = ("/etc/munge", "/etc/slurm", "/etc/systemd/system", "/etc/apt", "/va
 OVERLAID = ("/dev", "/etc", "/mnt", "/usr", "/var")
 #: Where the login node stages the rendered jobs for every user, and its login hint.
 SANDBOXED += ("/opt", "/etc/profile.d")
+#: The controller's clusterprint-remediate command.
+SANDBOXED += ("/usr/local/sbin",)
 #: The scripts' retry budgets (CLUSTERPRINT_<NAME>_BUDGET_S), all set to 0 by fail_for_good.
 BUDGETS = ("MOUNT", "MUNGE_KEY", "APT", "DOWNLOAD", "SECRET", "SLURMCTLD", "CONTROLLER",
            "SLURMD", "NIC")
@@ -342,6 +344,29 @@ def test_controller_creates_munge_key_once_and_is_unchanged_after_reboot(node, f
     assert not [c for c in calls if c.startswith(("mount", "gcloud secrets versions add"))]
     assert "systemctl start slurmctld" in calls and "systemctl restart slurmctld" not in calls
     assert sorted(os.listdir(node.fake / "secret")) == ["1"]
+
+
+def test_controller_installs_the_remediation_loop_its_reboot_program_and_command(node, files):
+    assert node.boot(files["scripts/controller.sh"]).returncode == 0, node.journal()
+    program = node.file("/etc/slurm/clusterprint/remediate.py")
+    assert program.read_text() == files["scripts/remediate.py"]
+    assert node.file("/etc/slurm/clusterprint/remediate.json").read_text() == (
+        files["scripts/remediate.json"])
+    # slurm.conf's RebootProgram is the wrapper; slurmctld passes it the nodes.
+    reboot = node.file("/etc/slurm/clusterprint/reboot-vm")
+    assert "RebootProgram=/etc/slurm/clusterprint/reboot-vm" in files["slurm.conf"]
+    assert reboot.stat().st_mode & 0o111 and '--reboot "$@"' in reboot.read_text()
+    assert '"$@"' in node.file("/usr/local/sbin/clusterprint-remediate").read_text()
+    unit = node.file("/etc/systemd/system/clusterprint-remediate.service").read_text()
+    assert ("ExecStart=/usr/bin/python3 /etc/slurm/clusterprint/remediate.py --config "
+            "/etc/slurm/clusterprint/remediate.json\n") in unit
+    calls = node.calls()
+    assert "systemctl enable clusterprint-remediate.service" in calls
+    assert "systemctl restart clusterprint-remediate.service" in calls
+    # The next boot changes nothing: the loop is started, not restarted (its state stays).
+    assert node.boot(files["scripts/controller.sh"]).returncode == 0, node.journal()
+    assert "systemctl start clusterprint-remediate.service" in node.calls()
+    assert "systemctl restart clusterprint-remediate.service" not in node.calls()
 
 
 def test_compute_waits_for_home_then_starts_slurmd_as_dynamic_node(node, files):
