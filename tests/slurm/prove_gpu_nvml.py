@@ -242,7 +242,7 @@ def test_nodes_register_the_gpus_the_built_plugin_finds(built, local_slurm):
 
 
 def check_job(cluster: LocalSlurm, node: str, gres_type: str, gpus: int) -> None:
-    """Half the node's GPUs: the job sees their devices and indices, typed."""
+    """Half the node's GPUs: the step sees their indices; the job holds the node's, typed."""
     asked = gpus // 2
     out = cluster.run("srun", "-w", node, f"--gres=gpu:{gres_type}:{asked}", "-N1", "bash", "-c",
                       'echo "$CUDA_VISIBLE_DEVICES"; ls /dev | grep -c "^nvidia[0-9]"; '
@@ -250,4 +250,5 @@ def check_job(cluster: LocalSlurm, node: str, gres_type: str, gpus: int) -> None
     devices, visible, bound = out.split()
     assert devices == ",".join(map(str, range(asked)))
     assert visible == str(gpus)  # no cgroup here: the job still sees every file
-    assert bound == f"GRES=gpu:{gres_type}:{asked}(IDX:0-{asked - 1})"
+    # The partition gives whole nodes (OverSubscribe=EXCLUSIVE): the job holds every GPU.
+    assert bound == f"GRES=gpu:{gres_type}:{gpus}(IDX:0-{gpus - 1})"

@@ -71,7 +71,9 @@ def check_gpu_jobs(cluster, node: str, gres: str) -> None:
                           'scontrol show -d job "$SLURM_JOB_ID" | grep -o " GRES=gpu[^ ]*"')
         devices, bound = out.split()
         assert devices == ",".join(map(str, range(asked)))
-        assert bound == f"GRES=gpu:{gres_type}:{asked}(IDX:0-{asked - 1})"
+        # The partition gives whole nodes (OverSubscribe=EXCLUSIVE): the job holds every GPU
+        # of its node, by index, and its step the ones it asked for.
+        assert bound == f"GRES=gpu:{gres_type}:{count}(IDX:0-{int(count) - 1})"
     # A request without a type (job scripts written for any GPU) is served by the typed GPUs.
     untyped = cluster.run("srun", "-w", node, "-p", "all", "--gres=gpu:1", "-N1", "bash", "-c",
                           'echo "$CUDA_VISIBLE_DEVICES"')
