@@ -2,8 +2,9 @@
 
 A CPU nodeset beside a GPU one (a cheap debug partition), and H100 nodesets of 4 and 8
 GPUs: every node registers from its compute script's ``--conf`` line, the CPU node with no
-GRES, each GPU node with its typed GPUs bound to their device files; a job gets exactly the
-GPUs it asked for, by their indices; no node is drained. A GPU node's GPUs are the line the
+GRES, each GPU node with its typed GPUs bound to their device files; a job step gets exactly
+the GPUs it asked for, by their indices (the job holds its whole node: GPU partitions are
+exclusive); no node is drained. A GPU node's GPUs are the line the
 gpu/nvml plugin makes of what NVML finds (tests/slurm/conftest.py).
 """
 
