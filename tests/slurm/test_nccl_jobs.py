@@ -61,10 +61,14 @@ def check_jobs(cluster, blueprint) -> None:
     """Each job's nodes register, then sbatch --test-only takes the job and a held
     submission shows every #SBATCH line as slurmctld read it."""
     for number, job in enumerate(nccl_jobs(blueprint)):
+        # Node names repeat across jobs (the k-th node of a nodeset), so the nodes registered
+        # never outnumber MaxNodeCount, the sum of the nodesets' upper bounds.
+        taken: dict[str, int] = {}
         for index in range(job.nodes):
             nodeset = job.nodesets[index % len(job.nodesets)]
+            taken[nodeset] = taken.get(nodeset, -1) + 1
             conf = cluster.compute_node_conf(nodeset)
-            cluster.start_node(f"j{number}-{nodeset}-{index}", f"{conf} {NODE_CPUS}",
+            cluster.start_node(f"{nodeset}-{taken[nodeset]}", f"{conf} {NODE_CPUS}",
                                job.gpus).stop()
         script = cluster.root / f"job-{number}.sbatch"
         script.write_text(cluster.files[nccl_job_path(job.partition)])
