@@ -49,10 +49,10 @@ DATA_TYPES = (FILESTORE, LUSTRE, BUCKET, MANAGED_CLUSTER)
 
 #: Project-wide roles every node account holds: the Ops Agent ships logs and metrics.
 NODE_PROJECT_ROLES = ("roles/logging.logWriter", "roles/monitoring.metricWriter")
-#: The controller writes the munge key once, on first boot, and reads it back on every
-#: later boot. The script lists the versions to learn whether a key exists yet:
-#: secretAccessor grants only versions.access and secretVersionAdder only versions.add,
-#: so viewer adds versions.list.
+#: The controller writes the munge key (and the REST API's JWT key) once, on first boot,
+#: and reads it back on every later boot. The script lists the versions to learn whether a
+#: key exists yet: secretAccessor grants only versions.access and secretVersionAdder only
+#: versions.add, so viewer adds versions.list.
 MUNGE_WRITER_ROLES = ("roles/secretmanager.secretVersionAdder",
                       "roles/secretmanager.secretAccessor",
                       "roles/secretmanager.viewer")

@@ -19,11 +19,17 @@ from clusterprint.render.node_software import (
     controller_software,
     login_software,
 )
-from clusterprint.render.slurm_config import conf_server, dynamic_node_conf
+from clusterprint.render.slurm_config import (
+    JWT_KEY,
+    SLURMRESTD_PORT,
+    conf_server,
+    dynamic_node_conf,
+)
 
 #: Metadata keys as the scripts' templates name them.
 METADATA_KEYS = {"home_source": node_metadata.HOME_SOURCE,
-                 "munge_secret": node_metadata.MUNGE_SECRET}
+                 "munge_secret": node_metadata.MUNGE_SECRET,
+                 "jwt_secret": node_metadata.JWT_SECRET}
 
 
 def _common(blueprint: Blueprint, role: str, software: Software) -> dict[str, object]:
@@ -36,8 +42,10 @@ def _common(blueprint: Blueprint, role: str, software: Software) -> dict[str, ob
 
 
 def render_controller_script(blueprint: Blueprint, slurm_files: dict[str, str]) -> str:
-    """The controller's script: /home, the munge key (created on first boot), slurmctld."""
-    return render("scripts/controller.sh.j2", files=slurm_files,
+    """The controller's script: /home, the munge and JWT keys (created on first boot),
+    slurmctld and slurmrestd on the cluster network."""
+    return render("scripts/controller.sh.j2", files=slurm_files, jwt_key=JWT_KEY,
+                  rest_port=SLURMRESTD_PORT,
                   **_common(blueprint, "controller", controller_software(blueprint)))
 
 

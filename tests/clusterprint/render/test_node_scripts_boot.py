@@ -53,6 +53,10 @@ BUDGETS = ("MOUNT", "MUNGE_KEY", "APT", "DOWNLOAD", "SECRET", "SLURMCTLD", "CONT
 #: What a ready image has: the Slurm daemons, munge and the NFS client.
 IMAGE_COMMANDS = ("slurmd", "slurmctld", "munged", "mount.nfs")
 SECRET = "projects/my-project/secrets/cpu-small-munge-key"
+JWT_SECRET = "projects/my-project/secrets/cpu-small-jwt-key"
+#: What Ubuntu 24.04's slurmrestd (23.11) serves: the accounting database's plugins and
+#: slurmctld's (``slurmrestd -s list``, which prints to stderr).
+REST_PLUGINS = ("openapi/slurmctld", "openapi/slurmdbd", "openapi/v0.0.38", "openapi/dbv0.0.38")
 
 
 @dataclass(frozen=True)
@@ -75,6 +79,8 @@ class Node:
             (self.fake / sub).mkdir(parents=True)
         self.metadata(node_metadata.HOME_SOURCE, "nfs:10.1.2.3:/home")
         self.metadata(node_metadata.MUNGE_SECRET, SECRET)
+        self.metadata(node_metadata.JWT_SECRET, JWT_SECRET)
+        (self.fake / "internal-ip").write_text("10.0.0.5")
         self.script_dir = root / "scripts"
         self.script_dir.mkdir()
         self.stubs = root / "stubs"
@@ -86,6 +92,12 @@ class Node:
         self.env: dict[str, str] = {}
         for command in IMAGE_COMMANDS:
             self.image_has(command, "22.05.8")
+        rest = self.bin / "slurmrestd"
+        listing = "\\n".join(("Possible OpenAPI plugins:", *REST_PLUGINS))
+        rest.write_text(f'#!/bin/bash\nif [[ $* == "-s list" && $SLURMRESTD_SECURITY == '
+                        f'disable_user_check ]]; then printf "{listing}\\n" >&2\n'
+                        f'else echo "slurmrestd $*" >>"$FAKE/calls"; exit 1; fi\n')
+        rest.chmod(0o755)
 
     def image_has(self, command: str, slurm_version: str) -> None:
         """Put a command on the image; Slurm's report ``slurm_version`` for -V, and any
