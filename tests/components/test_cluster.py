@@ -150,6 +150,8 @@ def test_exports_say_where_to_log_in_and_what_is_mounted(cloud):
                                  "/lustre": "lustre:10.200.0.3@tcp:/scratch",
                                  "/gcs/checkpoints": "gs://my-project-a3mega-ckpts"}
     assert exports["partitions"] == {"a3mega": ["a3mega"]}
+    assert exports["rest_api"] == "http://a3mega-controller:6820"
+    assert exports["rest_tunnel"] == exports["ssh"] + " -- -N -L 6820:a3mega-controller:6820"
     assert {"tensorboard", "dashboard"} <= exports.keys()
 
 
