@@ -168,3 +168,18 @@ def test_a_job_without_its_users_token_is_refused_and_never_queued(cluster, head
     errors = answer.get("errors") or [{"error_code": None, "error": answer.get("text")}]
     assert (status, errors[0]["error_code"], errors[0]["error"]) == refusal, answer
     assert cluster.run("squeue", "-h", "-o", "%i") == ""
+
+
+def test_nodes_without_the_key_run_jobs_and_users_mint_tokens(cluster):
+    """Only the controller holds the JWT key: a compute node and a login node read a
+    slurm.conf whose jwt_key file they lack, as on the VMs, and still work."""
+    conf = cluster.root / "without-key.conf"
+    conf.write_text(re.sub(r"^AuthAltParameters=jwt_key=.*$",
+                           f"AuthAltParameters=jwt_key={cluster.root / 'absent.key'}",
+                           cluster.conf.read_text(), flags=re.MULTILINE))
+    cluster.conf = conf
+    cluster.env = {**cluster.env, "SLURM_CONF": str(conf)}
+    cluster.start_node("cpu-nokey", cluster.compute_node_conf("cpu"), 0)
+    assert cluster.run("srun", "-N1", "-w", "cpu-nokey", "hostname").strip()
+    assert token(cluster).count(".") == 2
+    assert not (cluster.root / "absent.key").exists()
