@@ -281,7 +281,14 @@ class HealthChecks(Strict):
     interval_s: int = Field(
         300, ge=0, le=65535,
         description="HealthCheckInterval; 0 disables. Slurm reads it as a 16-bit number.")
-    on_failure: Literal["drain", "reboot", "replace"] = Field("drain")
+    on_failure: Literal["drain", "reboot", "replace"] = Field(
+        "drain", description="What the controller's remediation loop does with a node the check "
+                             "drained: drain leaves it drained; reboot resets its VM (scontrol "
+                             "reboot); replace recreates its VM once its jobs end.")
+    max_remediation_share: float = Field(
+        0.1, gt=0, le=1,
+        description="The most of a nodeset rebooted or replaced in any hour, as a share of its "
+                    "nodes (rounded down, at least one node); the rest stay drained and wait.")
 
 
 class Slurm(Strict):

@@ -17,6 +17,9 @@ HOME_SOURCE = "clusterprint-home-source"
 MUNGE_SECRET = "clusterprint-munge-secret"
 #: Secret Manager secret holding the key slurmctld signs REST API tokens with (controller only).
 JWT_SECRET = "clusterprint-jwt-secret"
+#: The cluster's Vertex AI TensorBoard (projects/P/locations/R/tensorboards/ID), set on login
+#: nodes only with ``observability.tensorboard``: clusterprint-tensorboard-upload reads it.
+TENSORBOARD = "clusterprint-tensorboard"
 
 
 def lustre_source(name: str) -> str:

@@ -16,6 +16,7 @@ from clusterprint.render.node_scripts import (
     render_controller_script,
     render_login_script,
 )
+from clusterprint.render.remediation import remediation_files
 from clusterprint.render.slurm_config import render_slurm_configs
 
 
@@ -51,4 +52,5 @@ def rendered_files(blueprint: Blueprint) -> dict[str, str]:
     files["scripts/login.sh"] = scripts.login
     files.update({compute_script_path(name): text for name, text in scripts.compute.items()})
     files.update(render_nccl_jobs(blueprint))
+    files.update(remediation_files(blueprint))
     return files
