@@ -86,6 +86,11 @@ def munge_secret_id(cluster: str) -> str:
     return f"{cluster}-munge-key"
 
 
+def jwt_secret_id(cluster: str) -> str:
+    """The Secret Manager secret that holds the key of the cluster's REST API tokens."""
+    return f"{cluster}-jwt-key"
+
+
 def managed_network(cluster: str) -> str:
     """The network the managed API creates for a cluster."""
     return f"{cluster}-net"

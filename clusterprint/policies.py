@@ -49,13 +49,16 @@ DATA_TYPES = (FILESTORE, LUSTRE, BUCKET, MANAGED_CLUSTER)
 
 #: Project-wide roles every node account holds: the Ops Agent ships logs and metrics.
 NODE_PROJECT_ROLES = ("roles/logging.logWriter", "roles/monitoring.metricWriter")
-#: The controller writes the munge key once, on first boot, and reads it back on every
-#: later boot. The script lists the versions to learn whether a key exists yet:
-#: secretAccessor grants only versions.access and secretVersionAdder only versions.add,
-#: so viewer adds versions.list.
+#: The controller writes the munge key (and the REST API's JWT key) once, on first boot,
+#: and reads it back on every later boot. The script lists the versions to learn whether a
+#: key exists yet: secretAccessor grants only versions.access and secretVersionAdder only
+#: versions.add, so viewer adds versions.list.
 MUNGE_WRITER_ROLES = ("roles/secretmanager.secretVersionAdder",
                       "roles/secretmanager.secretAccessor",
                       "roles/secretmanager.viewer")
+#: The keys the controller generates on first boot, by the end of their secrets' ids
+#: (clusterprint.naming): Pulumi never gives them a version.
+GENERATED_KEYS = {"munge": "-munge-key", "JWT": "-jwt-key"}
 #: What login and compute nodes may do with the munge key: read it.
 MUNGE_READER_ROLES = ("roles/secretmanager.secretAccessor",)
 #: What the login node needs with ``observability.tensorboard``: write runs to the cluster's
@@ -331,17 +334,18 @@ def least_privilege_identity(res: PolicyResource, settings: Settings) -> Iterato
 
 @policy("no-plaintext-secret", "mandatory",
         "no munge key, private key or token in metadata, labels, startup scripts, bucket "
-        "names or any other input; the munge secret gets no version from Pulumi",
+        "names or any other input; the munge and JWT secrets get no version from Pulumi",
         "keep secrets in Secret Manager and pass only the secret's name "
-        "(the controller writes the munge key on first boot)")
+        "(the controller writes the munge and JWT keys on first boot)")
 def no_plaintext_secret(res: PolicyResource, settings: Settings) -> Iterator[str]:
     """Inputs land in Pulumi state, plans, the console and CI logs: a secret there is leaked."""
     yield from _secrets_in(res.inputs)
     if res.type == SECRET_VERSION:
         secret = res.inputs.get("secret")
-        if not _known(secret) or "munge" in str(secret):
-            yield ("a SecretVersion of the munge secret puts the key in Pulumi state; "
-                   "the controller generates it on first boot")
+        kind = next((k for k, id_ in GENERATED_KEYS.items() if id_ in str(secret)), None)
+        if not _known(secret) or kind:
+            yield (f"a SecretVersion of the {kind or 'munge'} secret puts the key in Pulumi "
+                   "state; the controller generates it on first boot")
 
 
 @policy("no-secret-in-outputs", "mandatory",

@@ -9,6 +9,7 @@ from clusterprint.gpu_fabric import gpu_networking, gpu_ranges
 from clusterprint.model import Blueprint
 from clusterprint.policies import MUNGE_READER_ROLES
 from clusterprint.render import node_scripts, remediation
+from clusterprint.render.slurm_config import SLURMRESTD_PORT
 from components.identity import NodeServiceAccount
 from components.login import LoginNodes
 from components.network import ClusterNetwork
@@ -127,7 +128,14 @@ class TrainingCluster(pulumi.ComponentResource):
             "partitions": {p.name: p.nodesets for p in bp.slurm.partitions},
             "munge_secret": controller.munge_secret_id,
         }
+        #: The REST API, reachable from the cluster's own VMs only (a login node).
+        self.exports["rest_api"] = f"http://{controller.instance_name}:{SLURMRESTD_PORT}"
         if login.instance_names:
             self.exports["ssh"] = iap_ssh_command(login.instance_names[0], bp.zone, project)
+            # From a laptop: forward the port through the login node's IAP SSH, so no
+            # firewall rule admits the REST port from outside the cluster.
+            self.exports["rest_tunnel"] = (
+                f"{self.exports['ssh']} -- -N -L {SLURMRESTD_PORT}:"
+                f"{controller.instance_name}:{SLURMRESTD_PORT}")
         self.exports |= observability.exports
         self.register_outputs(self.exports)

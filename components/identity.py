@@ -22,12 +22,15 @@ class NodeServiceAccount(pulumi.ComponentResource):
     """One role's identity: a service account, its project, secret and bucket roles.
 
     Granting per role keeps a login or compute node from writing the munge key, and
-    each role's account holds only what its scripts use.
+    each role's account holds only what its scripts use. ``secret`` is the munge key's
+    secret, which every role reads; ``secrets`` are the further secrets only this role
+    uses (the controller's JWT key), by a short label: ``{label: (secret, roles)}``.
     """
 
     def __init__(self, name: str, *, project: str, account_id: str, display_name: str,
                  roles: Sequence[str] = NODE_ROLES, secret: pulumi.Input[str] | None = None,
                  secret_roles: Sequence[str] = (),
+                 secrets: Mapping[str, tuple[pulumi.Input[str], Sequence[str]]] | None = None,
                  buckets: Mapping[str, pulumi.Input[str]] | None = None,
                  opts: pulumi.ResourceOptions | None = None) -> None:
         super().__init__("clusterprint:index:NodeServiceAccount", name, None, opts)
@@ -47,6 +50,11 @@ class NodeServiceAccount(pulumi.ComponentResource):
                     f"{name}-secret-{role.removeprefix('roles/')}", project=project,
                     secret_id=secret, role=role, member=account.member, opts=child)
                 for role in secret_roles]
+        self.grants += [
+            gcp.secretmanager.SecretIamMember(
+                f"{name}-{label}-secret-{role.removeprefix('roles/')}", project=project,
+                secret_id=other, role=role, member=account.member, opts=child)
+            for label, (other, roles) in (secrets or {}).items() for role in roles]
         self.grants += [
             # Named by bucket, not by position: a shifted position would replace a grant
             # and its delete would revoke the identical grant just created.

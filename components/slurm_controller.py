@@ -1,4 +1,4 @@
-"""The Slurm controller VM, its identity and the munge key's secret."""
+"""The Slurm controller VM, its identity and the secrets of the keys it makes."""
 
 from __future__ import annotations
 
@@ -15,12 +15,14 @@ from components.vm import private_vm
 
 
 class SlurmController(pulumi.ComponentResource):
-    """The VM that runs slurmctld, and the secret that will hold the cluster's munge key.
+    """The VM that runs slurmctld and slurmrestd, and the secrets that will hold the
+    cluster's munge key and the key of its REST API's JSON Web Tokens.
 
-    Pulumi creates the secret without any version: the controller generates the key on
-    first boot and adds it as the first version, and nodes read it from Secret Manager.
-    So the key never appears in Pulumi state, in instance metadata or in a plan; only the
-    secret's name travels (metadata ``clusterprint-munge-secret``).
+    Pulumi creates each secret without any version: the controller generates the key on
+    first boot and adds it as the first version; nodes read the munge key from Secret
+    Manager, and only the controller reads the JWT key. So no key ever appears in Pulumi
+    state, in instance metadata or in a plan; only the secrets' names travel (metadata
+    ``clusterprint-munge-secret``, ``clusterprint-jwt-secret``).
 
     The controller's project roles are every node's (logs and metrics), plus what its
     remediation loop and RebootProgram call in the Compute API, as two custom roles: one
@@ -44,18 +46,20 @@ class SlurmController(pulumi.ComponentResource):
         super().__init__("clusterprint:index:SlurmController", name, None, opts)
         child = pulumi.ResourceOptions(parent=self)
         labels = dict(labels or {})
-        self.munge_secret = gcp.secretmanager.Secret(
-            f"{name}-munge-key", project=project, secret_id=naming.munge_secret_id(cluster),
-            replication=gcp.secretmanager.SecretReplicationArgs(
-                auto=gcp.secretmanager.SecretReplicationAutoArgs()),
-            labels=labels, opts=child)
+        self.munge_secret = generated_secret(f"{name}-munge-key", project,
+                                             naming.munge_secret_id(cluster), labels, child)
         #: projects/P/secrets/S of the munge key: what every node's metadata names.
         self.munge_secret_id: pulumi.Output[str] = self.munge_secret.id
+        self.jwt_secret = generated_secret(f"{name}-jwt-key", project,
+                                           naming.jwt_secret_id(cluster), labels, child)
+        #: projects/P/secrets/S of the JWT key: only the controller's metadata names it.
+        self.jwt_secret_id: pulumi.Output[str] = self.jwt_secret.id
         identity = NodeServiceAccount(
             f"{name}-identity", project=project,
             account_id=naming.service_account_id(cluster, naming.CONTROLLER_ACCOUNT),
             display_name=f"{cluster} Slurm controller",
-            secret=self.munge_secret_id, secret_roles=MUNGE_WRITER_ROLES, buckets=buckets,
+            secret=self.munge_secret_id, secret_roles=MUNGE_WRITER_ROLES,
+            secrets={"jwt": (self.jwt_secret_id, MUNGE_WRITER_ROLES)}, buckets=buckets,
             opts=child)
         grants = list(identity.grants)
         if read_permissions:
@@ -73,13 +77,15 @@ class SlurmController(pulumi.ComponentResource):
             service_account_email=identity.email,
             metadata={**(metadata or {}), "startup-script": startup_script,
                       node_metadata.ROLE: "controller",
-                      node_metadata.MUNGE_SECRET: self.munge_secret_id},
+                      node_metadata.MUNGE_SECRET: self.munge_secret_id,
+                      node_metadata.JWT_SECRET: self.jwt_secret_id},
             tags=tags, labels=labels,
             # The first boot writes the key: the grant must exist before the VM does.
             opts=pulumi.ResourceOptions(parent=self, depends_on=grants))
         self.service_account_email = identity.email
         self.register_outputs({"instance_name": self.instance_name,
-                               "munge_secret": self.munge_secret_id})
+                               "munge_secret": self.munge_secret_id,
+                               "jwt_secret": self.jwt_secret_id})
 
     def _custom_grant(self, logical: str, project: str, cluster: str, kind: str,
                       permissions: Sequence[str], member: pulumi.Input[str],
@@ -99,3 +105,14 @@ class SlurmController(pulumi.ComponentResource):
                 expression=" || ".join(f'resource.name.startsWith("{p}")' for p in prefixes))
         return gcp.projects.IAMMember(logical, project=project, role=role.name, member=member,
                                       condition=condition, opts=child)
+
+
+def generated_secret(logical: str, project: str, secret_id: str, labels: Mapping[str, str],
+                     opts: pulumi.ResourceOptions) -> gcp.secretmanager.Secret:
+    """A secret without a version, for a key the controller generates on first boot: Pulumi
+    never holds what it will contain."""
+    return gcp.secretmanager.Secret(
+        logical, project=project, secret_id=secret_id,
+        replication=gcp.secretmanager.SecretReplicationArgs(
+            auto=gcp.secretmanager.SecretReplicationAutoArgs()),
+        labels=dict(labels), opts=opts)

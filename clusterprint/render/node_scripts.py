@@ -24,11 +24,17 @@ from clusterprint.render.node_software import (
     controller_software,
     login_software,
 )
-from clusterprint.render.slurm_config import conf_server, dynamic_node_conf
+from clusterprint.render.slurm_config import (
+    JWT_KEY,
+    SLURMRESTD_PORT,
+    conf_server,
+    dynamic_node_conf,
+)
 
 #: Metadata keys as the scripts' templates name them.
 METADATA_KEYS = {"home_source": node_metadata.HOME_SOURCE,
-                 "munge_secret": node_metadata.MUNGE_SECRET}
+                 "munge_secret": node_metadata.MUNGE_SECRET,
+                 "jwt_secret": node_metadata.JWT_SECRET}
 
 #: The login node's helpers: command -> the module that is its program.
 MLOPS_HELPERS: dict[str, ModuleType] = {
@@ -65,10 +71,10 @@ def _common(blueprint: Blueprint, role: str, software: Software) -> dict[str, ob
 
 
 def render_controller_script(blueprint: Blueprint, slurm_files: dict[str, str]) -> str:
-    """The controller's script: /home, the munge key (created on first boot), slurmctld,
-    the remediation loop."""
-    return render("scripts/controller.sh.j2", files=slurm_files,
-                  remediation=remediation.script_context(blueprint),
+    """The controller's script: /home, the munge and JWT keys (created on first boot),
+    slurmctld, slurmrestd on the cluster network, the remediation loop."""
+    return render("scripts/controller.sh.j2", files=slurm_files, jwt_key=JWT_KEY,
+                  rest_port=SLURMRESTD_PORT, remediation=remediation.script_context(blueprint),
                   **_common(blueprint, "controller", controller_software(blueprint)))
 
 

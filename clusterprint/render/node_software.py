@@ -16,7 +16,8 @@ from clusterprint.model import Blueprint
 Packages = tuple[tuple[str, str], ...]
 
 SLURM_LOGIN: Packages = (("scontrol", "slurm-client"), ("munged", "munge"))
-SLURM_CONTROLLER: Packages = (("slurmctld", "slurmctld"), *SLURM_LOGIN)
+SLURM_CONTROLLER: Packages = (("slurmctld", "slurmctld"), ("slurmrestd", "slurmrestd"),
+                               *SLURM_LOGIN)
 SLURM_COMPUTE: Packages = (("slurmd", "slurmd"), *SLURM_LOGIN)
 NFS_CLIENT = ("mount.nfs", "nfs-common")
 

@@ -13,6 +13,10 @@ from clusterprint.render.remediation import REBOOT_PROGRAM
 
 SLURMCTLD_PORT = 6817
 SLURMD_PORT = 6818
+#: slurmrestd's port on the controller (Slurm's documented default).
+SLURMRESTD_PORT = 6820
+#: The key slurmctld signs and checks JSON Web Tokens with; only the controller holds it.
+JWT_KEY = "/etc/slurm/jwt_hs256.key"
 #: Slurm's time limit for a partition whose blueprint entry sets none.
 UNLIMITED = "UNLIMITED"
 #: The share of a VM's nominal memory its kernel leaves to slurmd as RealMemory, at least.
@@ -85,7 +89,7 @@ def render_slurm_conf(blueprint: Blueprint) -> str:
                   controller_host=controller_host(blueprint), slurmctld_port=SLURMCTLD_PORT,
                   slurmd_port=SLURMD_PORT,
                   max_node_count=sum(n.upper_bound for n in slurm.nodesets),
-                  prolog_epilog_timeout=PROLOG_EPILOG_TIMEOUT_S,
+                  prolog_epilog_timeout=PROLOG_EPILOG_TIMEOUT_S, jwt_key=JWT_KEY,
                   nodesets=slurm.nodesets, partitions=partitions,
                   reboot_program=REBOOT_PROGRAM)
 

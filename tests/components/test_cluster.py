@@ -130,13 +130,14 @@ def test_resource_count_does_not_grow_with_nodes(cloud, name):
 
 
 @pytest.mark.parametrize("name", REFERENCES)
-def test_the_munge_key_is_never_an_input(cloud, name):
+def test_no_key_is_ever_an_input(cloud, name):
     build(cloud, reference_blueprint(name))
     assert not [r for r in cloud.resources if "secretVersion" in r.typ]
     text = json.dumps([r.inputs for r in cloud.resources], default=str).lower()
     assert "secretdata" not in text
-    secret = cloud.one("gcp:secretmanager/secret:Secret")
-    assert secret.inputs["secretId"] == f"{reference_blueprint(name).name}-munge-key"
+    cluster = reference_blueprint(name).name
+    assert sorted(s.inputs["secretId"] for s in cloud.of_type(
+        "gcp:secretmanager/secret:Secret")) == [f"{cluster}-jwt-key", f"{cluster}-munge-key"]
 
 
 def test_exports_say_where_to_log_in_and_what_is_mounted(cloud):
@@ -149,6 +150,8 @@ def test_exports_say_where_to_log_in_and_what_is_mounted(cloud):
                                  "/lustre": "lustre:10.200.0.3@tcp:/scratch",
                                  "/gcs/checkpoints": "gs://my-project-a3mega-ckpts"}
     assert exports["partitions"] == {"a3mega": ["a3mega"]}
+    assert exports["rest_api"] == "http://a3mega-controller:6820"
+    assert exports["rest_tunnel"] == exports["ssh"] + " -- -N -L 6820:a3mega-controller:6820"
     assert {"tensorboard", "dashboard"} <= exports.keys()
 
 
@@ -162,6 +165,8 @@ def test_lustre_home_reaches_the_nodes_as_metadata(cloud):
         assert metadata["clusterprint-lustre-shared"] == "10.200.0.3@tcp:/shared"
         assert metadata["clusterprint-munge-secret"] == (
             "projects/test-project/secrets/a4-munge-key")
+        # Only the controller signs and checks REST API tokens.
+        assert "clusterprint-jwt-secret" not in metadata
 
 
 @pytest.mark.parametrize("name", ["a3mega", "cpu-small"])
@@ -242,6 +247,40 @@ def test_each_role_holds_only_the_project_and_secret_roles_it_uses(cloud):
                                             "roles/secretmanager.viewer"},
         "a4-login-identity": reader,
         "a4-compute-identity": reader}
+
+
+def admits_tcp(rule: dict, port: int) -> bool:
+    """Whether a firewall rule's allows take TCP traffic to ``port``."""
+    for allow in rule.get("allows", []):
+        if allow["protocol"] not in ("all", "tcp"):
+            continue
+        ports = allow.get("ports") or [f"0-{65535}"]
+        for spec in ports:
+            low, _, high = str(spec).partition("-")
+            if int(low) <= port <= int(high or low):
+                return True
+    return False
+
+
+@pytest.mark.parametrize("name", REFERENCES)
+def test_the_rest_api_port_admits_only_the_clusters_own_vms(cloud, name):
+    """slurmrestd listens on 6820 of the controller: no rule lets anything but the cluster's
+    VMs reach it (IAP reaches SSH only; users forward the port through a login node)."""
+    build(cloud, reference_blueprint(name))
+    controller = next(vm.inputs for vm in cloud.of_type("gcp:compute/instance:Instance")
+                      if vm.inputs["metadata"]["clusterprint-role"] == "controller")
+    (nic,) = controller["networkInterfaces"]
+    subnet = nic["subnetwork"].rsplit("/", 1)[-1]
+    (network,) = [s.inputs["network"] for s in cloud.of_type(
+        "gcp:compute/subnetwork:Subnetwork") if s.name == subnet]
+    reaching = [r.inputs for r in cloud.of_type("gcp:compute/firewall:Firewall")
+                if r.inputs["network"] == network and set(
+                    r.inputs.get("targetTags") or controller["tags"]) & set(controller["tags"])]
+    assert any(admits_tcp(r, 22) and r.get("sourceRanges") for r in reaching), "SSH from IAP"
+    rest = [r for r in reaching if admits_tcp(r, 6820)]
+    assert rest and all(r.get("sourceTags") == controller["tags"] and not r.get("sourceRanges")
+                        for r in rest), rest
+    assert not [r for r in reaching if r.get("sourceRanges") and admits_tcp(r, 6820)]
 
 
 @pytest.mark.parametrize("name, tensorboard", [("a3mega", True), ("a4", False)])

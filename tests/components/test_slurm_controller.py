@@ -1,4 +1,4 @@
-"""SlurmController on its own: the VM, its roles and the munge secret without a key."""
+"""SlurmController on its own: the VM, its roles and the munge and JWT secrets without a key."""
 
 from __future__ import annotations
 
@@ -27,26 +27,32 @@ def test_the_controller_vm_is_named_private_and_in_the_zone(cloud):
     assert vm["metadata"]["clusterprint-role"] == "controller"
 
 
-def test_the_munge_secret_has_no_version_and_only_its_name_travels(cloud):
+def test_the_secrets_have_no_version_and_only_their_names_travel(cloud):
     secret_name = controller(cloud)
-    secret = cloud.one(SECRET).inputs
-    assert secret["secretId"] == "c1-munge-key"
+    assert sorted(s.inputs["secretId"] for s in cloud.of_type(SECRET)) == [
+        "c1-jwt-key", "c1-munge-key"]
     assert secret_name == "projects/test-project/secrets/c1-munge-key"
     assert not cloud.of_type("gcp:secretmanager/secretVersion:SecretVersion")
-    assert cloud.one(INSTANCE).inputs["metadata"]["clusterprint-munge-secret"] == secret_name
+    metadata = cloud.one(INSTANCE).inputs["metadata"]
+    assert metadata["clusterprint-munge-secret"] == secret_name
+    assert metadata["clusterprint-jwt-secret"] == "projects/test-project/secrets/c1-jwt-key"
 
 
 def test_the_controller_may_write_the_key_and_nothing_in_compute(cloud):
     controller(cloud)
     project_roles = {r.inputs["role"] for r in cloud.of_type("gcp:projects/iAMMember:IAMMember")}
     assert project_roles == {"roles/logging.logWriter", "roles/monitoring.metricWriter"}
-    secret_roles = {r.inputs["role"] for r in
-                    cloud.of_type("gcp:secretmanager/secretIamMember:SecretIamMember")}
-    # viewer: the first boot lists the versions to learn whether a key exists yet.
-    assert secret_roles == {"roles/secretmanager.secretVersionAdder",
-                            "roles/secretmanager.secretAccessor", "roles/secretmanager.viewer"}
     account = cloud.one("gcp:serviceaccount/account:Account").inputs
     email = f"{account['accountId']}@test-project.iam.gserviceaccount.com"
+    grants = {(r.inputs["secretId"], r.inputs["role"], r.inputs["member"]) for r in
+              cloud.of_type("gcp:secretmanager/secretIamMember:SecretIamMember")}
+    # viewer: the first boot lists the versions to learn whether a key exists yet; on each
+    # secret, not the project: the controller adds versions to its two secrets only.
+    assert grants == {(f"projects/test-project/secrets/c1-{key}", role, f"serviceAccount:{email}")
+                      for key in ("munge-key", "jwt-key")
+                      for role in ("roles/secretmanager.secretVersionAdder",
+                                   "roles/secretmanager.secretAccessor",
+                                   "roles/secretmanager.viewer")}
     assert cloud.one(INSTANCE).inputs["serviceAccount"]["email"] == email
     bucket = cloud.one("gcp:storage/bucketIAMMember:BucketIAMMember").inputs
     assert bucket["bucket"] == "ckpt" and bucket["role"] == "roles/storage.objectUser"

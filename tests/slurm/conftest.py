@@ -15,6 +15,7 @@ tests/slurm/prove_gpu_nvml.py builds the real plugin and runs it against a fake 
 
 from __future__ import annotations
 
+import base64
 import os
 import re
 import shlex
@@ -38,6 +39,8 @@ LOCAL_KEYS = {
     "SlurmctldHost": "host", "SlurmctldPort": "port", "SlurmdPort": "port",
     "StateSaveLocation": "path", "SlurmdSpoolDir": "path", "SlurmctldPidFile": "path",
     "SlurmdPidFile": "path", "AuthInfo": "auth",
+    # The JWT key of the REST API: a temp file instead of the controller's /etc/slurm one.
+    "AuthAltParameters": "path",
     # The node's prolog.d and epilog.d: a temp folder per cluster instead of this machine's
     # /etc/slurm, so a test chooses what the node's scripts do.
     "Prolog": "path", "Epilog": "path",
@@ -154,11 +157,23 @@ class LocalSlurm:
             "AuthInfo": f"socket={munge_socket}",
             "ProctrackType": "proctrack/linuxproc",
             "TaskPlugin": "task/none",
+            **self.jwt_key(),
             **{key: f"{self.scripts(key.lower())}/*" for key in ("Prolog", "Epilog")
                if f"\n{key}=" in self.files["slurm.conf"]},
         }))
         (self.root / "cgroup.conf").write_text(self.files["cgroup.conf"])
         self.env = {**os.environ, "SLURM_CONF": str(self.conf)}
+
+    def jwt_key(self) -> dict[str, str]:
+        """A random key of the REST API's tokens in this cluster's folder, as the controller
+        script installs it (only SlurmUser may read it); its AuthAltParameters line."""
+        if "\nAuthAltParameters=jwt_key=" not in self.files["slurm.conf"]:
+            return {}
+        key = self.root / "jwt_hs256.key"
+        key.write_text(base64.b64encode(os.urandom(48)).decode())
+        key.chmod(0o400)
+        shutil.chown(key, "slurm", "slurm")
+        return {"AuthAltParameters": f"jwt_key={key}"}
 
     def scripts(self, kind: str) -> Path:
         """The node's prolog.d or epilog.d, with a file of each name the rendered compute
@@ -359,7 +374,7 @@ def start_munged() -> tuple[Daemon, Path]:
 def munge_socket() -> Iterator[Path]:
     """One munged with a temp key and socket for every local cluster of the session."""
     missing = [b for b in ("munged", "slurmctld", "slurmd", "srun", "sbatch", "scontrol",
-                           "sinfo") if shutil.which(b) is None]
+                           "sinfo", "slurmrestd") if shutil.which(b) is None]
     assert not missing, f"install Slurm and munge (make system-packages): missing {missing}"
     assert os.geteuid() == 0, "slurmd runs jobs as their user: the Slurm tests need root"
     munged, sock = start_munged()

@@ -88,14 +88,17 @@ def test_storage_mounts_follow_the_blueprint():
     assert "metadata_into source clusterprint-home-source" in a4
 
 
-def test_controller_creates_the_munge_key_only_in_secret_manager():
+def test_controller_creates_the_munge_and_jwt_keys_only_in_secret_manager():
     files = scripts_of("cpu-small")
     controller = files["scripts/controller.sh"]
     assert "gcloud secrets versions add" in controller
-    assert "metadata clusterprint-munge-secret" in controller
+    assert "read_secret_name MUNGE_SECRET clusterprint-munge-secret" in controller
+    assert "read_secret_name JWT_SECRET clusterprint-jwt-secret" in controller
     for name, text in files.items():
         if name != "scripts/controller.sh":
             assert "gcloud secrets versions add" not in text, name
+            # Only the controller holds the key that signs REST API tokens.
+            assert "clusterprint-jwt-secret" not in text, name
 
 
 def test_each_role_installs_only_what_it_runs_and_mounts():
@@ -103,6 +106,8 @@ def test_each_role_installs_only_what_it_runs_and_mounts():
     controller, login = files["scripts/controller.sh"], files["scripts/login.sh"]
     compute = files["scripts/compute-a3mega.sh"]
     assert "want slurmctld slurmctld" in controller and "want slurmd" not in controller
+    assert "want slurmrestd slurmrestd" in controller
+    assert "want slurmrestd" not in login and "want slurmrestd" not in compute
     assert "want slurmd slurmd" in compute and "want slurmctld" not in compute
     assert "want slurmd" not in login and "want scontrol slurm-client" in login
     for script in (controller, login, compute):

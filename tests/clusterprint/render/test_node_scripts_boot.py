@@ -60,6 +60,10 @@ BUDGETS = ("MOUNT", "MUNGE_KEY", "APT", "DOWNLOAD", "SECRET", "SLURMCTLD", "CONT
 #: What a ready image has: the Slurm daemons, munge and the NFS client.
 IMAGE_COMMANDS = ("slurmd", "slurmctld", "munged", "mount.nfs")
 SECRET = "projects/my-project/secrets/cpu-small-munge-key"
+JWT_SECRET = "projects/my-project/secrets/cpu-small-jwt-key"
+#: What Ubuntu 24.04's slurmrestd (23.11) serves: the accounting database's plugins and
+#: slurmctld's (``slurmrestd -s list``, which prints to stderr).
+REST_PLUGINS = ("openapi/slurmctld", "openapi/slurmdbd", "openapi/v0.0.38", "openapi/dbv0.0.38")
 
 
 @dataclass(frozen=True)
@@ -82,6 +86,8 @@ class Node:
             (self.fake / sub).mkdir(parents=True)
         self.metadata(node_metadata.HOME_SOURCE, "nfs:10.1.2.3:/home")
         self.metadata(node_metadata.MUNGE_SECRET, SECRET)
+        self.metadata(node_metadata.JWT_SECRET, JWT_SECRET)
+        (self.fake / "internal-ip").write_text("10.0.0.5")
         self.script_dir = root / "scripts"
         self.script_dir.mkdir()
         self.stubs = root / "stubs"
@@ -99,6 +105,14 @@ class Node:
                    f"Types: deb\nURIs: {ARCHIVE}\nSuites: noble noble-updates\n"
                    "Components: main universe multiverse\n")
         self.write(f"{PLUGIN_DIR}/gpu_generic.so", "Slurm's gpu/generic plugin")
+        # The image's slurmrestd, and what installing the package brings (stubs/apt-get).
+        rest = self.fake / "slurmrestd"
+        listing = "\\n".join(("Possible OpenAPI plugins:", *REST_PLUGINS))
+        rest.write_text(f'#!/bin/bash\nif [[ $* == "-s list" && $SLURMRESTD_SECURITY == '
+                        f'disable_user_check ]]; then printf "{listing}\\n" >&2\n'
+                        f'else echo "slurmrestd $*" >>"$FAKE/calls"; exit 1; fi\n')
+        rest.chmod(0o755)
+        shutil.copy(rest, self.bin / "slurmrestd")
 
     def image_has(self, command: str, slurm_version: str) -> None:
         """Put a command on the image; Slurm's report ``slurm_version`` for -V, and any
@@ -467,6 +481,55 @@ def test_controller_creates_munge_key_once_and_is_unchanged_after_reboot(node, f
     assert sorted(os.listdir(node.fake / "secret")) == ["1"]
 
 
+JWT_KEY = "/etc/slurm/jwt_hs256.key"
+REST_UNIT = "/etc/systemd/system/slurmrestd.service"
+
+
+def test_controller_creates_the_jwt_key_once_and_serves_the_rest_api_on_its_address(
+        node, files):
+    first = node.boot(files["scripts/controller.sh"])
+    assert first.returncode == 0, node.journal()
+    calls = node.calls()
+    assert sum(c.startswith("gcloud secrets versions add cpu-small-jwt-key") for c in calls) == 1
+    (version,) = (node.fake / "secrets" / "cpu-small-jwt-key").iterdir()
+    key = node.file(JWT_KEY)
+    assert key.read_bytes() == version.read_bytes()
+    assert len(base64.b64decode(key.read_bytes(), validate=True)) == 48
+    # slurmctld reads it as SlurmUser; auth/jwt refuses a key others may write.
+    assert oct(key.stat().st_mode & 0o777) == "0o400" and key.owner() == "slurm"
+    unit = node.file(REST_UNIT).read_text()
+    # The internal address only, and the slurmctld plugins only: this slurm.conf names no
+    # slurmdbd, without which the database's plugins stop slurmrestd.
+    assert ("\nExecStart=/usr/sbin/slurmrestd -a rest_auth/jwt -s openapi/slurmctld,"
+            "openapi/v0.0.38 10.0.0.5:6820\n") in unit
+    assert "\nUser=slurmrestd\nGroup=slurmrestd\n" in unit
+    assert "\nEnvironment=SLURM_JWT=daemon\n" in unit
+    assert [c for c in calls if c.startswith("useradd")] == [
+        "useradd --system --user-group --no-create-home --shell /usr/sbin/nologin slurmrestd"]
+    starts = [c for c in calls if c.startswith("systemctl") and "slurm" in c]
+    assert starts.index("systemctl restart slurmctld") < starts.index(
+        "systemctl restart slurmrestd")
+    assert "systemctl enable slurmrestd" in calls
+
+    again = node.boot(files["scripts/controller.sh"])
+    assert again.returncode == 0, node.journal()
+    calls = node.calls()
+    assert not [c for c in calls if c.startswith(("gcloud secrets versions add", "useradd"))]
+    assert "systemctl start slurmrestd" in calls and "systemctl restart slurmrestd" not in calls
+    assert node.file(JWT_KEY).read_bytes() == version.read_bytes()
+    assert "JWT key: cpu-small-jwt-key has a version" in node.journal()
+
+
+def test_a_slurm_conf_with_slurmdbd_serves_the_databases_plugins_too(node, files):
+    with_dbd = files["scripts/controller.sh"].replace(
+        "\nAuthType=auth/munge\n",
+        "\nAuthType=auth/munge\nAccountingStorageType=accounting_storage/slurmdbd\n", 1)
+    done = node.boot(with_dbd)
+    assert done.returncode == 0, node.journal()
+    assert ("-s openapi/dbv0.0.38,openapi/slurmctld,openapi/slurmdbd,openapi/v0.0.38 "
+            "10.0.0.5:6820\n") in node.file(REST_UNIT).read_text()
+
+
 def test_controller_installs_the_remediation_loop_its_reboot_program_and_command(node, files):
     assert node.boot(files["scripts/controller.sh"]).returncode == 0, node.journal()
     program = node.file("/etc/slurm/clusterprint/remediate.py")
@@ -677,8 +740,16 @@ REQUIRED_STEPS = [
         ("gcloud secrets versions list", "list versions of cpu-small-munge-key"),
         ("gcloud secrets versions add", "add a version to cpu-small-munge-key"),
         (ACCESS, MUNGE_KEY)]),
+    *(step("a3mega", "controller", call, failed) for call, failed in [
+        ("gcloud secrets versions list cpu-small-jwt-key", "list versions of cpu-small-jwt-key"),
+        ("gcloud secrets versions add cpu-small-jwt-key", "add a version to cpu-small-jwt-key"),
+        (f"{ACCESS} latest --secret=cpu-small-jwt-key", "read JWT key cpu-small-jwt-key")]),
     step("a3mega", "controller", " install slurmctld", "apt-get install slurmctld",
          lacks=("slurmctld",)),
+    step("a3mega", "controller", " install slurmrestd", "apt-get install slurmrestd",
+         lacks=("slurmrestd",)),
+    step("a3mega", "controller", "systemctl is-active --quiet slurmrestd", "slurmrestd running",
+         after_daemon=True),
     step("a4", "controller", "curl -fsSL", LUSTRE_KEY, lacks=("mount.lustre",)),
     step("a3mega", "controller", "scontrol ping", "slurmctld answering", after_daemon=True),
     # slurmctld does not need /home and starts first; the boot still fails without it.
@@ -742,7 +813,8 @@ def where_the_key_is(node: Node, done: subprocess.CompletedProcess, key: bytes) 
     """Every place the key shows, but Secret Manager's own store (fake/secret): each file in
     the node's folders (sandboxed disk and TMPDIR, the journal, bash's trace of every command
     and its arguments), the boot's output, and each stub call's arguments, stdin and files."""
-    skipped = (node.fake / "secret", node.fake / "record", node.stubs, node.script_dir)
+    skipped = (node.fake / "secret", node.fake / "secrets", node.fake / "record", node.stubs,
+               node.script_dir, node.fake / "slurmrestd")
     places = {str(f.relative_to(node.root)) for f in node.root.rglob("*")
               if f.is_file() and not any(f.is_relative_to(s) for s in skipped)
               and found_in(f.read_bytes(), key)}
@@ -772,6 +844,23 @@ def test_the_munge_key_the_controller_creates_goes_only_to_secret_manager_and_mu
     again = node.boot(a3mega["scripts/controller.sh"])
     assert again.returncode == 0, node.journal()
     assert where_the_key_is(node, again, key) == {
+        MUNGE_KEY_FILE, "gcloud secrets versions add: file 1"}
+
+
+def test_the_jwt_key_the_controller_creates_goes_only_to_secret_manager_and_slurmctld(
+        node, a3mega):
+    for boot in ("first boot", "reboot"):
+        done = node.boot(a3mega["scripts/controller.sh"])
+        assert done.returncode == 0, node.journal()
+        (version,) = (node.fake / "secrets" / "cpu-small-jwt-key").iterdir()
+        key = version.read_bytes()
+        assert where_the_key_is(node, done, key) == {
+            "disk/etc-slurm/jwt_hs256.key", "gcloud secrets versions add: file 1"}, boot
+        assert not list(node.tmp.iterdir())
+    # Nor is it the munge key, nor does the munge key go where the JWT key does.
+    munge = (node.fake / "secret" / "1").read_bytes()
+    assert not found_in(key, munge)
+    assert where_the_key_is(node, done, munge) == {
         MUNGE_KEY_FILE, "gcloud secrets versions add: file 1"}
 
 
