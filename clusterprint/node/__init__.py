@@ -1,0 +1,1 @@
+"""Programs the nodes run: Python standard library only, shipped by ``clusterprint render``."""
