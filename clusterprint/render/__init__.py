@@ -9,6 +9,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from clusterprint.model import Blueprint
+from clusterprint.render.healthcheck import healthcheck_files
 from clusterprint.render.node_scripts import (
     render_compute_script,
     render_controller_script,
@@ -48,4 +49,5 @@ def rendered_files(blueprint: Blueprint) -> dict[str, str]:
     files["scripts/controller.sh"] = scripts.controller
     files["scripts/login.sh"] = scripts.login
     files.update({compute_script_path(name): text for name, text in scripts.compute.items()})
+    files.update(healthcheck_files(blueprint))
     return files

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from clusterprint import node_metadata
 from clusterprint.model import Blueprint, Nodeset
+from clusterprint.render import healthcheck
 from clusterprint.render.environment import render
 from clusterprint.render.node_software import (
     Software,
@@ -45,9 +46,11 @@ def render_login_script(blueprint: Blueprint, slurm_files: dict[str, str]) -> st
 
 
 def render_compute_script(blueprint: Blueprint, nodeset: Nodeset) -> str:
-    """A compute node's script: storage, munge, then slurmd as a dynamic node of ``nodeset``."""
+    """A compute node's script: storage, munge, the health check, then slurmd as a dynamic
+    node of ``nodeset``."""
     return render("scripts/compute.sh.j2", nodeset=nodeset.name, gpus=nodeset.gpus,
                   gpu_files=blueprint.slurm.uniform_gpus > 0,
                   node_conf=dynamic_node_conf(nodeset), conf_server=conf_server(blueprint),
+                  healthcheck=healthcheck.script_context(blueprint, nodeset),
                   **_common(blueprint, f"compute-{nodeset.name}",
                             compute_software(blueprint, nodeset.gpus)))

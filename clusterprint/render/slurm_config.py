@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from clusterprint.model import Blueprint, Nodeset
 from clusterprint.render.environment import render
+from clusterprint.render.healthcheck import slurm_conf_lines
 
 SLURMCTLD_PORT = 6817
 SLURMD_PORT = 6818
@@ -47,7 +48,8 @@ def render_slurm_conf(blueprint: Blueprint) -> str:
                   controller_host=controller_host(blueprint), slurmctld_port=SLURMCTLD_PORT,
                   slurmd_port=SLURMD_PORT,
                   max_node_count=sum(n.upper_bound for n in slurm.nodesets),
-                  nodesets=slurm.nodesets, partitions=partitions)
+                  nodesets=slurm.nodesets, partitions=partitions,
+                  health_checks=slurm_conf_lines(blueprint))
 
 
 def gpu_device_files(gpus: int) -> str:

@@ -23,7 +23,8 @@ def test_writes_configs_and_one_script_per_role(tmp_path):
     assert written == rendered_files(load_checked(A4))
     assert sorted(written) == ["cgroup.conf", "gres.conf", "scripts/compute-a4.sh",
                                "scripts/compute-a4spot.sh", "scripts/controller.sh",
-                               "scripts/login.sh", "slurm.conf"]
+                               "scripts/healthcheck-a4.json", "scripts/healthcheck-a4spot.json",
+                               "scripts/healthcheck.py", "scripts/login.sh", "slurm.conf"]
     assert marker.startswith("# Written by clusterprint render")
     assert marker.splitlines()[2:] == sorted(written)
     assert (out / "scripts/login.sh").stat().st_mode & 0o111

@@ -15,7 +15,7 @@ from tests.paths import blueprint_path, reference_blueprints
 
 BLUEPRINTS = reference_blueprints()
 SCRIPTS = [(path, name) for path in BLUEPRINTS
-           for name in rendered_files(load_checked(str(path))) if name.startswith("scripts/")]
+           for name in rendered_files(load_checked(str(path))) if name.endswith(".sh")]
 
 
 @pytest.fixture(scope="module")

@@ -27,7 +27,7 @@ from pathlib import Path
 import pytest
 
 from clusterprint import node_metadata
-from clusterprint.render import rendered_files
+from clusterprint.render import healthcheck, rendered_files
 from clusterprint.validate import load_checked
 from tests.paths import blueprint_path
 
@@ -523,3 +523,20 @@ def test_a_node_keeps_the_munge_key_it_fetches_only_for_munge(node, a3mega, scri
         assert done.returncode == 0, node.journal()
         assert where_the_key_is(node, done, key) == {MUNGE_KEY_FILE}
         assert not list(node.tmp.iterdir())
+
+
+def test_a_gpu_node_installs_the_health_check_and_its_prolog(gpu_node, a4):
+    for boot in ("first boot", "reboot"):
+        done = gpu_node.boot(a4["scripts/compute-a4.sh"])
+        assert done.returncode == 0, gpu_node.journal()
+        assert gpu_node.file(healthcheck.PROGRAM).read_text() == a4["scripts/healthcheck.py"]
+        assert gpu_node.file(healthcheck.CONFIG).read_text() == a4[
+            "scripts/healthcheck-a4.json"]
+        for path, mode in ((healthcheck.HEALTH_CHECK_PROGRAM, "interval"),
+                           (healthcheck.PROLOG, "prolog")):
+            assert f"--config {healthcheck.CONFIG} --mode {mode}\n" in (
+                gpu_node.file(path).read_text())
+            assert gpu_node.file(path).stat().st_mode & 0o111
+        assert not gpu_node.file(healthcheck.EPILOG).exists()  # a4 checks gpu: quick
+        # Written once: a reboot that changes nothing does not restart slurmd for it.
+        assert ("wrote " + healthcheck.PROLOG in gpu_node.journal()) is (boot == "first boot")
