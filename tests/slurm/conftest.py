@@ -35,7 +35,7 @@ from clusterprint.render import compute_script_path, rendered_files
 LOCAL_KEYS = {
     "SlurmctldHost": "host", "SlurmctldPort": "port", "SlurmdPort": "port",
     "StateSaveLocation": "path", "SlurmdSpoolDir": "path", "SlurmctldPidFile": "path",
-    "SlurmdPidFile": "path", "AuthInfo": "auth",
+    "SlurmdPidFile": "path", "AuthInfo": "auth", "HealthCheckProgram": "path",
     # cgroup confinement needs a systemd-managed host; CI containers have none.
     "ProctrackType": "process tracking", "TaskPlugin": "process tracking",
 }
