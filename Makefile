@@ -37,3 +37,4 @@ test: system-packages venv lint
 bench: venv
 	$(BIN)/python tests/benchmarks/bench_cli.py
 	$(BIN)/python tests/benchmarks/bench_plan.py
+	$(BIN)/python tests/benchmarks/bench_healthcheck.py
