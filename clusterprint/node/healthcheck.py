@@ -368,17 +368,20 @@ class Check:
         return reasons
 
     def query_gpus(self, gpu: dict) -> list[str]:
+        """One query for count, model and ECC; the GPUs it lists name the later reasons."""
         text = self.runner.run(["nvidia-smi", f"--query-gpu={GPU_QUERY}",
                                 "--format=csv,noheader,nounits"])
         self.gpus = parse_gpus(text)
         return gpu_reasons(self.gpus, gpu["count"], gpu["model"])
 
     def row_remap(self) -> list[str]:
+        """A pending remap needs a GPU reset, a failed one a new GPU: both drain."""
         text = self.runner.run(["nvidia-smi", f"--query-remapped-rows={REMAP_QUERY}",
                                 "--format=csv,noheader,nounits"])
         return remap_reasons(text, self.gpus)
 
     def nvlink(self) -> list[str]:
+        """The error counters of every link of every GPU (``-e``; ``-sc`` is deprecated)."""
         text = self.runner.run(["nvidia-smi", "nvlink", "-e"])
         return nvlink_reasons(text, self.gpu["count"],
                               self.config.get("nvlink_error_threshold", 0))
@@ -412,6 +415,8 @@ class Check:
         return self.guarded("gpu-dcgm", diag)
 
     def disks(self) -> list[str]:
+        """Free space on each disk of the config; one mounted only sometimes (the local
+        SSD) is checked where it is mounted."""
         reasons = []
         for disk in self.config.get("disks", []):
             path = disk["path"]
@@ -441,6 +446,8 @@ class Check:
         return []
 
     def nic(self) -> list[str]:
+        """The primary NIC (the default route's) has an IPv4 address: without one the node
+        cannot reach the controller or storage."""
         def addressed() -> list[str]:
             device = route_device(self.runner.run(["ip", "-j", "route", "show", "default"]))
             if device is None:
@@ -596,7 +603,11 @@ def main(argv: list[str] | None = None) -> int:
         if args.mode == "epilog" and not job_failed(dict(os.environ)):
             return 0
         check = Check(config, runner, args.mode)
-        reasons = check.run(dcgm_level(config, args.mode))
+        try:
+            reasons = check.run(dcgm_level(config, args.mode))
+        except (KeyError, TypeError, AttributeError) as exc:
+            reasons = [f"{PREFIX}config: {args.config} is not a health check config "
+                       f"({type(exc).__name__}: {exc})"[:160]]
     for reason in reasons:
         print(reason)
     delivered = not reasons or (not args.no_drain and drain(runner, node_name(), reasons))

@@ -339,3 +339,10 @@ def test_the_interval_run_skips_the_dcgm_diagnostic(node):
     done = run_program(config, fixtures, bin_dir, "--mode", "interval", "--no-drain")
     assert (done.returncode, done.stdout) == (0, "")
     assert not [c for c in calls(fixtures) if c.startswith("dcgmi")]
+
+
+def test_a_config_missing_what_a_check_needs_is_unhealthy(node):
+    fixtures, bin_dir, config = node("h100", gpu={"model": "H100"})
+    done = run_program(config, fixtures, bin_dir, "--no-drain")
+    assert done.returncode == 1
+    assert done.stdout.startswith(f"cp:config: {config} is not a health check config (KeyError")
