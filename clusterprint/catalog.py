@@ -387,3 +387,22 @@ MANAGED_LUSTRE_CAPACITY_GIB = CapacityBand(18_000, 7_632_000, 1)
 #: Login nodes a managed cluster needs: the v1 API's SlurmLoginNodes.count is "Required",
 #: and a proto3 int64 of 0 reads as unset (google-cloud-hypercomputecluster v1 types).
 MANAGED_MIN_LOGIN_NODES = 1
+
+
+#: Local SSD disks (375 GiB each) that Compute Engine attaches to every VM of a machine type
+#: on its own: "A4X, A4, A3, and A2 Ultra machine series ... every machine type comes with
+#: Local SSD storage" (cloud.google.com/compute/docs/disks/add-local-ssd); A3 High and Mega
+#: 6,000 GiB, A3 Ultra, A4 and A4X 12,000 GiB (shared/reference/gpu-nodes.md, Cluster Toolkit
+#: blueprints' /mnt/localssd RAID0). GPU nodes make one RAID0 of them at /mnt/localssd;
+#: machine types not listed have none.
+BUNDLED_LOCAL_SSDS: dict[str, int] = {
+    "a3-highgpu-8g": 16, "a3-megagpu-8g": 16, "a3-edgegpu-8g": 16,
+    "a3-ultragpu-8g": 32, "a4-highgpu-8g": 32, "a4x-highgpu-4g": 32,
+    **{f"a3-highgpu-{n}g": 2 * n for n in (1, 2, 4)},
+    **{f"a2-ultragpu-{n}g": n for n in (1, 2, 4, 8)},
+}
+
+
+def bundled_local_ssds(machine_type: str) -> int:
+    """The local SSD disks a VM of ``machine_type`` comes with (0 for most CPU types)."""
+    return BUNDLED_LOCAL_SSDS.get(machine_type, 0)

@@ -10,6 +10,8 @@ between resources read as such. Secret values print as ``[secret]``.
 
 ``parent`` and ``dependencies`` hold logical names: clusterprint derives every
 name from the blueprint's name and a role, so a name is unique within a stack.
+``protect`` is the resource's protect option, and the plan's ``outputs`` are the stack's
+exports: both are what the policies (clusterprint.policies) check beyond the inputs.
 
 Pulumi is imported inside functions only: ``validate`` and ``diff`` of saved plans
 never pay for it.
@@ -58,6 +60,8 @@ class PlannedResource:
     parent: str | None
     inputs: dict[str, Any]
     dependencies: tuple[str, ...] = ()
+    #: The ``protect`` resource option: Pulumi refuses to delete the resource.
+    protect: bool = False
 
     @property
     def key(self) -> tuple[str, str]:
@@ -72,7 +76,8 @@ class PlannedResource:
     def as_json(self) -> dict[str, Any]:
         """The resource as ``plan --json`` prints it."""
         return {"type": self.type, "name": self.name, "parent": self.parent,
-                "inputs": self.inputs, "dependencies": list(self.dependencies)}
+                "inputs": self.inputs, "dependencies": list(self.dependencies),
+                "protect": self.protect}
 
 
 @dataclass
@@ -80,10 +85,12 @@ class Plan:
     """Every resource of one stack, in a stable order: parents first, then by name."""
 
     resources: list[PlannedResource] = field(default_factory=list)
+    #: The stack's outputs (``pulumi stack output``), as the stack registers them.
+    outputs: dict[str, Any] = field(default_factory=dict)
 
     def as_json(self) -> dict[str, Any]:
         """The ``plan --json`` object."""
-        return {"resources": [r.as_json() for r in self.resources]}
+        return {"resources": [r.as_json() for r in self.resources], "outputs": self.outputs}
 
     def json_text(self) -> str:
         """Same plan, same bytes: sorted keys, fixed indentation, trailing newline."""
@@ -98,7 +105,7 @@ class Plan:
         """
         if not isinstance(data, dict) or not isinstance(data.get("resources"), list):
             raise PlanFormatError('a saved plan is an object with a "resources" list')
-        extra = sorted(set(data) - {"resources"})
+        extra = sorted(set(data) - {"resources", "outputs"})
         if extra:
             terraform = " (it looks like a Terraform state)" if "terraform_version" in data else ""
             raise PlanFormatError(f"unexpected top-level key {json.dumps(extra[0])}{terraform}")
@@ -109,7 +116,10 @@ class Plan:
         keys = [r.key for r in resources]
         if len(set(keys)) != len(keys):
             raise PlanFormatError("a resource (type, name) appears twice")
-        return cls(resources)
+        outputs = data.get("outputs", {})
+        if not isinstance(outputs, dict):
+            raise PlanFormatError('"outputs" must be an object')
+        return cls(resources, outputs)
 
     def tree_text(self) -> str:
         """The readable form: the component hierarchy with each resource's key inputs."""
@@ -122,7 +132,9 @@ class Plan:
 
 
 #: The keys of each resource in ``plan --json``, all of them always written.
-RESOURCE_KEYS = ("type", "name", "parent", "inputs", "dependencies")
+RESOURCE_KEYS = ("type", "name", "parent", "inputs", "dependencies", "protect")
+#: Keys a plan saved before they were written may lack, with the value they mean there.
+OPTIONAL_RESOURCE_KEYS = {"protect": False}
 #: A Pulumi type token, ``package:module:Type`` (``gcp:compute/network:Network``).
 TYPE_TOKEN = re.compile(r"[A-Za-z][\w-]*:[\w/.-]*:[A-Za-z]\w*")
 
@@ -131,6 +143,7 @@ def _resource_from_json(item: Any, where: str) -> PlannedResource:
     """One entry of a saved plan's "resources", or PlanFormatError saying what is off."""
     if not isinstance(item, dict):
         raise PlanFormatError(f"{where} is not an object")
+    item = {**OPTIONAL_RESOURCE_KEYS, **item}
     keys = set(item)
     if keys != set(RESOURCE_KEYS):
         wrong = sorted(keys - set(RESOURCE_KEYS)) or sorted(set(RESOURCE_KEYS) - keys)
@@ -149,7 +162,10 @@ def _resource_from_json(item: Any, where: str) -> PlannedResource:
         raise PlanFormatError(f"{where}.inputs must be an object")
     if not isinstance(deps, list) or not all(isinstance(d, str) for d in deps):
         raise PlanFormatError(f"{where}.dependencies must be a list of names")
-    return PlannedResource(item["type"], item["name"], parent, inputs, tuple(deps))
+    if not isinstance(item["protect"], bool):
+        raise PlanFormatError(f"{where}.protect must be true or false")
+    return PlannedResource(item["type"], item["name"], parent, inputs, tuple(deps),
+                           item["protect"])
 
 
 #: Inputs shown next to a resource in the tree: the ones a reviewer looks for first.
@@ -178,7 +194,7 @@ def plan_program(program: Callable[[], object], config: dict[str, str] | None = 
     import pulumi
     from pulumi.runtime import settings
     from pulumi.runtime.config import set_all_config
-    from pulumi.runtime.stack import run_pulumi_func
+    from pulumi.runtime.stack import run_in_stack
     from pulumi.runtime.sync_await import _sync_await
 
     recorder = _Recorder()
@@ -191,7 +207,11 @@ def plan_program(program: Callable[[], object], config: dict[str, str] | None = 
         monitor = recorder.monitor()
         pulumi.runtime.set_mocks(monitor.mocks, project=PROJECT, stack=STACK, preview=True,
                                  monitor=monitor)
-        _sync_await(run_pulumi_func(program))
+        # set_mocks makes a root stack and registers its outputs at once, before any
+        # export; the program runs in a stack of its own, as `pulumi up` runs it, so the
+        # exports reach the monitor.
+        settings.ROOT.set(None)
+        _sync_await(run_in_stack(program))
     finally:
         settings.ROOT.set(None)
         set_all_config({}, [])
@@ -269,6 +289,7 @@ class _Registration:
     parent_urn: str
     dependency_urns: list[str]
     inputs: dict[str, Any]
+    protect: bool
 
 
 class _Recorder:
@@ -281,6 +302,8 @@ class _Recorder:
     def __init__(self) -> None:
         self.registrations: list[_Registration] = []
         self.urn_names: dict[str, str] = {}
+        #: The stack's outputs, as its last RegisterResourceOutputs carried them.
+        self.outputs: dict[str, Any] = {}
         #: The event loops the monitor's threads opened, for plan_program to close.
         self.thread_loops: set[asyncio.AbstractEventLoop] = set()
 
@@ -299,8 +322,14 @@ class _Recorder:
                     recorder.urn_names[response.urn] = request.name
                     recorder.registrations.append(_Registration(
                         request.type, request.name, request.parent,
-                        list(request.dependencies), deserialize_properties(request.object)))
+                        list(request.dependencies), deserialize_properties(request.object),
+                        bool(request.protect)))
                 return response
+
+            def RegisterResourceOutputs(self, request):  # noqa: N802 (gRPC method name)
+                if "::pulumi:pulumi:Stack::" in request.urn:
+                    recorder.outputs = deserialize_properties(request.outputs)
+                return super().RegisterResourceOutputs(request)
 
         return RecordingMonitor(_EchoMocks())
 
@@ -311,8 +340,8 @@ class _Recorder:
             deps = sorted({self._name(urn) for urn in reg.dependency_urns})
             resources.append(PlannedResource(
                 reg.type, reg.name, self.urn_names.get(reg.parent_urn),
-                _plain(reg.inputs), tuple(deps)))
-        return Plan(_tree_order(resources))
+                _plain(reg.inputs), tuple(deps), reg.protect))
+        return Plan(_tree_order(resources), _plain(self.outputs))
 
     def _name(self, urn: str) -> str:
         return self.urn_names.get(urn) or urn.rsplit("::", 1)[-1]

@@ -7,6 +7,7 @@ import pulumi
 from clusterprint import naming, node_metadata
 from clusterprint.gpu_fabric import gpu_networking, gpu_ranges
 from clusterprint.model import Blueprint
+from clusterprint.policies import MUNGE_READER_ROLES
 from clusterprint.render import node_scripts
 from components.identity import NodeServiceAccount
 from components.login import LoginNodes
@@ -14,7 +15,7 @@ from components.network import ClusterNetwork
 from components.nodeset import GpuNodeset
 from components.observability import Observability
 from components.private_service_access import PrivateServiceAccess
-from components.slurm_controller import MUNGE_READER_ROLES, SlurmController
+from components.slurm_controller import SlurmController
 from components.storage import SharedStorage
 
 

@@ -8,15 +8,14 @@ import pulumi
 import pulumi_gcp as gcp
 
 from clusterprint import naming
+from clusterprint.policies import BUCKET_ROLE, NODE_PROJECT_ROLES
 
-#: Roles every node needs: the Ops Agent ships logs and metrics.
-NODE_ROLES = ("roles/logging.logWriter", "roles/monitoring.metricWriter")
+#: Roles every node needs (the Ops Agent ships logs and metrics): the policies' allowed table.
+NODE_ROLES = NODE_PROJECT_ROLES
 #: Scopes of every node VM. Secret Manager accepts only the cloud-platform scope, so
 #: access is narrowed by the account's IAM roles rather than by OAuth scopes (the
 #: practice Compute Engine documents for service accounts).
 NODE_SCOPES = ["https://www.googleapis.com/auth/cloud-platform"]
-#: What a node may do in a bucket it mounts with Cloud Storage FUSE: read and write objects.
-BUCKET_ROLE = "roles/storage.objectUser"
 
 
 class NodeServiceAccount(pulumi.ComponentResource):

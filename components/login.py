@@ -7,9 +7,9 @@ from collections.abc import Mapping, Sequence
 import pulumi
 
 from clusterprint import naming, node_metadata
+from clusterprint.policies import MUNGE_READER_ROLES
 from components.identity import NodeServiceAccount
 from components.images import boot_image
-from components.slurm_controller import MUNGE_READER_ROLES
 from components.vm import private_vm
 
 #: Login nodes hold no data of their own: a small boot disk is enough.

@@ -8,12 +8,16 @@ from collections.abc import Mapping
 import pulumi
 import pulumi_gcp as gcp
 
-from clusterprint import naming
+from clusterprint import gpu_software, naming
 
-#: Charts on the dashboard: title -> metric type. GPU metrics come from the Ops Agent.
+#: Charts on the dashboard: title -> metric type. GPU metrics come from the Ops Agent on GPU
+#: nodes, named from the receivers its configuration enables (gpu_software); the instance
+#: metrics from Compute Engine itself, on every VM without an agent.
 DASHBOARD_CHARTS = {
-    "GPU utilization": "agent.googleapis.com/gpu/utilization",
-    "GPU memory used": "agent.googleapis.com/gpu/memory/bytes_used",
+    "GPU utilization": gpu_software.metric("hostmetrics", "gpu/utilization"),
+    "GPU memory used": gpu_software.metric("hostmetrics", "gpu/memory/bytes_used"),
+    "GPU SM activity (DCGM)": gpu_software.metric("dcgm", "sm.utilization"),
+    "GPU memory bandwidth (DCGM)": gpu_software.metric("dcgm", "memory.bandwidth_utilization"),
     "CPU utilization": "compute.googleapis.com/instance/cpu/utilization",
     "Network received": "compute.googleapis.com/instance/network/received_bytes_count",
 }

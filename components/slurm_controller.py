@@ -8,18 +8,10 @@ import pulumi
 import pulumi_gcp as gcp
 
 from clusterprint import naming, node_metadata
+from clusterprint.policies import MUNGE_WRITER_ROLES
 from components.identity import NodeServiceAccount
 from components.images import boot_image
 from components.vm import private_vm
-
-#: Writes the munge key once, on first boot, and reads it back on every later boot. The
-#: script lists the versions to learn whether a key exists yet: secretAccessor grants only
-#: versions.access and secretVersionAdder only versions.add, so viewer adds versions.list.
-MUNGE_WRITER_ROLES = ("roles/secretmanager.secretVersionAdder",
-                      "roles/secretmanager.secretAccessor",
-                      "roles/secretmanager.viewer")
-#: What login and compute nodes may do with the munge key: read it.
-MUNGE_READER_ROLES = ("roles/secretmanager.secretAccessor",)
 
 
 class SlurmController(pulumi.ComponentResource):

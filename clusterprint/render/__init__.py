@@ -1,7 +1,8 @@
 """Rendering what the nodes run from a checked blueprint (jinja2, pure: same bytes every time).
 
 ``node_scripts`` is what the components put in each VM's ``startup-script`` metadata;
-``rendered_files`` is every file by the path ``clusterprint render`` writes it to.
+``rendered_files`` is every file by the path ``clusterprint render`` writes it to: the Slurm
+files, the scripts, and ``jobs/`` (the NCCL proof of each GPU partition).
 """
 
 from __future__ import annotations
@@ -10,6 +11,7 @@ from dataclasses import dataclass
 
 from clusterprint.model import Blueprint
 from clusterprint.render.healthcheck import healthcheck_files
+from clusterprint.render.nccl_job import render_nccl_jobs
 from clusterprint.render.node_scripts import (
     render_compute_script,
     render_controller_script,
@@ -33,7 +35,7 @@ def node_scripts(blueprint: Blueprint) -> NodeScripts:
     slurm_files = render_slurm_configs(blueprint)
     return NodeScripts(
         controller=render_controller_script(blueprint, slurm_files),
-        login=render_login_script(blueprint, slurm_files),
+        login=render_login_script(blueprint, slurm_files, render_nccl_jobs(blueprint)),
         compute={n.name: render_compute_script(blueprint, n) for n in blueprint.slurm.nodesets})
 
 
@@ -49,5 +51,6 @@ def rendered_files(blueprint: Blueprint) -> dict[str, str]:
     files["scripts/controller.sh"] = scripts.controller
     files["scripts/login.sh"] = scripts.login
     files.update({compute_script_path(name): text for name, text in scripts.compute.items()})
+    files.update(render_nccl_jobs(blueprint))
     files.update(healthcheck_files(blueprint))
     return files

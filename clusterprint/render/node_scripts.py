@@ -9,8 +9,10 @@ from __future__ import annotations
 
 from clusterprint import node_metadata
 from clusterprint.model import Blueprint, Nodeset
-from clusterprint.render import healthcheck
+from clusterprint.render import gpu_node, healthcheck
 from clusterprint.render.environment import render
+from clusterprint.render.gpu_fabric import fabric_context
+from clusterprint.render.nccl_job import STAGED_JOBS, staged_job_path
 from clusterprint.render.node_software import (
     Software,
     compute_software,
@@ -39,18 +41,25 @@ def render_controller_script(blueprint: Blueprint, slurm_files: dict[str, str]) 
                   **_common(blueprint, "controller", controller_software(blueprint)))
 
 
-def render_login_script(blueprint: Blueprint, slurm_files: dict[str, str]) -> str:
-    """A login node's script: storage, munge and the client configuration."""
-    return render("scripts/login.sh.j2", files=slurm_files,
+def render_login_script(blueprint: Blueprint, slurm_files: dict[str, str],
+                        jobs: dict[str, str]) -> str:
+    """A login node's script: storage, munge, the client configuration and the jobs
+    (``{rendered path: text}``) it stages for every user in ``STAGED_JOBS``."""
+    staged = {staged_job_path(path): text for path, text in jobs.items()}
+    return render("scripts/login.sh.j2", files=slurm_files, jobs=staged, jobs_dir=STAGED_JOBS,
+                  pyxis=gpu_node.pyxis(),
                   **_common(blueprint, "login", login_software(blueprint)))
 
 
 def render_compute_script(blueprint: Blueprint, nodeset: Nodeset) -> str:
-    """A compute node's script: storage, munge, the health check, then slurmd as a dynamic
-    node of ``nodeset``."""
+    """A compute node's script: storage, munge, the GPU fabric of its family (if the cluster
+    builds that GPU network), the health check, then slurmd as a dynamic node of ``nodeset``."""
     return render("scripts/compute.sh.j2", nodeset=nodeset.name, gpus=nodeset.gpus,
+                  fabric=fabric_context(blueprint, nodeset),
                   gpu_files=blueprint.slurm.uniform_gpus > 0,
                   node_conf=dynamic_node_conf(nodeset), conf_server=conf_server(blueprint),
+                  node=gpu_node.gpu_node(nodeset.machine_type) if nodeset.gpus else None,
+                  pyxis=gpu_node.pyxis(),
                   healthcheck=healthcheck.script_context(blueprint, nodeset),
                   **_common(blueprint, f"compute-{nodeset.name}",
                             compute_software(blueprint, nodeset.gpus)))

@@ -6,6 +6,7 @@ here once, so a script can never point at a different controller than slurm.conf
 
 from __future__ import annotations
 
+from clusterprint import gpu_software
 from clusterprint.model import Blueprint, Nodeset
 from clusterprint.render.environment import render
 from clusterprint.render.healthcheck import slurm_conf_lines
@@ -71,7 +72,11 @@ def render_cgroup_conf(blueprint: Blueprint) -> str:
 
 
 def render_slurm_configs(blueprint: Blueprint) -> dict[str, str]:
-    """The three Slurm files by name, as the controller installs them."""
-    return {"slurm.conf": render_slurm_conf(blueprint),
-            "gres.conf": render_gres_conf(blueprint),
-            "cgroup.conf": render_cgroup_conf(blueprint)}
+    """The Slurm files by name, as the controller installs them: plugstack.conf (pyxis) only
+    where a nodeset has GPUs, since only GPU nodes run containers."""
+    files = {"slurm.conf": render_slurm_conf(blueprint),
+             "gres.conf": render_gres_conf(blueprint),
+             "cgroup.conf": render_cgroup_conf(blueprint)}
+    if any(nodeset.gpus for nodeset in blueprint.slurm.nodesets):
+        files["plugstack.conf"] = gpu_software.plugstack_conf()
+    return files

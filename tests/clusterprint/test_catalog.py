@@ -104,3 +104,12 @@ def test_private_service_access_blocks_per_producer():
         "HIGH_SCALE_SSD": 24}
     assert set(catalog.FILESTORE_PSA_PREFIX) == set(catalog.FILESTORE_TIERS)
     assert catalog.LUSTRE_PSA_PREFIX == 23
+
+
+def test_bundled_local_ssds_are_of_gpu_machine_types_the_catalog_knows():
+    # A misspelt machine type would silently leave its GPU nodes without the RAID0.
+    assert set(catalog.BUNDLED_LOCAL_SSDS) <= set(catalog.GPU_MACHINES)
+    assert catalog.bundled_local_ssds("a3-megagpu-8g") == 16
+    assert catalog.bundled_local_ssds("a4-highgpu-8g") == 32
+    assert catalog.bundled_local_ssds("g2-standard-8") == catalog.bundled_local_ssds(
+        "n2-standard-4") == 0

@@ -270,8 +270,11 @@ TERRAFORM_STATE = {"version": 4, "terraform_version": "1.9.0", "serial": 3, "lin
      "gcp:compute/network:Network"),
     ({"resources": [{k: v for k, v in saved_plan()["resources"][0].items() if k != "inputs"}]},
      'resources[0] has missing key "inputs"'),
+    ({"resources": [{**saved_plan()["resources"][0], "protect": "yes"}]},
+     "resources[0].protect must be true or false"),
+    ({**saved_plan(), "outputs": ["ssh"]}, '"outputs" must be an object'),
 ], ids=["terraform-state", "terraform-resources", "no-resources", "not-a-type-token",
-        "missing-key"])
+        "missing-key", "protect-not-bool", "outputs-not-object"])
 def test_json_that_is_not_a_clusterprint_plan_exits_1(tmp_path, capsys, content, said):
     good = write(tmp_path, "good.json", saved_plan())
     bad = write(tmp_path, "bad.json", content)

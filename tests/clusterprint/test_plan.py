@@ -35,7 +35,10 @@ def small_program() -> None:
 
     net = Net("c")
     secret = gcp.secretmanager.Secret("c-munge", secret_id="c-munge",
-                                      replication={"auto": {}})
+                                      replication={"auto": {}},
+                                      opts=pulumi.ResourceOptions(protect=True))
+    pulumi.export("secret", secret.id)
+    pulumi.export("token", pulumi.Output.secret("not-for-output"))
     gcp.secretmanager.SecretVersion("c-munge-v1", secret=secret.id,
                                     secret_data=pulumi.Output.secret(MUNGE_KEY))
     gcp.compute.InstanceTemplate("c-tpl", machine_type="n2-standard-4",
@@ -57,7 +60,7 @@ def test_json_shape_names_parents_inputs_and_dependencies():
     data = json.loads(planned().json_text())
     by_name = {r["name"]: r for r in data["resources"]}
     for res in data["resources"]:
-        assert set(res) == {"type", "name", "parent", "inputs", "dependencies"}
+        assert set(res) == {"type", "name", "parent", "inputs", "dependencies", "protect"}
     assert by_name["c"]["type"] == "clusterprint:index:Net" and by_name["c"]["parent"] is None
     subnet = by_name["c-subnet"]
     assert subnet["type"] == "gcp:compute/subnetwork:Subnetwork"
@@ -100,6 +103,25 @@ def test_the_tree_shows_the_component_hierarchy():
 def test_a_saved_plan_reads_back_equal():
     plan = planned()
     assert Plan.from_json(json.loads(plan.json_text())) == plan
+
+
+def test_the_protect_option_and_the_stack_outputs_are_recorded():
+    """What the policies check beyond inputs: protected data and what `stack output` shows."""
+    plan = planned()
+    assert {r.name for r in plan.resources if r.protect} == {"c-munge"}
+    assert plan.outputs == {"secret": "[id of c-munge]", "token": SECRET}
+    assert "not-for-output" not in plan.json_text()
+
+
+def test_a_plan_saved_before_protect_and_outputs_reads_as_unprotected():
+    """diff reads plans saved by an older clusterprint, which wrote neither key."""
+    data = json.loads(planned().json_text())
+    del data["outputs"]
+    for res in data["resources"]:
+        del res["protect"]
+    plan = Plan.from_json(data)
+    assert plan.outputs == {} and not any(r.protect for r in plan.resources)
+    assert [r.key for r in plan.resources] == [r.key for r in planned().resources]
 
 
 def test_an_invalid_blueprint_prints_the_validator_lines_and_exits_1(tmp_path, capsys):

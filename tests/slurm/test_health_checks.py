@@ -9,6 +9,7 @@ The rendered HealthCheckProgram wrapper and prolog change only in their paths.
 
 from __future__ import annotations
 
+import itertools
 import json
 import os
 import re
@@ -24,6 +25,9 @@ from tests.slurm.conftest import Daemon, LocalSlurm, localize, wait_until
 
 #: What a node needs of this machine's commands; the GPU tools are fakes.
 FAKED = ("nvidia-smi", "dcgmi", "journalctl")
+#: The second byte of each cluster's addresses (10.T.I.x), and its link names: one per
+#: cluster of this session, from the process id so that parallel sessions differ.
+TAGS = itertools.count(100 + os.getpid() % 100)
 #: The first command of every GPU check: how a test counts the runs on a node.
 GPU_QUERY = ("nvidia-smi --query-gpu=index,name,pci.bus_id,ecc.errors.uncorrected.volatile.total "
              "--format=csv,noheader,nounits")
@@ -47,15 +51,13 @@ def blueprint(interval_s: int, gpu: str = "quick") -> Blueprint:
 class Nodes:
     """Dynamic nodes of one cluster, each in its own namespaces, with its own fixtures."""
 
-    def __init__(self, cluster: LocalSlurm, tag: str, count: int) -> None:
+    def __init__(self, cluster: LocalSlurm, tag: str) -> None:
         self.cluster = cluster
         self.tag = tag
         self.namespaces: list[str] = []
         self.bin = stub_bin(cluster.root / "bin", FAKED)
         self.local = cluster.root / "healthcheck"
         self.local.mkdir()
-        for index in range(1, count + 1):
-            self.network(index)
         # The controller's address as the nodes reach it: the first node's gateway.
         self.controller = self.gateway(1)
 
@@ -147,7 +149,10 @@ class Nodes:
         return fields
 
     def stop(self) -> None:
-        for namespace in self.namespaces:
+        """Each veth pair, then each namespace: the pair is deleted at once, where the
+        kernel tears a namespace's own links down later."""
+        for index, namespace in enumerate(self.namespaces, start=1):
+            subprocess.run(["ip", "link", "del", self.names(index)[1]], capture_output=True)
             subprocess.run(["ip", "netns", "del", namespace], capture_output=True)
 
 
@@ -158,11 +163,13 @@ def nodes(local_slurm):
 
     def make(bp: Blueprint, count: int = 2) -> Nodes:
         cluster = local_slurm(bp, start=False)
-        made.append(Nodes(cluster, str(100 + os.getpid() % 150), count))
+        made.append(Nodes(cluster, str(next(TAGS))))
+        for index in range(1, count + 1):
+            made[-1].network(index)
         return made[-1]
 
     yield make
-    for each in made:
+    for each in made:  # even where a node's network could not be made
         each.cluster.stop()
         each.stop()
 

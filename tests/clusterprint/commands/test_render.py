@@ -15,13 +15,15 @@ A4 = blueprint_path("a4")
 CPU_SMALL = blueprint_path("cpu-small")
 
 
-def test_writes_configs_and_one_script_per_role(tmp_path):
+def test_writes_configs_one_script_per_role_and_the_gpu_partitions_jobs(tmp_path):
     out = tmp_path / "out"
     assert cli.main(["render", A4, "--out", str(out)]) == 0
     written = {str(p.relative_to(out)): p.read_text() for p in out.rglob("*") if p.is_file()}
     marker = written.pop(".clusterprint-render")
     assert written == rendered_files(load_checked(A4))
-    assert sorted(written) == ["cgroup.conf", "gres.conf", "scripts/compute-a4.sh",
+    assert sorted(written) == ["cgroup.conf", "gres.conf", "jobs/nccl-allreduce-a4.sbatch",
+                               "jobs/nccl-allreduce-a4spot.sbatch", "plugstack.conf",
+                               "scripts/compute-a4.sh",
                                "scripts/compute-a4spot.sh", "scripts/controller.sh",
                                "scripts/healthcheck-a4.json", "scripts/healthcheck-a4spot.json",
                                "scripts/healthcheck.py", "scripts/login.sh", "slurm.conf"]

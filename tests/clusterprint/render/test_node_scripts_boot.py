@@ -1,8 +1,11 @@
 """The rendered scripts boot a node, run again unchanged after a reboot, and fail loudly.
 
 Each script runs as root in its own mount namespace: the folders it writes (/etc/munge,
-/etc/slurm, /etc/systemd/system, /etc/apt, /var/spool, /var/lib, /home) are bind-mounted from
-a temp folder, and stubs stand in for the metadata server, Secret Manager, systemd, mounts and apt.
+/etc/slurm, /etc/systemd/system, /etc/apt, /var/spool, /var/lib, /home, /etc/udev,
+/etc/clusterprint, /dev/aperture_devices) and the kernel's NICs (/sys/class/net) are
+bind-mounted from a temp folder, the trees a GPU node writes anywhere in (/dev, /etc, /mnt,
+/usr, /var) are overlays whose changes land in the temp folder too, and stubs stand in for the
+metadata server, Secret Manager, systemd, mounts, apt, dpkg, DKMS, udev, Docker, mdadm and mkfs.
 The image's commands are fakes in the node's own folder: the scripts search only that,
 the stubs and /usr/bin, never this machine's /usr/sbin, so what they find is what the test
 put there.
@@ -19,6 +22,7 @@ import base64
 import os
 import re
 import shutil
+import stat
 import subprocess
 import time
 from dataclasses import dataclass
@@ -26,17 +30,26 @@ from pathlib import Path
 
 import pytest
 
-from clusterprint import node_metadata
+from clusterprint import catalog, node_metadata
 from clusterprint.render import healthcheck, rendered_files
 from clusterprint.validate import load_checked
 from tests.paths import blueprint_path
 
 STUBS = Path(__file__).parent / "stubs"
+NICS = Path(__file__).parent / "fixtures" / "nics"
+#: Public samples of what GPU commands print (tests/fixtures/gpu/README.md).
+FIXTURES = Path(__file__).parents[2] / "fixtures" / "gpu"
 SANDBOXED = ("/etc/munge", "/etc/slurm", "/etc/systemd/system", "/etc/apt", "/var/spool",
-             "/var/lib", "/home")
+             "/var/lib", "/home", "/etc/udev", "/etc/clusterprint", "/dev/aperture_devices",
+             "/sys/class/net")
+#: Trees a script may write anywhere in (limits, sysctl, /dev/md, /mnt/localssd, pyxis in
+#: /usr/local): overlays on this machine's own, whose changes stay in the node's folder.
+OVERLAID = ("/dev", "/etc", "/mnt", "/usr", "/var")
+#: Where the login node stages the rendered jobs for every user, and its login hint.
+SANDBOXED += ("/opt", "/etc/profile.d")
 #: The scripts' retry budgets (CLUSTERPRINT_<NAME>_BUDGET_S), all set to 0 by fail_for_good.
 BUDGETS = ("MOUNT", "MUNGE_KEY", "APT", "DOWNLOAD", "SECRET", "SLURMCTLD", "CONTROLLER",
-           "SLURMD")
+           "SLURMD", "NIC")
 #: What a ready image has: the Slurm daemons, munge and the NFS client.
 IMAGE_COMMANDS = ("slurmd", "slurmctld", "munged", "mount.nfs")
 SECRET = "projects/my-project/secrets/cpu-small-munge-key"
@@ -94,6 +107,62 @@ class Node:
             (self.bin / command).unlink(missing_ok=True)
             (self.stubs / command).unlink(missing_ok=True)
 
+    def nics(self, fixture: str, down: tuple[str, ...] = ()) -> None:
+        """The VM's NICs from fixtures/nics: the metadata server's listing and the kernel's
+        interfaces (/sys/class/net from the ``ip -o link`` listing), ``down`` not up yet."""
+        shutil.copy(NICS / f"{fixture}-network-interfaces.json",
+                    self.fake / "network-interfaces.json")
+        sysfs = self.root / "disk" / "sys-class-net"
+        for line in (NICS / f"{fixture}-ip-link.txt").read_text().splitlines():
+            name, mac = re.match(r"\d+: (\S+): .*link/\S+ (\S+)", line).groups()
+            (sysfs / name).mkdir(parents=True, exist_ok=True)
+            (sysfs / name / "address").write_text(mac + "\n")
+            state = "unknown" if name == "lo" else "down" if name in down else "up"
+            (sysfs / name / "operstate").write_text(state + "\n")
+
+    def carries_fabric(self) -> None:
+        """An image that has every part of every GPU fabric (as a custom image may)."""
+        for command in ("docker", "dkms"):
+            os.symlink(self.stubs / "packages" / command, self.bin / command)
+        for command in ("nvidia-container-runtime-hook", "ibv_devinfo"):
+            self.image_has(command, "")
+        (self.fake / "modules").mkdir(exist_ok=True)
+        (self.fake / "modules" / "import-helper").touch()
+        (self.fake / "dpkg").mkdir(exist_ok=True)
+        for package in ("apt-transport-artifact-registry", "libnccl2", "nccl-gib"):
+            (self.fake / "dpkg" / package).touch()
+
+    def local_ssds(self, count: int) -> None:
+        """Attach ``count`` local SSDs, as Compute Engine names them in /dev/disk/by-id."""
+        by_id = self.overlay("/dev") / "disk" / "by-id"
+        by_id.mkdir(parents=True, exist_ok=True)
+        for n in range(count):
+            link = by_id / f"google-local-nvme-ssd-{n}"
+            link.unlink(missing_ok=True)
+            link.symlink_to(f"../../nvme0n{n + 1}")
+
+    def driver(self, gpu: str, gpus: int) -> None:
+        """The NVIDIA driver on the image: ``nvidia-smi`` prints the public sample of
+        tests/fixtures/gpu/``gpu``, and ``-L`` lists ``gpus`` GPUs named as in it."""
+        sample = FIXTURES / gpu / "nvidia-smi.txt"
+        name = re.search(r"\|\s+0\s+(NVIDIA [\w ]+?)\s{2,}", sample.read_text())[1]
+        smi = self.bin / "nvidia-smi"
+        smi.write_text(f'#!/bin/bash\nif [[ $1 == -L ]]; then\n  for i in {{0..{gpus - 1}}}; do '
+                       f'echo "GPU $i: {name}"; done\nelse\n  cat {sample}\nfi\n')
+        smi.chmod(0o755)
+
+    def gpu_software_on_image(self) -> None:
+        """An image that carries every part a GPU node gets: DCGM, the Ops Agent, enroot,
+        pyxis (the array of local SSDs is the VM's, not the image's)."""
+        for command in ("dcgmi", "enroot"):
+            (self.bin / command).write_text("#!/bin/bash\n")
+            (self.bin / command).chmod(0o755)
+        (self.fake / "dpkg").mkdir(exist_ok=True)
+        (self.fake / "dpkg" / "google-cloud-ops-agent").touch()
+        plugin = self.overlay("/usr") / "local" / "lib" / "slurm" / "spank_pyxis.so"
+        plugin.parent.mkdir(parents=True, exist_ok=True)
+        plugin.touch()
+
     def metadata(self, key: str, value: str) -> None:
         """Set an instance metadata value."""
         (self.fake / "metadata" / key).write_text(value)
@@ -103,9 +172,18 @@ class Node:
         path = self.script_dir / "startup.sh"
         path.write_text(script)
         binds = []
+        for target in OVERLAID:
+            upper, work = self.overlay(target), self.root / "overlay-work" / target.strip("/")
+            upper.mkdir(parents=True, exist_ok=True)
+            work.mkdir(parents=True, exist_ok=True)
+            binds.append(f"mount -t overlay overlay -o lowerdir={target},upperdir={upper},"
+                         f"workdir={work} {target}")
         for target in SANDBOXED:
             source = self.root / "disk" / target.strip("/").replace("/", "-")
             source.mkdir(parents=True, exist_ok=True)
+            # A folder this machine lacks (/etc/udev in a container) is made, empty, as the
+            # mount point: what the scripts write there still lands in the sandbox.
+            Path(target).mkdir(parents=True, exist_ok=True)
             binds.append(f"mount --bind {source} {target}")
         # The real mount makes the sandbox, and the stubs come into PATH only after it:
         # a script must never run against this machine's own folders.
@@ -151,12 +229,19 @@ class Node:
                        [f.read_bytes() for f in sorted(d.glob("file-*"))])
                 for d in sorted(folder.iterdir())] if folder.exists() else []
 
+    def overlay(self, target: str) -> Path:
+        """Where what the scripts write under ``target`` (one of OVERLAID) lands."""
+        return self.root / "overlay" / target.strip("/")
+
     def file(self, path: str) -> Path:
-        """A file the scripts wrote, under the node's sandboxed folders."""
+        """A file the scripts wrote, under the node's sandboxed folders or overlays."""
         for target in SANDBOXED:
             if path.startswith(target + "/"):
                 name = target.strip("/").replace("/", "-")
                 return self.root / "disk" / name / path[len(target) + 1:]
+        for target in OVERLAID:
+            if path.startswith(target + "/"):
+                return self.overlay(target) / path[len(target) + 1:]
         raise AssertionError(f"{path} is outside the sandbox")
 
 
@@ -188,14 +273,16 @@ def a4() -> dict[str, str]:
 @pytest.fixture
 def gpu_node(node) -> Node:
     """An a4 node whose image has everything but Slurm's gpu/nvml plugin (Ubuntu 24.04's)."""
+    node.local_ssds(32)
+    node.gpu_software_on_image()
+    node.driver("b200", 8)
     (node.fake / "secret" / "1").write_text("key from the controller")
     node.metadata(node_metadata.HOME_SOURCE, "lustre:10.9.8.7@tcp:/shared")
     node.image_has("mount.lustre", "22.05.8")
     (node.fake / "lustre-modules").touch()
     (node.fake / "absent").write_text("slurm-wlm-nvml-plugin\n")
-    smi = node.bin / "nvidia-smi"
-    smi.write_text('#!/bin/bash\nfor i in {0..7}; do echo "GPU $i: NVIDIA B200"; done\n')
-    smi.chmod(0o755)
+    node.carries_fabric()
+    node.nics("a4")
     return node
 
 
@@ -354,8 +441,17 @@ def test_a_kernel_without_lustre_modules_fails_naming_the_package(node, a3mega):
     assert not [c for c in node.calls() if " install " in c or c.startswith("mount")]
 
 
-def ready(node: Node, name: str) -> Node:
-    """A node whose cloud and image have all that blueprint ``name`` mounts and runs."""
+#: The GPU machine type of each reference blueprint and the public sample of its GPUs.
+#: No public H200 nvidia-smi table exists (tests/fixtures/gpu/README.md): A3 Ultra boots with
+#: the B200 sample, whose driver (R580, CUDA 13) is the accelerator image's.
+GPU_SAMPLES = {"a3mega": ("a3-megagpu-8g", "h100"), "a3ultra": ("a3-ultragpu-8g", "b200"),
+               "a4": ("a4-highgpu-8g", "b200")}
+
+
+def storage_ready(node: Node, name: str, carries_fabric: bool = True) -> Node:
+    """A node whose cloud has the munge key and the file systems of blueprint ``name``, and
+    whose image has their clients (Ubuntu 24.04's Slurm has no gpu/nvml plugin) and the GPU
+    fabric's parts, unless not ``carries_fabric``; its NICs are the blueprint's sample."""
     if not any((node.fake / "secret").iterdir()):
         (node.fake / "secret" / "1").write_text("key from the controller")
     node.metadata(node_metadata.lustre_source("scratch"), "10.9.8.7@tcp:/scratch")
@@ -364,6 +460,21 @@ def ready(node: Node, name: str) -> Node:
     node.image_has("mount.lustre", "22.05.8")
     (node.fake / "lustre-modules").touch()
     (node.fake / "absent").write_text("slurm-wlm-nvml-plugin\n")
+    if carries_fabric and not (node.bin / "docker").exists():
+        node.carries_fabric()
+    if (NICS / f"{name}-network-interfaces.json").exists():
+        node.nics(name)
+    return node
+
+
+def ready(node: Node, name: str, carries_fabric: bool = True) -> Node:
+    """A node whose cloud and image have all that blueprint ``name`` mounts and runs (but
+    the GPU fabric's parts, unless ``carries_fabric``)."""
+    storage_ready(node, name, carries_fabric)
+    if name in GPU_SAMPLES:
+        node.local_ssds(catalog.bundled_local_ssds(GPU_SAMPLES[name][0]))
+        node.gpu_software_on_image()
+        node.driver(GPU_SAMPLES[name][1], 8)
     return node
 
 
@@ -461,7 +572,7 @@ def test_the_retry_budgets_default_to_productions(a3mega):
     shared = {"MOUNT": "1800", "MUNGE_KEY": "3600", "APT": "1200", "DOWNLOAD": "600"}
     assert defaults == {"controller": {**shared, "SECRET": "600", "SLURMCTLD": "300"},
                         "login": {**shared, "CONTROLLER": "1800"},
-                        "compute-a3mega": {**shared, "SLURMD": "600"}}
+                        "compute-a3mega": {**shared, "SLURMD": "600", "NIC": "300"}}
 
 
 def leaks(secret: bytes) -> list[bytes]:
@@ -523,6 +634,53 @@ def test_a_node_keeps_the_munge_key_it_fetches_only_for_munge(node, a3mega, scri
         assert done.returncode == 0, node.journal()
         assert where_the_key_is(node, done, key) == {MUNGE_KEY_FILE}
         assert not list(node.tmp.iterdir())
+
+
+def test_the_login_node_stages_exactly_the_rendered_jobs_for_every_user(node, a4):
+    ready(node, "a4")
+    jobs = {f"/opt/clusterprint/jobs/{name.removeprefix('jobs/')}": text
+            for name, text in a4.items() if name.startswith("jobs/")}
+    assert sorted(jobs) == ["/opt/clusterprint/jobs/nccl-allreduce-a4.sbatch",
+                            "/opt/clusterprint/jobs/nccl-allreduce-a4spot.sbatch"]
+    stale = node.file("/opt/clusterprint/jobs/nccl-allreduce-renamed.sbatch")
+    stale.parent.mkdir(parents=True)
+    stale.write_text("a partition an earlier blueprint had")
+    first = node.boot(a4["scripts/login.sh"])
+    assert first.returncode == 0, node.journal()
+
+    folder = node.file("/opt/clusterprint/jobs")
+    assert stat.S_IMODE(folder.stat().st_mode) == 0o755
+    assert sorted(str(p) for p in folder.iterdir()) == sorted(str(node.file(j)) for j in jobs)
+    for path, text in jobs.items():
+        assert node.file(path).read_text() == text
+        assert stat.S_IMODE(node.file(path).stat().st_mode) == 0o644
+    assert "removed /opt/clusterprint/jobs/nccl-allreduce-renamed.sbatch" in node.journal()
+    hint = node.file("/etc/profile.d/clusterprint-jobs.sh")
+    assert stat.S_IMODE(hint.stat().st_mode) == 0o644
+    checked = subprocess.run(["shellcheck", "--severity=style", "--shell=sh", str(hint)],
+                             capture_output=True, text=True)
+    assert checked.returncode == 0, checked.stdout
+    # A login shell on the node (its /opt in place) names each job when interactive only.
+    for shell, flags, shown in [("bash", "-i", sorted(jobs)), ("sh", "-i", sorted(jobs)),
+                                ("bash", "-l", [])]:
+        login = ["unshare", "--mount", "--propagation", "private", "bash", "-c",
+                 'mount --bind "$0" /opt && exec "$2" "$3" -c ". $1"',
+                 str(node.root / "disk" / "opt"), str(hint), shell, flags]
+        done = subprocess.run(login, capture_output=True, text=True,
+                              env={"PATH": "/usr/bin:/bin", "HOME": str(node.root)})
+        assert done.stdout.splitlines() == [
+            f"clusterprint: prove the GPU network first: sbatch {job}" for job in shown], shell
+
+    again = node.boot(a4["scripts/login.sh"])
+    assert again.returncode == 0, node.journal()
+    assert "wrote /opt" not in node.journal() and "removed" not in node.journal()
+
+
+def test_a_cluster_without_gpu_partitions_stages_no_job(node, files):
+    (node.fake / "secret" / "1").write_text("key from the controller")
+    done = node.boot(files["scripts/login.sh"])
+    assert done.returncode == 0, node.journal()
+    assert list(node.file("/opt/clusterprint/jobs").iterdir()) == []
 
 
 def test_a_gpu_node_installs_the_health_check_and_its_prolog(gpu_node, a4):

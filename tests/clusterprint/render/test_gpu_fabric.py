@@ -1,0 +1,456 @@
+"""A GPU node boots with exactly its family's fabric, once, or stops naming what failed.
+
+The rendered compute scripts run in the mount-namespace sandbox of test_node_scripts_boot
+(stub commands record every call; the NICs come from fixtures/nics, see its README). The
+RxDM prolog runs as a process with stub docker and modprobe.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import time
+from pathlib import Path
+
+import pytest
+
+from clusterprint import gpu_software
+from clusterprint.render import rendered_files
+from clusterprint.render.gpu_fabric import fabric_context
+from clusterprint.validate import load_checked
+from tests.clusterprint.render.test_node_scripts_boot import STUBS, Node, daemon_starts, ready
+from tests.paths import blueprint_path
+
+RELEASE = os.uname().release
+#: This machine's /etc/os-release, which the scripts read as a VM's (noble on the images).
+OS = dict(line.split("=", 1) for line in Path("/etc/os-release").read_text().replace('"', "")
+          .splitlines() if "=" in line)
+CUDA_FOLDER = (f"https://developer.download.nvidia.com/compute/cuda/repos/"
+               f"{OS['ID']}{OS['VERSION_ID'].replace('.', '')}/{os.uname().machine}")
+CUDA = f"{CUDA_FOLDER}/ /"
+#: NVIDIA's CUDA repository comes in its keyring package, which DCGM's step shares.
+CUDA_KEYRING = f"{CUDA_FOLDER}/cuda-keyring_1.1-1_all.deb"
+
+
+def cuda_keyring_installed(calls: list[str]) -> bool:
+    """The boot downloaded NVIDIA's keyring package and installed it with dpkg, once."""
+    downloads = [c for c in calls if c.startswith("curl") and c.endswith(CUDA_KEYRING)]
+    installs = [c for c in calls if c.startswith("dpkg -i")
+                and c.endswith("/cuda-keyring_1.1-1_all.deb")]
+    return len(downloads) == len(installs) == 1
+NCCL_ENV = "/etc/clusterprint/nccl-env.sh"
+PROLOG = "/etc/slurm/prolog.d/10-rxdm"
+EPILOG = "/etc/slurm/epilog.d/10-rxdm"
+UDEV_RULE = "/etc/udev/rules.d/00-a3-megagpu.rules"
+GIB = "ar+https://us-apt.pkg.dev/projects/gce-ai-infra gpudirect-gib-apt main"
+TCPXO = "ar+https://us-apt.pkg.dev/projects/gce-ai-infra gpudirect-tcpxo-apt main"
+PLUGIN = "us-docker.pkg.dev/gce-ai-infra/gpudirect-tcpxo/nccl-plugin-gpudirecttcpx-dev:v1.0.17"
+RXDM = "us-docker.pkg.dev/gce-ai-infra/gpudirect-tcpxo/tcpgpudmarxd-dev:v1.0.23"
+A3MEGA_GPU_NICS = "enp6s0,enp7s0,enp13s0,enp14s0,enp134s0,enp135s0,enp141s0,enp142s0"
+RDMA_GPU_NICS = ",".join(f"gpu{i}rdma0" for i in range(8))
+
+
+@pytest.fixture(scope="module")
+def scripts() -> dict[str, dict[str, str]]:
+    """The rendered files of the reference blueprints the tests boot."""
+    return {name: rendered_files(load_checked(blueprint_path(name)))
+            for name in ("a3mega", "a3ultra", "a4", "cpu-small")}
+
+
+@pytest.fixture
+def bare(tmp_path) -> Node:
+    """A VM on the default accelerator image: Slurm and munge, no fabric part at all."""
+    assert os.geteuid() == 0 and shutil.which("unshare"), "these tests need root and unshare"
+    node = Node(tmp_path)
+    (node.fake / "secret" / "1").write_text("key from the controller")
+    return node
+
+
+def boot(node: Node, blueprint: str, nodeset: str, scripts) -> list[str]:
+    """Boot the nodeset's compute script; it must succeed. The stub calls it made."""
+    done = node.boot(scripts[blueprint][f"scripts/compute-{nodeset}.sh"])
+    assert done.returncode == 0, node.journal()[-3000:]
+    return node.calls()
+
+
+def apt(calls: list[str], verb: str) -> list[str]:
+    """What apt-get was asked to ``verb`` (install, update, download), one entry per call."""
+    return [c.split(f" {verb}", 1)[1].strip() for c in calls
+            if c.startswith("apt-get") and f" {verb}" in c]
+
+
+def sources(node: Node) -> dict[str, str]:
+    """The apt sources the scripts added, by file name."""
+    folder = node.file("/etc/apt/sources.list.d/x").parent
+    return {p.stem: p.read_text() for p in folder.glob("*.list")} if folder.exists() else {}
+
+
+def ran(calls: list[str], *prefixes: str) -> list[str]:
+    return [c for c in calls if c.startswith(prefixes)]
+
+
+def test_an_a3mega_node_on_the_bare_image_gets_gpudirect_tcpxo_once(bare, scripts):
+    ready(bare, "a3mega", carries_fabric=False)
+    calls = boot(bare, "a3mega", "a3mega", scripts)
+
+    assert sources(bare) == {
+        "docker": f"deb [signed-by=/etc/apt/keyrings/docker.asc] "
+                  f"https://download.docker.com/linux/{OS['ID']} {OS['VERSION_CODENAME']} stable\n",
+        "apt-transport-artifact-registry":
+            "deb [signed-by=/etc/apt/keyrings/apt-transport-artifact-registry.asc] "
+            "https://packages.cloud.google.com/apt apt-transport-artifact-registry-stable main\n",
+        "gpudirect-tcpxo": f"deb [signed-by=/etc/apt/keyrings/gpudirect-tcpxo.asc] {TCPXO}\n"}
+    assert apt(calls, "install") == [
+        "apt-transport-artifact-registry",
+        f"docker-ce docker-ce-cli containerd.io nvidia-container-toolkit dkms "
+        f"linux-headers-{RELEASE}"]
+    assert cuda_keyring_installed(calls)
+    assert apt(calls, "download") == ["dmabuf-import-helper"]
+    # The 1.1 package's source builds on kernels from 6.13 on only once patched.
+    patched = (bare.fake / "dkms-source" / "import-helper.c").read_text()
+    major, minor = (int(x) for x in RELEASE.split(".")[:2])
+    assert ('MODULE_IMPORT_NS("DMA_BUF")' in patched) == ((major, minor) >= (6, 13))
+    dkms = ran(calls, "dkms")
+    assert [c.split()[1] for c in dkms] == ["status", "add", "build", "install"]
+    assert dkms[1].endswith("/deb/usr/src/dmabuf-import-helper-1.1")
+    assert "modprobe import-helper" in calls
+    rule = bare.file(UDEV_RULE).read_text()
+    assert rule == gpu_software.TCPXO.udev_rule[1]
+    assert 'ATTR{vendor}=="0x1ae0", ATTR{device}=="0x0084"' in rule
+    assert ran(calls, "udevadm") == [
+        "udevadm control --reload-rules",
+        "udevadm trigger --action=add --subsystem-match=pci --attr-match=vendor=0x1ae0 "
+        "--attr-match=device=0x0084"]
+    assert ran(calls, "docker run", "docker pull") == [
+        f"docker run --rm --name nccl-installer --network=host --volume /var/lib:/var/lib "
+        f"{PLUGIN} install --install-nccl",
+        f"docker pull {RXDM}"]
+    assert bare.file("/var/lib/tcpxo/lib64/nccl-env-profile.sh").exists()
+    prolog, epilog = bare.file(PROLOG), bare.file(EPILOG)
+    assert prolog.read_text() == epilog.read_text() == rxdm_script(scripts)
+    assert oct(prolog.stat().st_mode & 0o777) == oct(epilog.stat().st_mode & 0o777) == "0o755"
+    env = bare.file(NCCL_ENV).read_text()
+    assert env.splitlines()[2:] == [
+        "NCCL_LIB_DIR=/var/lib/tcpxo/lib64 source /var/lib/tcpxo/lib64/nccl-env-profile.sh",
+        "export NCCL_FASTRAK_CTRL_DEV=enp0s12",
+        f"export NCCL_FASTRAK_IFNAME={A3MEGA_GPU_NICS}",
+        "export NCCL_SOCKET_IFNAME=enp0s12",
+        "export NCCL_FASTRAK_LLCM_DEVICE_DIRECTORY=/dev/aperture_devices",
+        'export LD_LIBRARY_PATH="/var/lib/tcpxo/lib64${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"',
+        "export CLUSTERPRINT_SOCKET_IFNAMES=enp0s12",
+        f"export CLUSTERPRINT_GPU_IFNAMES={A3MEGA_GPU_NICS}"]
+    # slurmd starts last, once the fabric is in place.
+    assert calls.index("systemctl restart slurmd") > calls.index(f"docker pull {RXDM}")
+
+    before = {path: bare.file(path).read_text() for path in (NCCL_ENV, PROLOG, UDEV_RULE)}
+    again = boot(bare, "a3mega", "a3mega", scripts)
+    assert ran(again, "apt-get", "apt-mark hold", "dkms", "docker run", "docker pull",
+               "udevadm", "curl -fsSL") == []
+    assert {path: bare.file(path).read_text() for path in before} == before
+    assert "systemctl start slurmd" in again and "systemctl restart slurmd" not in again
+
+
+def rxdm_script(scripts) -> str:
+    """The RxDM prolog the a3mega blueprint's compute nodes get."""
+    bp = load_checked(blueprint_path("a3mega"))
+    return fabric_context(bp, bp.slurm.nodesets[0])["rxdm_script"]
+
+
+@pytest.mark.parametrize("blueprint", ["a3ultra", "a4"])
+def test_an_rdma_node_on_the_bare_image_gets_nccl_and_gib_pinned_and_held_once(
+        bare, scripts, blueprint):
+    ready(bare, blueprint, carries_fabric=False)
+    calls = boot(bare, blueprint, blueprint, scripts)
+
+    added = sources(bare)
+    assert added["gpudirect-gib"] == f"deb [signed-by=/etc/apt/keyrings/gpudirect-gib.asc] {GIB}\n"
+    assert "apt-transport-artifact-registry" in added and cuda_keyring_installed(calls)
+    assert "docker" not in added and "gpudirect-tcpxo" not in added
+    assert apt(calls, "install") == [
+        "apt-transport-artifact-registry",
+        "libnccl2=2.27.5-1+cuda12.9 libnccl-dev=2.27.5-1+cuda12.9 nccl-gib=1.1.0 "
+        "ibverbs-utils rdma-core"]
+    assert ran(calls, "apt-mark") == ["apt-mark hold libnccl2", "apt-mark hold libnccl-dev",
+                                      "apt-mark hold nccl-gib"]
+    assert ran(calls, "docker", "dkms", "udevadm", "modprobe import-helper") == []
+    for absent in (PROLOG, EPILOG, UDEV_RULE):
+        assert not bare.file(absent).exists()
+    env = bare.file(NCCL_ENV).read_text().splitlines()[2:]
+    # A4's kernel lists the RoCE NICs first: the names still follow the metadata's order.
+    assert env == [
+        "source /usr/local/gib/scripts/set_nccl_env.sh",
+        "export NCCL_NET=gIB",
+        "export NCCL_SOCKET_IFNAME=enp0s19,enp192s20",
+        'export LD_LIBRARY_PATH="/usr/local/gib/lib64${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"',
+        "export CLUSTERPRINT_SOCKET_IFNAMES=enp0s19,enp192s20",
+        f"export CLUSTERPRINT_GPU_IFNAMES={RDMA_GPU_NICS}"]
+
+    again = boot(bare, blueprint, blueprint, scripts)
+    assert ran(again, "apt-get", "apt-mark", "curl -fsSL") == []
+
+
+def test_a_custom_image_that_carries_the_fabric_installs_nothing_for_it(bare, scripts):
+    ready(bare, "a3mega")
+    lib = bare.root / "disk" / "var-lib" / "tcpxo" / "lib64"
+    lib.mkdir(parents=True)
+    (lib / "nccl-env-profile.sh").write_text("export NCCL_NET=FasTrak\n")
+    (bare.fake / "docker-images").write_text(RXDM + "\n")
+    (bare.root / "disk" / "dev-aperture_devices" / "0000:06:00.1").mkdir(parents=True)
+    calls = boot(bare, "a3mega", "a3mega", scripts)
+    assert apt(calls, "install") == apt(calls, "download") == []
+    assert ran(calls, "dkms", "docker run", "docker pull", "udevadm", "curl -fsSL") == []
+    journal = bare.journal()
+    for part in ("Docker", "NVIDIA Container Toolkit"):
+        assert f"fabric: {part}: on the image" in journal
+    assert "fabric: the import-helper module is on the image" in journal
+    assert "fabric: the NCCL plugin is on the image (/var/lib/tcpxo/lib64)" in journal
+    assert (lib / "nccl-env-profile.sh").read_text() == "export NCCL_NET=FasTrak\n"
+    assert bare.file(NCCL_ENV).exists()
+
+
+def test_an_rdma_image_that_carries_nccl_gib_and_rdma_core_installs_nothing_for_them(
+        bare, scripts):
+    ready(bare, "a4")
+    calls = boot(bare, "a4", "a4", scripts)
+    assert apt(calls, "install") == [] and ran(calls, "apt-mark", "curl -fsSL") == []
+    assert sources(bare) == {}
+    for part in ("NCCL", "the gIB NCCL plugin", "rdma-core tools"):
+        assert f"fabric: {part}: on the image" in bare.journal()
+    assert bare.file(NCCL_ENV).exists()
+
+
+def test_an_a3high_node_gets_its_nic_names_and_a_warning_that_tcpx_is_not_installed(
+        bare, tmp_path):
+    path = tmp_path / "a3high.yaml"
+    path.write_text(Path(blueprint_path("a3mega")).read_text().replace(
+        "a3-megagpu-8g", "a3-highgpu-8g"))
+    script = rendered_files(load_checked(str(path)))["scripts/compute-a3mega.sh"]
+    (tmp_path / "compute.sh").write_text(script)
+    checked = subprocess.run(["shellcheck", "--severity=style", "--shell=bash",
+                              str(tmp_path / "compute.sh")], capture_output=True, text=True)
+    assert checked.returncode == 0, checked.stdout
+    ready(bare, "a3mega", carries_fabric=False)
+    bare.nics("dranet-5nic")
+    for _ in ("first boot", "reboot"):
+        done = bare.boot(script)
+        assert done.returncode == 0, bare.journal()[-3000:]
+        calls = bare.calls()
+        assert apt(calls, "install") == [] and ran(calls, "docker", "dkms", "udevadm") == []
+        assert ("<4>fabric: WARNING: GPUDirect-TCPX needs Canonical's TCPX kernel"
+                in bare.journal())
+    assert bare.file(NCCL_ENV).read_text().splitlines()[2:] == [
+        "unset NCCL_NET",
+        "export NCCL_SOCKET_IFNAME=enp0s12",
+        "export CLUSTERPRINT_SOCKET_IFNAMES=enp0s12",
+        "export CLUSTERPRINT_GPU_IFNAMES=enp6s0,enp12s0,enp134s0,enp140s0"]
+    assert not bare.file(PROLOG).exists()
+
+
+def test_a_cpu_nodeset_and_the_other_roles_get_no_fabric(bare, scripts):
+    for name, text in scripts["cpu-small"].items():
+        if name.startswith("scripts/"):
+            assert "ensure_gpu_fabric" not in text and NCCL_ENV not in text, name
+    for name in ("controller", "login"):
+        assert "ensure_gpu_fabric" not in scripts["a3mega"][f"scripts/{name}.sh"]
+    calls = boot(bare, "cpu-small", "cpu", scripts)
+    assert ran(calls, "docker", "dkms", "udevadm", "apt-get", "apt-mark") == []
+    for absent in (NCCL_ENV, PROLOG, EPILOG, UDEV_RULE):
+        assert not bare.file(absent).exists()
+
+
+def test_gpu_nodes_without_their_gpu_network_get_no_fabric(tmp_path):
+    path = tmp_path / "a3mega.yaml"
+    path.write_text(Path(blueprint_path("a3mega")).read_text().replace(
+        "gpu_networks: auto", "gpu_networks: none"))
+    bp = load_checked(str(path))
+    assert fabric_context(bp, bp.slurm.nodesets[0]) is None
+    assert "ensure_gpu_fabric" not in rendered_files(bp)["scripts/compute-a3mega.sh"]
+
+
+def labelled(source: gpu_software.AptSource) -> str:
+    return f"repository {source.name} ({source.line})"
+
+
+def failure(blueprint, failed, broken=None, absent=None, down=(), nics=None, touch=None):
+    """A boot of ``blueprint``'s compute node on the bare image that fails with ``failed``:
+    a stub call containing ``broken`` fails, package ``absent`` is not in its repository,
+    NICs ``down`` are not up, the NICs are fixture ``nics``'s, or fake/``touch`` exists."""
+    return pytest.param(blueprint, broken, absent, down, nics, touch, failed, id=failed[:60])
+
+
+FAILURES = [
+    failure("a3ultra", f"fabric: apt-get update of {labelled(gpu_software.GIB_APT)}: still "
+            "failing after 0s", broken="sourcelist=sources.list.d/gpudirect-gib.list"),
+    failure("a4", f"fabric: no package nccl-gib=1.1.0 in {labelled(gpu_software.GIB_APT)}",
+            absent="nccl-gib=1.1.0"),
+    failure("a3ultra", f"fabric: no package libnccl2=2.27.5-1+cuda12.9 in repository cuda "
+            f"({CUDA})", absent="libnccl2=2.27.5-1+cuda12.9"),
+    failure("a3mega", f"fabric: no package linux-headers-{RELEASE} in this image's apt sources "
+            f"(kernel {RELEASE})", absent=f"linux-headers-{RELEASE}"),
+    failure("a3mega", "fabric: no package apt-transport-artifact-registry in "
+            f"{labelled(gpu_software.AR_TRANSPORT)}", absent="apt-transport-artifact-registry"),
+    failure("a3mega", f"fabric: download dmabuf-import-helper from "
+            f"{labelled(gpu_software.TCPXO_APT)}: still failing after 0s", broken=" download "),
+    failure("a3mega", f"fabric: install the NCCL plugin from {PLUGIN}: still failing after 0s",
+            broken="--name nccl-installer"),
+    failure("a3mega", f"fabric: docker pull {RXDM}: still failing after 0s",
+            broken="docker pull"),
+    failure("a3mega", "fabric: dkms could not build dmabuf-import-helper 1.1 for kernel "
+            f"{RELEASE}", broken="dkms build"),
+    failure("a3mega", "fabric: udevadm could not apply /etc/udev/rules.d/00-a3-megagpu.rules",
+            broken="udevadm trigger"),
+    failure("a3mega", "fabric: aperture devices in /dev/aperture_devices: still failing "
+            "after 0s", touch="no-apertures"),
+    failure("a3mega", f"fabric: GPU NICs up ({A3MEGA_GPU_NICS}): still failing after 0s",
+            down=("enp141s0",)),
+    failure("a4", "fabric: the metadata server's NICs in /sys/class/net: still failing "
+            "after 0s", nics="a3mega"),
+]
+
+
+@pytest.mark.parametrize(("blueprint", "broken", "absent", "down", "nics", "touch", "failed"),
+                         FAILURES)
+def test_a_fabric_part_that_cannot_be_installed_stops_the_boot_naming_it(
+        bare, scripts, blueprint, broken, absent, down, nics, touch, failed):
+    ready(bare, blueprint, carries_fabric=False)
+    bare.nics(nics or blueprint, down=down)
+    if touch:
+        (bare.fake / touch).touch()
+    bare.env.update({"CLUSTERPRINT_NIC_BUDGET_S": "0", "CLUSTERPRINT_APT_BUDGET_S": "0",
+                     "CLUSTERPRINT_DOWNLOAD_BUDGET_S": "0"})
+    if broken:
+        bare.fail_for_good(broken)
+    if absent:
+        with (bare.fake / "absent").open("a") as listed:
+            listed.write(absent + "\n")
+    started = time.monotonic()
+    done = bare.boot(scripts[blueprint][f"scripts/compute-{blueprint}.sh"])
+    assert done.returncode != 0
+    assert time.monotonic() - started < 30
+    journal = bare.journal().splitlines()
+    assert journal[-1] == f"<3>FAILED: {failed}", journal[-6:]
+    assert daemon_starts(bare.calls()) == []
+    assert not bare.file(NCCL_ENV).exists()
+
+
+def test_the_nic_wait_and_mismatch_say_which_nic(bare, scripts):
+    ready(bare, "a3mega")
+    bare.nics("a3mega", down=("enp141s0",))
+    bare.env["CLUSTERPRINT_NIC_BUDGET_S"] = "0"
+    bare.boot(scripts["a3mega"]["scripts/compute-a3mega.sh"])
+    assert "fabric: enp141s0 is down" in bare.journal()
+
+    ready(bare, "a4")
+    bare.nics("a3mega")
+    bare.boot(scripts["a4"]["scripts/compute-a4.sh"])
+    assert "NICs: the metadata server lists 9 NICs; this machine type has 2 system and 8 GPU " \
+           "NICs" in bare.journal()
+
+
+# --- The RxDM prolog as Slurm runs it ---
+
+@pytest.fixture
+def prolog(tmp_path, scripts) -> tuple[Path, dict[str, str], Path]:
+    """The rendered prolog on disk, the environment of a 2-node job's prolog, the fakes."""
+    path = tmp_path / "10-rxdm"
+    path.write_text(rxdm_script(scripts))
+    path.chmod(0o755)
+    fake = tmp_path / "fake"
+    fake.mkdir()
+    env = {"PATH": f"{STUBS}:{STUBS / 'packages'}:/usr/bin", "FAKE": str(fake),
+           "SLURM_SCRIPT_CONTEXT": "prolog_slurmd", "SLURM_JOB_ID": "42",
+           "SLURM_JOB_NUM_NODES": "2", "CLUSTERPRINT_RXDM_BUDGET_S": "3"}
+    return path, env, fake
+
+
+def run(path: Path, env: dict[str, str]) -> subprocess.CompletedProcess:
+    return subprocess.run([str(path)], env=env, capture_output=True, text=True, timeout=60)
+
+
+def calls_of(fake: Path) -> list[str]:
+    path = fake / "calls"
+    return path.read_text().splitlines() if path.exists() else []
+
+
+def test_the_rxdm_prolog_starts_rxdm_and_waits_until_it_is_ready(prolog):
+    path, env, fake = prolog
+    (fake / "rxdm-ready").touch()
+    done = run(path, env)
+    assert done.returncode == 0, done.stderr
+    calls = calls_of(fake)
+    assert calls[0] == "modprobe import-helper"
+    start = next(c for c in calls if c.startswith("docker run"))
+    assert start == ("docker run --detach --rm --name receive-datapath-manager-42 "
+                     "--cap-add=NET_ADMIN --network=host --privileged --gpus all "
+                     "--volume /var/lib/nvidia/lib64:/usr/local/nvidia/lib64 "
+                     "--volume /dev/dmabuf_import_helper:/dev/dmabuf_import_helper "
+                     "--env LD_LIBRARY_PATH=/usr/lib/x86_64-linux-gnu "
+                     f"{RXDM} --num_hops=2 --num_nics=8 --uid= --alsologtostderr")
+    assert calls[-1] == "docker container logs receive-datapath-manager-42"
+
+
+def test_an_rxdm_that_is_never_ready_fails_the_prolog_with_the_reason(prolog):
+    path, env, fake = prolog
+    done = run(path, env)
+    assert done.returncode == 1
+    # It looked again every 2 s, and gave up once its 3 s were over (bash counts SECONDS in
+    # whole seconds: 2 or 3 looks).
+    assert calls_of(fake).count("docker container logs receive-datapath-manager-42") in (2, 3)
+    assert done.stderr.splitlines()[-1] == (
+        f"rxdm: RxDM not ready on {os.uname().nodename} after 3s: it never logged "
+        "'Buffer manager initialization complete'")
+    assert "tcpgpudmarxd starting" in done.stderr
+
+
+def test_a_prolog_whose_module_does_not_load_fails_naming_it(prolog):
+    path, env, fake = prolog
+    (fake / "broken").write_text("modprobe import-helper\n")
+    done = run(path, env)
+    assert done.returncode == 1
+    assert done.stderr.splitlines()[-1] == (
+        "rxdm: modprobe import-helper failed: the dmabuf import-helper module is not built "
+        f"for kernel {RELEASE}")
+    assert not [c for c in calls_of(fake) if c.startswith("docker")]
+
+
+@pytest.mark.parametrize("nodes", [{"SLURM_JOB_NUM_NODES": "1"},
+                                   {"SLURM_JOB_NUM_NODES": "", "SLURM_JOB_NODELIST": "a3-1"}])
+def test_a_single_node_job_starts_no_rxdm(prolog, nodes):
+    path, env, fake = prolog
+    done = run(path, {**env, **nodes})
+    assert done.returncode == 0, done.stderr
+    assert [c for c in calls_of(fake) if not c.startswith("scontrol")] == []
+
+
+def test_a_job_counted_from_its_node_list_gets_rxdm(prolog):
+    path, env, fake = prolog
+    (fake / "rxdm-ready").touch()
+    done = run(path, {**env, "SLURM_JOB_NUM_NODES": "", "SLURM_JOB_NODELIST": "a3-1,a3-2"})
+    assert done.returncode == 0, done.stderr
+    assert any(c.startswith("docker run --detach") for c in calls_of(fake))
+
+
+def test_the_epilog_stops_every_rxdm(prolog):
+    path, env, fake = prolog
+    (fake / "docker-running").write_text("0123abcd\n")
+    done = run(path, {**env, "SLURM_SCRIPT_CONTEXT": "epilog_slurmd"})
+    assert done.returncode == 0, done.stderr
+    assert calls_of(fake) == [
+        "docker container list --filter name=receive-datapath-manager- --quiet",
+        "docker container stop 0123abcd", "docker container prune --force"]
+
+
+def test_the_rxdm_script_refuses_to_run_outside_slurm(prolog):
+    path, env, _ = prolog
+    done = run(path, {**env, "SLURM_SCRIPT_CONTEXT": ""})
+    assert done.returncode == 1
+    assert "Slurm runs this as a prolog or an epilog" in done.stderr
+
+
+def test_the_rxdm_script_parses_and_passes_shellcheck(prolog):
+    path = prolog[0]
+    assert subprocess.run(["bash", "-n", str(path)]).returncode == 0
+    checked = subprocess.run(["shellcheck", "--severity=style", str(path)],
+                             capture_output=True, text=True)
+    assert checked.returncode == 0, checked.stdout

@@ -1,0 +1,335 @@
+"""What every GPU node gets, booted in the sandbox of test_node_scripts_boot: per family exactly
+its parts (DCGM, the Ops Agent, enroot and pyxis, locked memory, held packages, the local SSD
+RAID0), nothing again after a reboot, a loud stop naming what failed, none of it on CPU nodes.
+
+What only a GPU VM shows: that DCGM sees the GPUs and the Ops Agent sends their metrics, that
+the driver's packages stay put for real, and that a container runs (nvcr.io images are pulled
+by enroot on the VM): the stubs record what was asked, not what the cloud did.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import shutil
+from pathlib import Path
+
+import pytest
+from ruamel.yaml import YAML
+
+from clusterprint import catalog, gpu_software
+from clusterprint.render import rendered_files
+from clusterprint.validate import check_text, load_checked
+from components.observability import DASHBOARD_CHARTS
+from tests.clusterprint.render.test_node_scripts_boot import Node, daemon_starts, storage_ready
+from tests.paths import blueprint_path
+
+#: blueprint, its GPU nodeset, its machine type, the public sample of its GPUs, the CUDA
+#: major that sample's driver reports (tests/fixtures/gpu/README.md).
+FAMILIES = [
+    pytest.param("a3mega", "a3mega", "a3-megagpu-8g", "h100", 12, id="A3 Mega"),
+    pytest.param("a3ultra", "a3ultra", "a3-ultragpu-8g", "b200", 13, id="A3 Ultra"),
+    pytest.param("a4", "a4", "a4-highgpu-8g", "b200", 13, id="A4"),
+]
+DOWNLOADS = "/var/cache/clusterprint"
+LIMITS = "/etc/security/limits.d/99-unlimited.conf"
+SLURMD_LIMITS = "/etc/systemd/system/slurmd.service.d/limits.conf"
+SYSCTL = "/etc/sysctl.d/99-clusterprint-enroot.conf"
+PERSISTENCED = "/etc/systemd/system/nvidia-persistenced.service.d/persistence-mode.conf"
+#: What only GPU nodes run or write: none of it may show on a CPU node.
+GPU_CALLS = ("mdadm", "mkfs", "dpkg", "apt-mark", "sysctl", "make", "tar")
+GPU_FILES = (LIMITS, SLURMD_LIMITS, SYSCTL, "/etc/enroot/enroot.conf",
+             gpu_software.OPS_AGENT_CONFIG, "/etc/apt/apt.conf.d/20auto-upgrades")
+
+
+def files_of(name: str) -> dict[str, str]:
+    """The rendered files of reference blueprint ``name``."""
+    return rendered_files(load_checked(blueprint_path(name)))
+
+
+def distro() -> str:
+    """This machine's os-release as NVIDIA's repository folders name it (ubuntu2404)."""
+    release = dict(line.split("=", 1) for line in
+                   Path("/etc/os-release").read_text().splitlines() if "=" in line)
+    return release["ID"].strip('"') + release["VERSION_ID"].strip('"').replace(".", "")
+
+
+@pytest.fixture
+def bare(tmp_path) -> Node:
+    """A fresh VM of a plain image: Slurm, munge and the NFS client, nothing of a GPU node's."""
+    assert os.geteuid() == 0 and shutil.which("unshare"), "these tests need root and unshare"
+    return Node(tmp_path)
+
+
+def gpu_vm(node: Node, blueprint: str, machine_type: str, sample: str) -> Node:
+    """``node`` as a VM of ``machine_type`` in ``blueprint``'s cluster: its storage there, its
+    local SSDs attached, its driver installed."""
+    storage_ready(node, blueprint)
+    node.local_ssds(catalog.bundled_local_ssds(machine_type))
+    node.driver(sample, catalog.gpu_count(machine_type))
+    return node
+
+
+def reboot(node: Node) -> None:
+    """What a reboot keeps: the disks (the array is assembled again), not the mounts."""
+    shutil.rmtree(node.fake / "mounted")
+    (node.fake / "mounted").mkdir()
+
+
+def started(calls: list[str], *prefixes: str) -> list[str]:
+    return [c for c in calls if c.startswith(prefixes)]
+
+
+@pytest.mark.parametrize(("blueprint", "nodeset", "machine_type", "sample", "cuda"), FAMILIES)
+def test_a_gpu_node_gets_its_familys_software_once(bare, blueprint, nodeset, machine_type,
+                                                   sample, cuda):
+    node = gpu_vm(bare, blueprint, machine_type, sample)
+    script = files_of(blueprint)[f"scripts/compute-{nodeset}.sh"]
+    disks = catalog.bundled_local_ssds(machine_type)
+    first = node.boot(script)
+    assert first.returncode == 0, node.journal()
+    calls = node.calls()
+
+    repository = f"https://developer.download.nvidia.com/compute/cuda/repos/{distro()}/x86_64"
+    keyring = f"{DOWNLOADS}/cuda-keyring_1.1-1_all.deb"
+    assert f"curl -fsSL -o {keyring}.part {repository}/cuda-keyring_1.1-1_all.deb" in calls
+    assert f"dpkg -i {keyring}" in calls
+    enroot = [f"{DOWNLOADS}/enroot_4.1.2-1_amd64.deb",
+              f"{DOWNLOADS}/enroot+caps_4.1.2-1_amd64.deb"]
+    releases = "https://github.com/NVIDIA/enroot/releases/download/v4.1.2"
+    for deb in enroot:
+        assert f"curl -fsSL -o {deb}.part {releases}/{deb.rsplit('/', 1)[1]}" in calls
+    installs = [c for c in calls if c.startswith("apt-get") and " install " in c]
+    assert installs[0].endswith(f" install --install-recommends datacenter-gpu-manager-4-cuda"
+                                f"{cuda} google-cloud-ops-agent {' '.join(enroot)}")
+    assert installs[1].endswith(" install libslurm-dev")
+    assert ("curl -fsSL -o /var/cache/clusterprint/pyxis-0.24.0.tar.gz.part"
+            " https://github.com/NVIDIA/pyxis/archive/refs/tags/v0.24.0.tar.gz") in calls
+    assert f"make -C {DOWNLOADS}/pyxis-0.24.0.tar.gz.d install" in calls
+    assert f"apt-mark hold datacenter-gpu-manager-4-cuda{cuda}" in calls
+
+    devices = " ".join(sorted(f"/dev/disk/by-id/google-local-nvme-ssd-{n}" for n in range(disks)))
+    assert (f"mdadm --create /dev/md/localssd --name=localssd --homehost=any --level=0 --run"
+            f" --force --raid-devices={disks} {devices}") in calls
+    assert "mkfs.ext4 -q -m 0 -F /dev/md/localssd" in calls
+    assert "mount -t ext4 -o discard,defaults /dev/md/localssd /mnt/localssd" in calls
+    assert oct(node.file("/mnt/localssd").stat().st_mode & 0o7777) == "0o1777"
+
+    assert node.file(LIMITS).read_text() == "* - memlock unlimited\n* - nofile 1048576\n"
+    assert "LimitMEMLOCK=infinity" in node.file(SLURMD_LIMITS).read_text()
+    assert node.file(SYSCTL).read_text() == "kernel.apparmor_restrict_unprivileged_userns = 0\n"
+    assert f"sysctl -e -p {SYSCTL}" in calls
+    enroot_conf = node.file("/etc/enroot/enroot.conf").read_text()
+    assert "ENROOT_CACHE_PATH /mnt/localssd/${UID}/enroot/cache" in enroot_conf
+    assert "ENROOT_DATA_PATH /mnt/localssd/${UID}/enroot/data" in enroot_conf
+    assert 'APT::Periodic::Unattended-Upgrade "0";' in node.file(
+        "/etc/apt/apt.conf.d/20auto-upgrades").read_text()
+    assert "--no-persistence-mode" not in node.file(PERSISTENCED).read_text()
+    config = YAML(typ="safe").load(node.file(gpu_software.OPS_AGENT_CONFIG).read_text())
+    assert "workload.googleapis.com/gpu.dcgm.sm.utilization" in gpu_software.metrics_collected(
+        config)
+    for service in ("nvidia-persistenced", "google-cloud-ops-agent"):
+        assert f"systemctl enable {service}" in calls and f"systemctl restart {service}" in calls
+    assert "systemctl enable nvidia-dcgm" in calls and "systemctl start nvidia-dcgm" in calls
+    # Everything is in place before slurmd starts, and slurmd then inherits the limits.
+    last_gpu_step = max(i for i, c in enumerate(calls) if c.startswith(
+        ("systemctl restart google-cloud-ops-agent", "sysctl")))
+    assert calls.index("systemctl restart slurmd") > last_gpu_step
+    assert "GPU node software ready" in node.journal()
+
+    reboot(node)
+    again = node.boot(script)
+    assert again.returncode == 0, node.journal()
+    calls = node.calls()
+    assert not started(calls, "apt-get", "curl -fsSL", "dpkg -i", "make", "tar", "apt-mark hold",
+                       "mdadm --create", "mkfs", "sysctl", "systemctl restart")
+    assert "mount -t ext4 -o discard,defaults /dev/md/localssd /mnt/localssd" in calls
+    assert "systemctl start slurmd" in calls
+
+
+def test_local_ssds_that_came_back_empty_are_made_an_array_again(bare):
+    node = gpu_vm(bare, "a4", "a4-highgpu-8g", "b200")
+    script = files_of("a4")["scripts/compute-a4.sh"]
+    assert node.boot(script).returncode == 0, node.journal()
+    node.calls()
+    # A stop or a host maintenance hands the VM new, empty local SSDs.
+    reboot(node)
+    (node.overlay("/dev") / "md" / "localssd").unlink()
+    for mark in ("md-superblock", "ext4"):
+        (node.fake / mark).unlink()
+    done = node.boot(script)
+    assert done.returncode == 0, node.journal()
+    calls = node.calls()
+    assert len(started(calls, "mdadm --assemble", "mdadm --create", "mkfs.ext4")) == 3
+    assert not started(calls, "apt-get", "curl -fsSL", "make")
+    assert "local SSD: created /dev/md/localssd from 32 disks" in node.journal()
+
+
+def test_an_image_that_carries_the_gpu_software_installs_none_of_it(bare):
+    node = gpu_vm(bare, "a4", "a4-highgpu-8g", "b200")
+    node.gpu_software_on_image()
+    done = node.boot(files_of("a4")["scripts/compute-a4.sh"])
+    assert done.returncode == 0, node.journal()
+    calls = node.calls()
+    assert not started(calls, "apt-get install", "curl -fsSL", "dpkg -i", "make", "tar")
+    journal = node.journal()
+    assert "software: the image has DCGM, the Ops Agent and enroot" in journal
+    assert "software: pyxis is on the image" in journal
+
+
+def test_a_gpu_machine_type_without_local_ssd_keeps_scratch_on_the_boot_disk(bare):
+    # G2 comes with no local SSD; the driver sample is the B200's (the boot reads only its
+    # CUDA version, which is the driver's).
+    text = Path(blueprint_path("cpu-small")).read_text().replace("n2-standard-4", "g2-standard-8")
+    checked = check_text("g2.yaml", text)
+    assert checked.ok and checked.blueprint, checked
+    assert catalog.bundled_local_ssds("g2-standard-8") == 0
+    storage_ready(bare, "cpu-small").driver("b200", 1)
+    script = rendered_files(checked.blueprint)["scripts/compute-cpu.sh"]
+    assert bare.boot(script).returncode == 0, bare.journal()
+    calls = bare.calls()
+    assert not started(calls, "mdadm", "mkfs", "mount -t ext4")
+    assert oct(bare.file("/mnt/localssd").stat().st_mode & 0o7777) == "0o1777"
+    assert "/mnt/localssd is on the boot disk" in bare.journal()
+    assert "ENROOT_DATA_PATH /mnt/localssd/${UID}/enroot/data" in bare.file(
+        "/etc/enroot/enroot.conf").read_text()
+
+
+LOCAL_SSDS = "local SSD: this machine type comes with 32 local SSDs and none is attached"
+#: A required part that cannot be had, and the FAILED line that names it.
+BROKEN = [
+    pytest.param("curl", "enroot_4.1.2-1_amd64.deb",
+                 "download enroot_4.1.2-1_amd64.deb from https://github.com/NVIDIA/enroot/"
+                 "releases/download/v4.1.2/enroot_4.1.2-1_amd64.deb: still failing after 0s",
+                 id="enroot release down"),
+    pytest.param("curl", "cuda-keyring", "download cuda-keyring_1.1-1_all.deb from "
+                 "https://developer.download.nvidia.com/compute/cuda/repos/{distro}/x86_64/"
+                 "cuda-keyring_1.1-1_all.deb: still failing after 0s", id="CUDA repository down"),
+    pytest.param("absent", "datacenter-gpu-manager-4-cuda13",
+                 "software: no package datacenter-gpu-manager-4-cuda13 in NVIDIA's CUDA "
+                 "repository https://developer.download.nvidia.com/compute/cuda/repos/{distro}/"
+                 "x86_64", id="DCGM missing"),
+    pytest.param("absent", "google-cloud-ops-agent",
+                 "software: no package google-cloud-ops-agent in Google's Ops Agent repository "
+                 "https://packages.cloud.google.com/apt google-cloud-ops-agent-{codename}-all main",
+                 id="Ops Agent missing"),
+    pytest.param("curl", "pyxis-0.24.0", "download pyxis-0.24.0.tar.gz from https://github.com/"
+                 "NVIDIA/pyxis/archive/refs/tags/v0.24.0.tar.gz: still failing after 0s",
+                 id="pyxis source down"),
+    pytest.param("call", "make -C", "software: building pyxis 0.24.0 against slurm-wlm 23.11.4 "
+                 "failed", id="pyxis does not build"),
+    pytest.param("disks", "", LOCAL_SSDS + " (/dev/disk/by-id/google-local-nvme-ssd-*)",
+                 id="no local SSD"),
+    pytest.param("call", "systemctl is-active --quiet nvidia-dcgm",
+                 "nvidia-dcgm running: still failing after 0s", id="DCGM does not start"),
+]
+
+
+@pytest.mark.parametrize(("how", "what", "failed"), BROKEN)
+def test_a_part_that_cannot_be_installed_stops_the_boot_before_slurmd(bare, how, what, failed):
+    node = gpu_vm(bare, "a4", "a4-highgpu-8g", "b200")
+    if how == "absent":
+        with (node.fake / "absent").open("a") as absent:
+            absent.write(what + "\n")
+    elif how == "disks":
+        shutil.rmtree(node.overlay("/dev") / "disk")
+    else:
+        node.fail_for_good(f"curl -fsSL -o {DOWNLOADS}/{what}" if how == "curl" else what)
+    done = node.boot(files_of("a4")["scripts/compute-a4.sh"])
+    assert done.returncode != 0
+    codename = re.search(r"^VERSION_CODENAME=(\w+)", Path("/etc/os-release").read_text(), re.M)
+    journal = node.journal().splitlines()
+    assert journal[-1] == "<3>FAILED: " + failed.format(distro=distro(), codename=codename[1])
+    assert daemon_starts(node.calls()) == []
+
+
+def test_cpu_nodes_get_none_of_the_gpu_parts(bare):
+    node = bare
+    files = files_of("cpu-small")
+    assert "plugstack.conf" not in files
+    # The health check is one program for every node (its text names dcgm and the local
+    # SSD); a CPU nodeset's config asks for no GPU check (tests/clusterprint/render/
+    # test_healthcheck.py), so it is left out here.
+    shipped = [files["scripts/healthcheck.py"], files["scripts/healthcheck-cpu.json"]]
+    for name, text in files.items():
+        if name.startswith("scripts/") and not name.startswith("scripts/healthcheck"):
+            for part in shipped:
+                text = text.replace(part, "")
+            assert not re.search(r"enroot|pyxis|dcgm|localssd|ops-agent|memlock", text), name
+    (node.fake / "secret" / "1").write_text("key from the controller")
+    done = node.boot(files["scripts/compute-cpu.sh"])
+    assert done.returncode == 0, node.journal()
+    assert not started(node.calls(), *GPU_CALLS)
+    assert not [path for path in GPU_FILES if node.file(path).exists()]
+
+
+def test_a_cpu_nodeset_beside_gpu_nodesets_renders_none_of_the_gpu_parts():
+    text = Path(blueprint_path("a4")).read_text()
+    text = text.replace("slurm:\n  nodesets:\n", "slurm:\n  nodesets:\n    - {name: debug,"
+                        " machine_type: n2-standard-8, count: 1}\n", 1)
+    text = text.replace("  partitions:\n",
+                        "  partitions:\n    - {name: debug, nodesets: [debug]}\n", 1)
+    checked = check_text("mixed.yaml", text)
+    assert checked.ok and checked.blueprint, checked
+    files = rendered_files(checked.blueprint)
+    assert "plugstack.conf" in files
+    assert "set_up_gpu_node" not in files["scripts/compute-debug.sh"]
+    assert "set_up_gpu_node" in files["scripts/compute-a4.sh"]
+
+
+@pytest.mark.parametrize("blueprint", ["a3mega", "a4"])
+def test_login_and_controller_name_pyxis_in_plugstack_conf(bare, blueprint):
+    node = storage_ready(bare, blueprint)
+    files = files_of(blueprint)
+    assert files["plugstack.conf"] == gpu_software.plugstack_conf()
+    assert node.boot(files["scripts/login.sh"]).returncode == 0, node.journal()
+    assert node.file("/etc/slurm/plugstack.conf").read_text() == files["plugstack.conf"]
+    calls = node.calls()
+    assert f"make -C {DOWNLOADS}/pyxis-0.24.0.tar.gz.d install" in calls
+    assert not started(calls, "mdadm", "dpkg -i", "sysctl", "apt-mark")
+    assert node.boot(files["scripts/login.sh"]).returncode == 0, node.journal()
+    assert not started(node.calls(), "make", "curl -fsSL", "apt-get install")
+
+    shutil.rmtree(node.fake / "secret")
+    (node.fake / "secret").mkdir()
+    assert node.boot(files["scripts/controller.sh"]).returncode == 0, node.journal()
+    assert node.file("/etc/slurm/plugstack.conf").read_text() == files["plugstack.conf"]
+    assert not started(node.calls(), "make", "mdadm")
+
+
+def rendered_ops_agent_config(script: str) -> dict:
+    """The Ops Agent configuration a rendered compute script writes, parsed."""
+    found = re.search(rf"install_text {re.escape(gpu_software.OPS_AGENT_CONFIG)} 0644 "
+                      r"<<'CLUSTERPRINT_EOF'\n(.*?)CLUSTERPRINT_EOF", script, re.S)
+    assert found, "the script writes no Ops Agent configuration"
+    return YAML(typ="safe").load(found[1])
+
+
+@pytest.mark.parametrize("blueprint", ["a3mega", "a3ultra", "a4"])
+def test_the_dashboard_charts_only_metrics_the_gpu_nodes_collect(blueprint):
+    scripts = [text for name, text in files_of(blueprint).items()
+               if name.startswith("scripts/compute-")]
+    collected = set.intersection(*(set(gpu_software.metrics_collected(
+        rendered_ops_agent_config(s))) for s in scripts))
+    # Compute Engine itself writes the instance metrics of every VM; the rest is the agent's.
+    charted = {m for m in DASHBOARD_CHARTS.values()
+               if not m.startswith("compute.googleapis.com/instance/")}
+    assert charted <= collected, charted - collected
+    assert {m.split("/")[0] for m in charted} == {"agent.googleapis.com",
+                                                  "workload.googleapis.com"}
+
+
+def test_a_configuration_without_the_dcgm_pipeline_collects_no_dcgm_metric():
+    config = json.loads(gpu_software.ops_agent_config().split("\n", 1)[1])
+    assert any(".dcgm." in m for m in gpu_software.metrics_collected(config))
+    del config["metrics"]["service"]["pipelines"]["dcgm"]
+    assert not any(".dcgm." in m for m in gpu_software.metrics_collected(config))
+    config["metrics"]["receivers"]["hostmetrics"]["collection_interval"] = "10s"
+    assert gpu_software.metrics_collected(config) == frozenset()
+
+
+def test_a_chart_cannot_name_a_metric_no_receiver_writes():
+    assert gpu_software.metric("dcgm", "nvlink.io") == "workload.googleapis.com/gpu.dcgm.nvlink.io"
+    with pytest.raises(KeyError, match="receiver dcgm writes no metric gpu/utilization"):
+        gpu_software.metric("dcgm", "gpu/utilization")

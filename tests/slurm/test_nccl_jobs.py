@@ -1,0 +1,101 @@
+"""Every rendered NCCL proof job is a job real slurmctld 22.05 takes, as the job asks:
+for the reference blueprints, hand-made mixed ones and ones drawn like
+test_generated_blueprints.py draws them (names and time limits over their whole range).
+
+slurmctld boots from the rendered configuration; the job's nodes register as dynamic nodes
+with their nodeset's rendered --conf line. This machine has 2 CPUs and a GPU VM has many
+more (an a3-megagpu-8g has 208), so each node also declares CPUs=16: enough for one task
+per GPU, which is what the job asks. `sbatch --test-only` then says whether the job's
+#SBATCH lines could run; a held submission shows how slurmctld read them.
+"""
+
+from __future__ import annotations
+
+import re
+import subprocess
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+
+from clusterprint.render.nccl_job import nccl_job_path, nccl_jobs
+from clusterprint.validate import load_checked
+from tests.clusterprint.render.test_nccl_job import GENERATED
+from tests.paths import reference_blueprints
+from tests.slurm.test_generated_blueprints import blueprints
+
+BLUEPRINTS = {**{p.stem: load_checked(str(p)) for p in reference_blueprints()}, **GENERATED}
+#: What a registering test node declares beyond its rendered --conf line (see above).
+NODE_CPUS = "CPUs=16"
+
+
+def sbatch_test_only(cluster, script, *options: str) -> str:
+    """What ``sbatch --test-only`` says of the job (on stderr), failing when it refuses it."""
+    done = subprocess.run(["sbatch", "--test-only", *options, str(script)], env=cluster.env,
+                          capture_output=True, text=True, timeout=60)
+    assert done.returncode == 0, done.stderr
+    assert "to start at" in done.stderr, done.stderr
+    return done.stderr
+
+
+@pytest.mark.parametrize("name", sorted(BLUEPRINTS))
+def test_slurmctld_takes_every_job_of_the_blueprint(name, local_slurm):
+    blueprint = BLUEPRINTS[name]
+    if not nccl_jobs(blueprint):
+        assert not any(n.gpus for n in blueprint.slurm.nodesets)
+    check_jobs(local_slurm(blueprint), blueprint)
+
+
+@settings(max_examples=6, deadline=None,
+          suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(drawn=blueprints())
+def test_slurmctld_takes_the_jobs_of_generated_blueprints(drawn, local_slurm):
+    blueprint, _ = drawn
+    cluster = local_slurm(blueprint)
+    try:
+        check_jobs(cluster, blueprint)
+    finally:
+        cluster.stop()  # one controller per example, not all at once
+
+
+def check_jobs(cluster, blueprint) -> None:
+    """Each job's nodes register, then sbatch --test-only takes the job and a held
+    submission shows every #SBATCH line as slurmctld read it."""
+    for number, job in enumerate(nccl_jobs(blueprint)):
+        for index in range(job.nodes):
+            nodeset = job.nodesets[index % len(job.nodesets)]
+            conf = cluster.compute_node_conf(nodeset)
+            cluster.start_node(f"j{number}-{nodeset}-{index}", f"{conf} {NODE_CPUS}",
+                               job.gpus).stop()
+        script = cluster.root / f"job-{number}.sbatch"
+        script.write_text(cluster.files[nccl_job_path(job.partition)])
+        assert f"in partition {job.partition}" in sbatch_test_only(cluster, script)
+
+        held = cluster.run("sbatch", "--hold", "--parsable", str(script)).strip()
+        shown = cluster.run("scontrol", "show", "job", "-o", held)
+        cluster.run("scancel", held)
+        fields = dict(re.findall(r"(\w+)=(\S*)", shown))
+        assert fields["JobName"] == f"nccl-allreduce-{job.partition}"
+        assert fields["Partition"] == job.partition
+        assert fields["NumNodes"] in (f"{job.nodes}", f"{job.nodes}-{job.nodes}")
+        assert fields["NumTasks"] == str(job.nodes * job.gpus)
+        assert fields["TresPerNode"] == f"gres:gpu:{job.gpus}"
+        assert fields["Features"] == "|".join(job.nodesets)
+        assert fields["OverSubscribe"] == "NO"  # --exclusive
+        assert fields["MinMemoryNode"] == "0"
+        hours, minutes, _ = fields["TimeLimit"].split(":")
+        assert int(hours) * 60 + int(minutes) == job.minutes
+
+
+def test_sbatch_nodes_overrides_the_jobs_two_nodes(local_slurm):
+    blueprint = BLUEPRINTS["a3mega"]
+    cluster = local_slurm(blueprint)
+    for index in range(3):
+        cluster.start_node(f"a3mega-{index}", f"{cluster.compute_node_conf('a3mega')} {NODE_CPUS}",
+                           8).stop()
+    script = cluster.root / "job.sbatch"
+    script.write_text(cluster.files[nccl_job_path("a3mega")])
+    assert "using 48 processors" in sbatch_test_only(cluster, script, "--nodes=3")
+    held = cluster.run("sbatch", "--hold", "--parsable", "--nodes=3", str(script)).strip()
+    shown = cluster.run("scontrol", "show", "job", "-o", held)
+    cluster.run("scancel", held)
+    assert re.search(r" NumNodes=3(-3)? NumCPUs=\S+ NumTasks=24 ", shown), shown
