@@ -176,8 +176,22 @@ def cpu_machine_known(machine_type: str) -> bool:
 
     ``custom-CPUS-MEM`` without a series is an N1 custom machine type.
     """
+    return machine_type.startswith("custom-") or cpu_shape(machine_type) is not None
+
+
+#: The least memory per vCPU, in MiB, of each predefined CPU shape over the series above:
+#: N1 is the leanest in all three (Compute Engine machineTypes: n1-standard-2 7680 MB,
+#: n1-highmem-2 13312 MB, n1-highcpu-2 1843 MB for 2 vCPUs; N2, E2, C2, C3, C4 and the
+#: others give 3.75-4, 6.5-8 and 1-2 GB per vCPU). slurm.conf's DefMemPerCPU of a CPU
+#: partition comes from it; other shapes (custom, shared-core, mega/ultramem) set none.
+MIB_PER_VCPU_AT_LEAST: dict[str, int] = {"standard": 3840, "highmem": 6656, "highcpu": 921}
+
+
+def cpu_shape(machine_type: str) -> str | None:
+    """The shape word of a known CPU machine type (``standard`` of n2-standard-4), else None."""
     series, _, rest = machine_type.partition("-")
-    return series == "custom" or rest.partition("-")[0] in CPU_MACHINE_SERIES.get(series, ())
+    shape = rest.partition("-")[0]
+    return shape if shape in CPU_MACHINE_SERIES.get(series, ()) else None
 
 
 def machine_known(machine_type: str) -> bool:

@@ -265,6 +265,11 @@ class Partition(Strict):
         None, pattern=SLURM_TIME_PATTERN,
         description="Slurm time limit, e.g. 7-00:00:00: 1 minute up to 24855-03:13:00, or "
                     "UNLIMITED (the default).")
+    default_time: str | None = Field(
+        None, pattern=SLURM_TIME_PATTERN,
+        description="Time limit of a job that sets none, e.g. 4:00:00: 1 minute up to "
+                    "max_time. Defaults to max_time; a shorter one lets backfill start "
+                    "untimed jobs in gaps.")
 
 
 class HealthChecks(Strict):

@@ -28,8 +28,9 @@ HEALTH_CHECK_PROGRAM = "/etc/slurm/clusterprint/healthcheck"
 PROLOG = "/etc/slurm/prolog.d/90-clusterprint-healthcheck"
 EPILOG = "/etc/slurm/epilog.d/90-clusterprint-healthcheck"
 #: HealthCheckNodeState: any node, but CYCLE spreads the runs over the interval instead
-#: of running every node's check at the same moment (slurm.conf(5)).
-NODE_STATE = "ANY,CYCLE"
+#: of running every node's check at the same moment (slurm.conf(5)). Written in the order
+#: `scontrol show config` prints it back (cycle,any), so the kept value reads as written.
+NODE_STATE = "CYCLE,ANY"
 #: Free space a node needs, GiB: the boot disk always, the local SSD where it is mounted
 #: (enroot's images and caches live there on GPU nodes).
 MIN_FREE_GIB = {"/": 10, "/mnt/localssd": 50}

@@ -6,8 +6,8 @@ here once, so a script can never point at a different controller than slurm.conf
 
 from __future__ import annotations
 
-from clusterprint import gpu_software
-from clusterprint.model import Blueprint, Nodeset
+from clusterprint import catalog, gpu_software
+from clusterprint.model import Blueprint, Nodeset, Partition
 from clusterprint.render.environment import render
 from clusterprint.render.healthcheck import slurm_conf_lines
 
@@ -15,6 +15,11 @@ SLURMCTLD_PORT = 6817
 SLURMD_PORT = 6818
 #: Slurm's time limit for a partition whose blueprint entry sets none.
 UNLIMITED = "UNLIMITED"
+#: The share of a VM's nominal memory its kernel leaves to slurmd as RealMemory, at least.
+KERNEL_SHARE = 0.9
+#: Seconds slurmd lets the Prolog and Epilog scripts run before it kills them and drains
+#: the node: RxDM's prolog pulls two images and waits up to 120 s for its buffers.
+PROLOG_EPILOG_TIMEOUT_S = 600
 
 
 def controller_host(blueprint: Blueprint) -> str:
@@ -39,16 +44,47 @@ def dynamic_node_conf(nodeset: Nodeset) -> str:
     return " ".join(parts)
 
 
+def default_mem_per_cpu(nodesets: list[Nodeset]) -> int | None:
+    """DefMemPerCPU (MiB) for a partition of CPU nodesets: what every node can give each CPU.
+
+    Memory is a consumable resource and cgroup-confined, so a job that asks for none gets
+    this much per CPU and may share its node. Dynamic nodes register the memory the kernel
+    reports, a few percent below the machine type's: KERNEL_SHARE leaves that out, so even
+    a job given every CPU of the leanest shape fits. None (a job then gets its nodes' whole
+    memory) where a shape's memory is not in the catalog or a nodeset has GPUs.
+    """
+    shapes = [catalog.cpu_shape(n.machine_type) for n in nodesets]
+    if any(n.gpus for n in nodesets) or not all(s in catalog.MIB_PER_VCPU_AT_LEAST
+                                                 for s in shapes):
+        return None
+    return int(min(catalog.MIB_PER_VCPU_AT_LEAST[s] for s in shapes) * KERNEL_SHARE)
+
+
+def partition_conf(blueprint: Blueprint, partition: Partition) -> dict:
+    """One partition line's values.
+
+    A partition with GPU nodes gives each job whole nodes (OverSubscribe=EXCLUSIVE): a
+    training job wants all the GPUs, NICs and memory of a node, and a small job beside it
+    would steal the fabric. Its jobs then get their nodes' whole memory by default.
+    """
+    nodesets = [n for n in blueprint.slurm.nodesets if n.name in partition.nodesets]
+    max_time = partition.max_time or UNLIMITED
+    return {"name": partition.name, "nodesets": partition.nodesets,
+            "default": partition.name == blueprint.slurm.default_partition.name,
+            "max_time": max_time, "default_time": partition.default_time or max_time,
+            "exclusive": any(n.gpus for n in nodesets),
+            "def_mem_per_cpu": default_mem_per_cpu(nodesets)}
+
+
 def render_slurm_conf(blueprint: Blueprint) -> str:
     """slurm.conf: the cluster, its node sets and partitions."""
     slurm = blueprint.slurm
-    default = slurm.default_partition.name
-    partitions = [{"name": p.name, "nodesets": p.nodesets, "default": p.name == default,
-                   "max_time": p.max_time or UNLIMITED} for p in slurm.partitions]
+    partitions = [partition_conf(blueprint, p) for p in slurm.partitions]
     return render("slurm/slurm.conf.j2", cluster=blueprint.name,
                   controller_host=controller_host(blueprint), slurmctld_port=SLURMCTLD_PORT,
                   slurmd_port=SLURMD_PORT,
                   max_node_count=sum(n.upper_bound for n in slurm.nodesets),
+                  prolog_epilog_timeout=PROLOG_EPILOG_TIMEOUT_S,
                   nodesets=slurm.nodesets, partitions=partitions,
                   health_checks=slurm_conf_lines(blueprint))
 

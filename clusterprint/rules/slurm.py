@@ -170,9 +170,26 @@ def time_limit_problem(text: str) -> tuple[str, str] | None:
     return None
 
 
+def limit_minutes(text: str | None) -> float:
+    """A time limit in the minutes Slurm keeps; no limit (or none written) is infinite."""
+    seconds = slurm_time_seconds(text) if text else None
+    return float("inf") if seconds is None else slurm_minutes(seconds)
+
+
 @rule("slurm.time-limit")
 def check_time_limits(bp: Blueprint) -> Iterator[Finding]:
-    """A partition's max_time is a limit Slurm 22.05 and 23.11 keep: 1 minute up to 2**31 s."""
+    """A partition's max_time and default_time are limits Slurm 22.05 and 23.11 keep (1 minute
+    up to 2**31 s), and default_time is within max_time: slurmctld drops a longer DefaultTime
+    without a word (read_config.c "DefaultTime exceeds MaxTime"), leaving max_time."""
     for index, partition in enumerate(bp.slurm.partitions):
-        if partition.max_time and (problem := time_limit_problem(partition.max_time)):
-            yield error(("slurm", "partitions", index, "max_time"), *problem)
+        path = ("slurm", "partitions", index)
+        for key in ("max_time", "default_time"):
+            text = getattr(partition, key)
+            if text and (problem := time_limit_problem(text)):
+                yield error((*path, key), *problem)
+        default = partition.default_time
+        if default and limit_minutes(partition.max_time) < limit_minutes(default):
+            yield error((*path, "default_time"),
+                        f"default_time {default} is longer than max_time "
+                        f"{partition.max_time}: slurmctld ignores it",
+                        f"set default_time to at most {partition.max_time}")

@@ -43,7 +43,15 @@ class Here:
     value: Any
 
 
-DROP = object()
+class _Drop:
+    """``DROP``: an override that removes its key. Its repr is fixed, so that test ids that
+    show it are the same in every run (mutmut reruns tests by id)."""
+
+    def __repr__(self) -> str:
+        return "DROP"
+
+
+DROP = _Drop()
 
 
 def _steps(dotted: str) -> list[str | int]:
@@ -51,9 +59,14 @@ def _steps(dotted: str) -> list[str | int]:
 
 
 def apply_overrides(data: dict, overrides: dict[str, Any]) -> dict:
-    """A copy of ``data`` with each dotted key set (``DROP`` removes it)."""
+    """A copy of ``data`` with each dotted key set (``DROP`` removes it).
+
+    Values are copied too: a later key inside one (``slurm.nodesets[1].image`` after
+    ``slurm.nodesets[1]``) must not change a dict that other cases share.
+    """
     data = copy.deepcopy(data)
     for dotted, value in overrides.items():
+        value = value if value is DROP else copy.deepcopy(value)
         steps = _steps(dotted)
         last = steps[-1]
         node: Any = data

@@ -36,6 +36,9 @@ LOCAL_KEYS = {
     "SlurmctldHost": "host", "SlurmctldPort": "port", "SlurmdPort": "port",
     "StateSaveLocation": "path", "SlurmdSpoolDir": "path", "SlurmctldPidFile": "path",
     "SlurmdPidFile": "path", "AuthInfo": "auth", "HealthCheckProgram": "path",
+    # The node's prolog.d and epilog.d: a temp folder per cluster instead of this machine's
+    # /etc/slurm, so a test chooses what the node's scripts do.
+    "Prolog": "path", "Epilog": "path",
     # cgroup confinement needs a systemd-managed host; CI containers have none.
     "ProctrackType": "process tracking", "TaskPlugin": "process tracking",
 }
@@ -147,9 +150,32 @@ class LocalSlurm:
             "AuthInfo": f"socket={munge_socket}",
             "ProctrackType": "proctrack/linuxproc",
             "TaskPlugin": "task/none",
+            **{key: f"{self.scripts(key.lower())}/*" for key in ("Prolog", "Epilog")
+               if f"\n{key}=" in self.files["slurm.conf"]},
         }))
         (self.root / "cgroup.conf").write_text(self.files["cgroup.conf"])
         self.env = {**os.environ, "SLURM_CONF": str(self.conf)}
+
+    def scripts(self, kind: str) -> Path:
+        """The node's prolog.d or epilog.d, with a file of each name the rendered compute
+        scripts install there (RxDM's ``10-rxdm``), standing in as one that succeeds, as
+        RxDM's does for a job on one node. A test replaces one to make it fail.
+        """
+        folder = self.root / f"{kind}.d"
+        if not folder.exists():
+            folder.mkdir()
+            names = {name for path, text in self.files.items() if path.startswith("scripts/")
+                     for name in re.findall(rf"/etc/slurm/{kind}\.d/([\w.-]+)", text)}
+            for name in sorted(names):
+                self.add_script(kind, name, "exit 0")
+        return folder
+
+    def add_script(self, kind: str, name: str, body: str) -> Path:
+        """A ``/bin/sh`` script ``name`` in the node's prolog.d or epilog.d running ``body``."""
+        script = self.root / f"{kind}.d" / name
+        script.write_text(f"#!/bin/sh\n{body}\n")
+        script.chmod(0o755)
+        return script
 
     def run(self, *argv: str, timeout: float = 60) -> str:
         """A Slurm client command against this cluster; its stdout, failing loudly."""
@@ -165,6 +191,38 @@ class LocalSlurm:
             fields = dict(re.findall(r"(\w+)=(\S*)", line))
             shown[fields["PartitionName"]] = fields
         return shown
+
+    def config(self) -> dict[str, str]:
+        """slurmctld's settings as ``scontrol show config`` prints them, by name."""
+        return {key: value.removesuffix(" sec") for key, value in re.findall(
+            r"^(\w+)\s+= (.*)$", self.run("scontrol", "show", "config"), re.MULTILINE)}
+
+    def dropped_settings(self) -> dict[str, tuple[str, str]]:
+        """Every rendered cluster-wide slurm.conf line that slurmctld does not keep as
+        written, outside the local ones: name to (written, kept). scontrol prints some
+        values in capitals, and SlurmUser with its uid: ``slurm(64030)``."""
+        config = {key: value.split("(")[0].lower() if value[:1] != "(" else value
+                  for key, value in self.config().items()}
+        written = dict(line.split("=", 1) for line in self.files["slurm.conf"].splitlines()
+                       if re.match(r"^[A-Z]\w+=", line) and not line.startswith(
+                           ("NodeSet=", "PartitionName=")))
+        return {key: (value, config.get(key, "")) for key, value in written.items()
+                if key not in LOCAL_KEYS and config.get(key) != value.lower()}
+
+    def dropped_partition_settings(self) -> dict[str, dict[str, tuple[str, str | None]]]:
+        """Per partition, the rendered OverSubscribe, DefMemPerCPU, Default and State that
+        slurmctld does not keep as written: name to (written, kept)."""
+        shown, dropped = self.partitions(), {}
+        for line in self.files["slurm.conf"].splitlines():
+            if line.startswith("PartitionName="):
+                written = dict(token.split("=", 1) for token in line.split())
+                kept = shown[written["PartitionName"]]
+                wrong = {key: (written[key], kept.get(key)) for key in
+                         ("OverSubscribe", "DefMemPerCPU", "Default", "State")
+                         if key in written and kept.get(key) != written[key]}
+                if wrong:
+                    dropped[written["PartitionName"]] = wrong
+        return dropped
 
     def answers(self) -> bool:
         """True when slurmctld answers a ping."""
@@ -212,14 +270,16 @@ class LocalSlurm:
             return rendered.replace("File=/dev/nvidia", f"File={devices}/nvidia")
         return rendered + f"Name=gpu File={devices}/nvidia[0-{gpus - 1}]\n"
 
-    def start_node(self, name: str, node_conf: str, gpus: int) -> Daemon:
+    def start_node(self, name: str, node_conf: str, gpus: int,
+                   launcher: tuple[str, ...] = ()) -> Daemon:
         """A dynamic slurmd registering as ``name`` with ``node_conf``, until it is idle.
 
         slurmd reads gres.conf when it starts, so each node gets its own GPUs' line.
+        ``launcher`` runs slurmd (e.g. ``prlimit`` setting its limits, as systemd would).
         """
         (self.root / f"spool-{name}").mkdir()
         (self.root / "gres.conf").write_text(self.gres_conf(gpus))
-        slurmd = Daemon(["slurmd", "-D", "-Z", "-f", str(self.conf), "-N", name,
+        slurmd = Daemon([*launcher, "slurmd", "-D", "-Z", "-f", str(self.conf), "-N", name,
                          "--conf", node_conf], self.root / f"slurmd-{name}.log", self.env)
         self.daemons.append(slurmd)
         wait_until(lambda: slurmd.running() and self.node_state(name) == "idle",

@@ -1,8 +1,9 @@
 """slurmctld boots the rendered configuration of any valid blueprint, not just ours.
 
 Names are drawn over their whole model pattern, the longest included; time limits over
-the whole range the rules accept, both bounds included, in every form Slurm reads.
-slurmctld must keep each partition's limit exactly as the blueprint means it.
+the whole range the rules accept, both bounds included, in every form Slurm reads, and a
+default_time within each. slurmctld must keep each partition's limits exactly as the
+blueprint means them, and every other rendered line as written.
 """
 
 from __future__ import annotations
@@ -14,7 +15,7 @@ from hypothesis import strategies as st
 
 from clusterprint import rules
 from clusterprint.model import LIST_NAME_PATTERN, NAME_PATTERN, PARTITION_NAME_PATTERN, Blueprint
-from clusterprint.slurm_time import MAX_MINUTES, format_minutes
+from clusterprint.slurm_time import MAX_MINUTES, format_minutes, slurm_minutes, slurm_time_seconds
 
 MACHINE_TYPES = ["a3-megagpu-8g", "a3-ultragpu-8g", "a4-highgpu-8g", "n2-standard-4",
                  "c2-standard-60"]
@@ -68,6 +69,18 @@ def time_limits(draw) -> tuple[str | None, str]:
     return spelled(minutes, form, draw(st.integers(1, 60))), format_minutes(minutes)
 
 
+@st.composite
+def default_times(draw, max_time: str | None, max_shown: str) -> tuple[str | None, str]:
+    """A default_time within ``max_time`` (none, sometimes) and how scontrol shows it."""
+    if draw(st.booleans()):
+        return None, max_shown
+    seconds = slurm_time_seconds(max_time) if max_time else None
+    longest = MAX_MINUTES if seconds is None else slurm_minutes(seconds)
+    minutes = draw(st.sampled_from([1, longest]) | st.integers(1, longest))
+    form = draw(st.sampled_from(["M", "M:S", "H:M:S", "D-H:M", "D-H:M:S"]))
+    return spelled(minutes, form, draw(st.integers(1, 60))), format_minutes(minutes)
+
+
 def blueprint_of(cluster: str, nodesets: list[dict], partitions: list[dict]) -> Blueprint:
     """A blueprint of these parts in the us-central1-a zone."""
     return Blueprint.model_validate({
@@ -77,8 +90,9 @@ def blueprint_of(cluster: str, nodesets: list[dict], partitions: list[dict]) -> 
 
 
 @st.composite
-def blueprints(draw) -> tuple[Blueprint, dict[str, str]]:
-    """A valid blueprint with several nodesets and partitions, and each partition's limit."""
+def blueprints(draw) -> tuple[Blueprint, dict[str, tuple[str, str]]]:
+    """A valid blueprint with several nodesets and partitions, and each partition's
+    MaxTime and DefaultTime as scontrol shows them."""
     nodeset_list = draw(st.lists(nodeset_names, min_size=2, max_size=4, unique=True))
     nodesets = []
     for name in nodeset_list:
@@ -88,9 +102,12 @@ def blueprints(draw) -> tuple[Blueprint, dict[str, str]]:
     partitions, shown = [], {}
     for name in draw(st.lists(partition_names, min_size=2, max_size=4, unique=True)):
         members = draw(st.lists(st.sampled_from(nodeset_list), min_size=1, unique=True))
-        max_time, shown[name] = draw(time_limits())
+        max_time, max_shown = draw(time_limits())
+        default_time, default_shown = draw(default_times(max_time, max_shown))
+        shown[name] = (max_shown, default_shown)
         partitions.append({"name": name, "nodesets": members,
-                           **({"max_time": max_time} if max_time else {})})
+                           **({"max_time": max_time} if max_time else {}),
+                           **({"default_time": default_time} if default_time else {})})
     marked = draw(st.none() | st.integers(0, len(partitions) - 1))
     if marked is not None:
         partitions[marked]["default"] = True
@@ -100,17 +117,20 @@ def blueprints(draw) -> tuple[Blueprint, dict[str, str]]:
 
 
 LONGEST = {"name": "n" * 15 + "1", "machine_type": "n2-standard-4", "count": 1}
-#: Both bounds of max_time on partitions of the longest names, over the longest nodeset names.
+#: Both bounds of max_time and default_time on partitions of the longest names, over the
+#: longest nodeset names.
 AT_THE_BOUNDS = (
     blueprint_of("c" * 19 + "9", [LONGEST, {**LONGEST, "name": "m" * 15 + "2"}], [
         {"name": "p" * 30 + "1", "nodesets": ["n" * 15 + "1", "m" * 15 + "2"],
-         "max_time": f"{MAX_MINUTES}"},
+         "max_time": f"{MAX_MINUTES}", "default_time": "1"},
         {"name": "q" * 30 + "2", "nodesets": ["m" * 15 + "2"],
-         "max_time": format_minutes(MAX_MINUTES)},
-        {"name": "r-1", "nodesets": ["n" * 15 + "1"], "max_time": "1", "default": True},
+         "max_time": format_minutes(MAX_MINUTES), "default_time": f"{MAX_MINUTES}"},
+        {"name": "r-1", "nodesets": ["n" * 15 + "1"], "max_time": "1", "default": True,
+         "default_time": "0:01"},
         {"name": "s", "nodesets": ["n" * 15 + "1"], "max_time": "0:01"}]),
-    {"p" * 30 + "1": "24855-03:13:00", "q" * 30 + "2": "24855-03:13:00", "r-1": "00:01:00",
-     "s": "00:01:00"})
+    {"p" * 30 + "1": ("24855-03:13:00", "00:01:00"),
+     "q" * 30 + "2": ("24855-03:13:00", "24855-03:13:00"), "r-1": ("00:01:00", "00:01:00"),
+     "s": ("00:01:00", "00:01:00")})
 
 
 @settings(max_examples=25, deadline=None,
@@ -131,15 +151,17 @@ def test_the_bounds_example_is_valid():
     assert not [f for f in rules.check(blueprint) if f.severity == "error"]
 
 
-def check_booted(cluster, blueprint: Blueprint, limits: dict[str, str]) -> None:
-    """Every partition is up with its limit, the default one is marked, MaxNodeCount is the sum."""
+def check_booted(cluster, blueprint: Blueprint, limits: dict[str, tuple[str, str]]) -> None:
+    """Every partition is up with its limits, the default one is marked, MaxNodeCount is the
+    sum, and every other rendered setting is kept as written."""
     shown = cluster.partitions()
     assert set(shown) == {p.name for p in blueprint.slurm.partitions}
     default = blueprint.slurm.default_partition.name
     for name, fields in shown.items():
         assert fields["State"] == "UP"
-        assert (fields["MaxTime"], fields["DefaultTime"]) == (limits[name], limits[name])
+        assert (fields["MaxTime"], fields["DefaultTime"]) == limits[name]
         assert fields["Default"] == ("YES" if name == default else "NO")
-    config = cluster.run("scontrol", "show", "config")
     max_nodes = sum(n.upper_bound for n in blueprint.slurm.nodesets)
-    assert f"MaxNodeCount            = {max_nodes}" in config
+    assert cluster.config()["MaxNodeCount"] == str(max_nodes)
+    assert cluster.dropped_settings() == {}
+    assert cluster.dropped_partition_settings() == {}

@@ -4,7 +4,8 @@ Each node is its own machine here: slurmd runs in its own UTS and network namesp
 own hostname, its own primary NIC on a veth pair with a default route to this machine,
 where slurmctld listens), so two dynamic nodes run side by side on SlurmdPort. The GPU
 tools are the recorded fakes (tests/healthcheck_fakes.py); `ip` and `scontrol` are real.
-The rendered HealthCheckProgram wrapper and prolog change only in their paths.
+The rendered HealthCheckProgram wrapper, prolog and epilog change only in their paths, and
+slurm.conf only in the controller's address (and, where a job is requeued, cred_expire).
 """
 
 from __future__ import annotations
@@ -31,10 +32,7 @@ TAGS = itertools.count(100 + os.getpid() % 100)
 #: The first command of every GPU check: how a test counts the runs on a node.
 GPU_QUERY = ("nvidia-smi --query-gpu=index,name,pci.bus_id,ecc.errors.uncorrected.volatile.total "
              "--format=csv,noheader,nounits")
-#: slurm.conf lines the Slurm engineers' work adds to the template (issue 9): here only
-#: in the test's copy, to run the prolog and requeue a job it failed without a hold.
-PROLOG_LINES = ("PrologFlags=Alloc\nSchedulerParameters=nohold_on_prolog_fail\n"
-                "PrologEpilogTimeout=120\n")
+
 
 
 def blueprint(interval_s: int, gpu: str = "quick") -> Blueprint:
@@ -86,24 +84,24 @@ class Nodes:
 
     def localize(self, *scripts: str) -> None:
         """slurm.conf with the controller at an address the namespaces reach and the health
-        check's wrapper in this test's folder; with ``scripts`` ("prolog", "epilog") also
-        the rendered prolog or epilog in a folder of their own, and the lines that run them."""
+        check's wrapper in this test's folder; with ``scripts`` ("prolog", "epilog") the
+        rendered prolog or epilog, localized, in place of the stand-in in the node's
+        prolog.d or epilog.d (tests/slurm/conftest.py)."""
         conf = self.cluster.conf
         text = localize(conf.read_text(), {
             "SlurmctldHost": f"localhost({self.controller})",
             "HealthCheckProgram": str(self.wrapper("interval", healthcheck.HEALTH_CHECK_PROGRAM)),
         })
         for mode in scripts:
-            folder = self.local / f"{mode}.d"
-            folder.mkdir()
             rendered = getattr(healthcheck, mode.upper())
-            self.wrapper(mode, rendered).rename(folder / Path(rendered).name)
-            text += f"{mode.capitalize()}={folder}/*\n"
+            stand_in = self.cluster.scripts(mode) / Path(rendered).name
+            assert stand_in.exists(), f"slurm.conf runs no {rendered}"
+            self.wrapper(mode, rendered).replace(stand_in)
         if scripts:
             # A requeued job waits cred_expire (120 s by default) before it may start again;
             # a shorter one keeps the test short and changes nothing else.
             text = re.sub(r"^(AuthInfo=.*)$", r"\1,cred_expire=10", text, flags=re.MULTILINE)
-        conf.write_text(text + (PROLOG_LINES if scripts else ""))
+        conf.write_text(text)
 
     def wrapper(self, mode: str, rendered_path: str) -> Path:
         """The rendered wrapper of ``mode`` with its paths in this folder: each node (its

@@ -18,6 +18,12 @@ def test_reference_blueprint_runs_jobs_on_every_nodeset(path, local_slurm):
     partitions = dict(line.split() for line in cluster.run("sinfo", "-h", "-o", "%R %a")
                       .splitlines())
     assert partitions == {p.name: "up" for p in blueprint.slurm.partitions}
+    assert cluster.dropped_settings() == {}
+    assert cluster.dropped_partition_settings() == {}
+    for partition, fields in cluster.partitions().items():
+        members = fields["NodeSets"].split(",")
+        gpus = any(n.gpus for n in blueprint.slurm.nodesets if n.name in members)
+        assert fields["OverSubscribe"] == ("EXCLUSIVE" if gpus else "NO"), partition
 
     for nodeset in blueprint.slurm.nodesets:
         node = f"{nodeset.name}-test"

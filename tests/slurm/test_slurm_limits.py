@@ -12,6 +12,7 @@ from pydantic import ValidationError
 
 from clusterprint import rules
 from clusterprint.model import Blueprint
+from clusterprint.rules.slurm import limit_minutes
 from clusterprint.slurm_time import MAX_MINUTES, format_minutes
 
 
@@ -82,3 +83,28 @@ def test_one_second_more_stops_slurmctld_and_the_model_refuses_it(local_slurm):
     cluster = with_health_check_interval(local_slurm(blueprint(), start=False), 65536)
     assert "HealthCheckInterval value (65536) is greater than 65535" in (
         cluster.refused_controller())
+
+
+def with_default_time(max_time: str, default_time: str) -> Blueprint:
+    """``blueprint(max_time)`` whose partition also sets ``default_time``."""
+    bp = blueprint(max_time)
+    partition = bp.slurm.partitions[0].model_copy(update={"default_time": default_time})
+    return bp.model_copy(update={"slurm": bp.slurm.model_copy(update={"partitions": [partition]})})
+
+
+@pytest.mark.parametrize(("max_time", "default_time", "shown"), [
+    ("7-00:00:00", "4:00:00", "04:00:00"), ("1", "0:01", "00:01:00"),
+    (format_minutes(MAX_MINUTES), f"{MAX_MINUTES}", format_minutes(MAX_MINUTES))])
+def test_a_default_time_within_max_time_is_kept_beside_it(max_time, default_time, shown,
+                                                          local_slurm):
+    bp = with_default_time(max_time, default_time)
+    assert refused_by(bp) == set()
+    fields = local_slurm(bp).partitions()["debug"]
+    assert fields["DefaultTime"] == shown
+    assert fields["MaxTime"] == format_minutes(int(limit_minutes(max_time)))
+
+
+def test_a_default_time_past_max_time_is_dropped_and_the_rule_refuses_it(local_slurm):
+    bp = with_default_time("4:00:00", "4:01:00")
+    assert refused_by(bp) == {"slurm.time-limit"}
+    assert local_slurm(bp).partitions()["debug"]["DefaultTime"] == "NONE"

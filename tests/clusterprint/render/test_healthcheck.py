@@ -91,7 +91,7 @@ def test_a_cpu_nodeset_gets_no_prolog():
 def test_slurm_conf_runs_the_check_every_interval_cycling_through_the_nodes():
     conf = rendered_files(cluster(interval_s=600))["slurm.conf"]
     assert (f"HealthCheckProgram={healthcheck.HEALTH_CHECK_PROGRAM}\nHealthCheckInterval=600\n"
-            "HealthCheckNodeState=ANY,CYCLE\n") in conf
+            "HealthCheckNodeState=CYCLE,ANY\n") in conf
 
 
 def test_interval_0_renders_no_health_check_program():

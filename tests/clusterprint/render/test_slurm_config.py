@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from clusterprint.model import Blueprint
-from clusterprint.render import rendered_files
+from clusterprint.render import node_scripts, rendered_files
 from clusterprint.render.slurm_config import render_gres_conf, render_slurm_conf
 from clusterprint.validate import load_checked
 from tests.paths import blueprint_path
@@ -30,9 +30,10 @@ def test_a4_slurm_conf_names_cluster_controller_nodesets_and_partitions():
     assert [line for line in conf if line.startswith("NodeSet=")] == [
         "NodeSet=a4 Feature=a4", "NodeSet=a4spot Feature=a4spot"]
     assert [line for line in conf if line.startswith("PartitionName=")] == [
-        "PartitionName=a4 Nodes=a4 Default=YES DefaultTime=UNLIMITED MaxTime=UNLIMITED State=UP",
+        "PartitionName=a4 Nodes=a4 Default=YES DefaultTime=UNLIMITED MaxTime=UNLIMITED "
+        "OverSubscribe=EXCLUSIVE State=UP",
         "PartitionName=a4spot Nodes=a4spot Default=NO DefaultTime=12:00:00 MaxTime=12:00:00 "
-        "State=UP",
+        "OverSubscribe=EXCLUSIVE State=UP",
     ]
 
 
@@ -48,8 +49,9 @@ def test_first_partition_is_default_when_none_is_marked():
     conf = lines(render_slurm_conf(blueprint))
     assert "MaxNodeCount=6" in conf
     assert ("PartitionName=one Nodes=a,b Default=YES DefaultTime=UNLIMITED MaxTime=UNLIMITED "
+            "DefMemPerCPU=3456 State=UP") in conf
+    assert ("PartitionName=two Nodes=b Default=NO DefaultTime=30 MaxTime=30 DefMemPerCPU=3456 "
             "State=UP") in conf
-    assert "PartitionName=two Nodes=b Default=NO DefaultTime=30 MaxTime=30 State=UP" in conf
 
 
 def test_gres_names_the_gpu_files_when_every_node_has_the_same_gpus():
@@ -87,3 +89,74 @@ def test_a2_and_g2_nodes_declare_and_bind_their_gpus():
         assert lines(render_gres_conf(blueprint))[-1] == f"Name=gpu File={files}"
         script = rendered_files(blueprint)["scripts/compute-n0.sh"]
         assert f"readonly NODE_CONF='Feature=n0 Gres=gpu:{gpus}'" in script
+
+
+#: The lines a training cluster's jobs need from slurm.conf, GPU or not.
+TRAINING_LINES = [
+    "PrologFlags=Alloc,Contain", "PrologEpilogTimeout=600", "BatchStartTimeout=600",
+    "SchedulerParameters=bf_continue,salloc_wait_nodes,nohold_on_prolog_fail",
+    "LaunchParameters=use_interactive_step", "PropagateResourceLimitsExcept=MEMLOCK",
+    "MpiDefault=pmi2"]
+
+
+def test_every_cluster_gets_the_prolog_scheduling_and_limit_lines():
+    for name in ("a3mega", "a4", "cpu-small"):
+        conf = lines(render_slurm_conf(load_checked(blueprint_path(name))))
+        assert [line for line in TRAINING_LINES if line not in conf] == [], name
+
+
+PROLOG_LINES = ["Prolog=/etc/slurm/prolog.d/*", "Epilog=/etc/slurm/epilog.d/*"]
+
+
+def prolog_lines(blueprint: Blueprint) -> list[str]:
+    return [line for line in lines(render_slurm_conf(blueprint))
+            if line.startswith(("Prolog=", "Epilog="))]
+
+
+def test_every_cluster_runs_the_prolog_folders_which_every_compute_node_fills():
+    # Slurm fails the prolog of a node whose folder holds no file (tests/slurm/
+    # test_training_conf.py), so every compute script installs a no-op 00-clusterprint.
+    for name in ("a3mega", "a3ultra", "a4", "cpu-small"):
+        blueprint = load_checked(blueprint_path(name))
+        assert prolog_lines(blueprint) == PROLOG_LINES, name
+        for nodeset in blueprint.slurm.nodesets:
+            script = node_scripts(blueprint).compute[nodeset.name]
+            for folder in ("prolog.d", "epilog.d"):
+                assert f"install_text /etc/slurm/{folder}/00-clusterprint 0755" in script
+
+
+def partition_lines(blueprint: Blueprint) -> list[str]:
+    return [line for line in lines(render_slurm_conf(blueprint))
+            if line.startswith("PartitionName=")]
+
+
+def test_cpu_partitions_share_nodes_and_gpu_partitions_give_whole_nodes():
+    # cpu-small: n2-standard-4 shares its nodes; the leanest standard shape (N1, 3.75 GB per
+    # vCPU) less what the kernel keeps is 3456 MiB per CPU.
+    (cpu,) = partition_lines(load_checked(blueprint_path("cpu-small")))
+    assert cpu == ("PartitionName=debug Nodes=cpu Default=YES DefaultTime=1:00:00 "
+                   "MaxTime=1:00:00 DefMemPerCPU=3456 State=UP")
+    assert "OverSubscribe" not in render_slurm_conf(load_checked(blueprint_path("cpu-small")))
+    (gpu,) = partition_lines(load_checked(blueprint_path("a3mega")))
+    assert gpu.endswith(" OverSubscribe=EXCLUSIVE State=UP") and "DefMem" not in gpu
+
+
+def test_mixed_partition_is_exclusive_and_an_unknown_shape_sets_no_memory_default():
+    # A partition over GPU and CPU nodes gives whole nodes; custom and shared-core shapes
+    # have no memory in the catalog, so their jobs get their nodes' whole memory.
+    assert partition_lines(cluster_of("a4-highgpu-8g", "n2-highmem-8")) == [
+        "PartitionName=all Nodes=n0,n1 Default=YES DefaultTime=UNLIMITED MaxTime=UNLIMITED "
+        "OverSubscribe=EXCLUSIVE State=UP"]
+    for machine_type in ("n2-custom-8-32768", "e2-medium"):
+        assert "DefMem" not in partition_lines(cluster_of(machine_type))[0]
+    # The partition's default is what its leanest nodeset gives: highcpu beside highmem.
+    assert "DefMemPerCPU=828 " in partition_lines(cluster_of("n2-highmem-8", "c2d-highcpu-4"))[0]
+
+
+def test_default_time_is_its_own_line_when_set():
+    blueprint = cluster_of("n2-standard-4")
+    partition = blueprint.slurm.partitions[0].model_copy(
+        update={"max_time": "7-00:00:00", "default_time": "4:00:00"})
+    blueprint = blueprint.model_copy(update={"slurm": blueprint.slurm.model_copy(
+        update={"partitions": [partition]})})
+    assert "DefaultTime=4:00:00 MaxTime=7-00:00:00 " in partition_lines(blueprint)[0]

@@ -83,6 +83,20 @@ REFUSED = [
                   "slurm.partitions[1]": {"name": "long", "nodesets": ["cpu"],
                                           "max_time": Here("71582788")}}, "error", 2,
                  id="every-partition-past-the-bounds"),
+    *[pytest.param("slurm.time-limit", f"{PART}.default_time",
+                   {f"{PART}.default_time": Here(limit)}, "error", 1, id=f"default-time-{limit}")
+      for limit in ("0", "0:00", "35791394")],
+    pytest.param("slurm.time-limit", f"{PART}.default_time",
+                 {f"{PART}.max_time": "4:00:00", f"{PART}.default_time": Here("4:00:01")},
+                 "error", 1, id="default-time-a-minute-past-max-time"),
+    pytest.param("slurm.time-limit", f"{PART}.default_time",
+                 {f"{PART}.max_time": "1-00:00:00", f"{PART}.default_time": Here("UNLIMITED")},
+                 "error", 1, id="unlimited-default-under-a-max-time"),
+    pytest.param("slurm.time-limit", "slurm.partitions[1].default_time",
+                 {f"{PART}.max_time": "30", f"{PART}.default_time": "31",
+                  "slurm.partitions[1]": {"name": "long", "nodesets": ["cpu"], "max_time": "1",
+                                          "default_time": Here("2-00:00")}}, "error", 2,
+                 id="every-partition-with-a-default-past-its-max"),
 ]
 
 ACCEPTED = [
@@ -128,6 +142,18 @@ ACCEPTED = [
       for limit in ("1", "0:01", "0:0:1", "0-0:1", "7-00:00:00", "UNLIMITED", "INFINITE",
                     LONGEST, "596523:13:00", "24855-03:13:00", "24855-3:13", "35791392:60")],
     pytest.param("slurm.time-limit", {}, id="no-max-time"),
+    *[pytest.param("slurm.time-limit", {f"{PART}.default_time": limit},
+                   id=f"default-time-{limit}") for limit in ("1", "0:01", LONGEST, "UNLIMITED")],
+    pytest.param("slurm.time-limit", {f"{PART}.max_time": "4:00:00",
+                                        f"{PART}.default_time": "3:59:01"},
+                 id="default-time-rounding-up-to-max-time"),
+    pytest.param("slurm.time-limit", {f"{PART}.max_time": "1",
+                                        f"{PART}.default_time": "0:01"},
+                 id="default-time-of-the-shortest-max-time"),
+    pytest.param("slurm.time-limit", {f"{PART}.default_time": "UNLIMITED"},
+                 id="unlimited-default-without-max-time"),
+    pytest.param("slurm.time-limit", {f"{PART}.max_time": "7-00:00:00"},
+                 id="no-default-time"),
 ]
 
 #: Several problems of one rule in one blueprint: each is reported, none twice.
@@ -213,3 +239,11 @@ def test_a2_and_g2_nodes_get_their_gpus(make_text, check):
     assert (ns.gpus, ns.boot_disk_type) == (16, "pd-balanced")
     ns = check(make_text({f"{NS}.machine_type": "g2-standard-24"})).blueprint.slurm.nodesets[0]
     assert (ns.gpus, ns.boot_disk_type) == (2, "pd-balanced")
+
+
+def test_a_default_time_past_max_time_says_slurmctld_would_ignore_it(rules_check):
+    hit = rules_check.refused({f"{PART}.max_time": "4:00:00", f"{PART}.default_time":
+                               Here("5:00:00")}, "slurm.time-limit", f"{PART}.default_time")
+    assert hit.finding.message == ("default_time 5:00:00 is longer than max_time 4:00:00: "
+                                   "slurmctld ignores it")
+    assert hit.finding.hint == "set default_time to at most 4:00:00"
