@@ -139,6 +139,12 @@ def boot_disk_type(machine_type: str) -> str:
 RESERVATION_BOUND_MACHINES = frozenset({"a4x-highgpu-4g", "a4-highgpu-8g", "a3-ultragpu-8g",
                                         "a3-megagpu-8g", "a3-highgpu-8g"})
 
+#: Machine types whose host Compute Engine takes a fault report for (instances.
+#: reportHostAsFaulty), on reservation-bound VMs only (cloud.google.com/ai-hypercomputer/
+#: docs/manage/report-faulty-host: "A4X Max, A4X, A4, or A3 Ultra", the "reservation-bound
+#: provisioning model"; A4X Max is not catalogued here).
+HOST_FAULT_REPORT_MACHINES = frozenset({"a4x-highgpu-4g", "a4-highgpu-8g", "a3-ultragpu-8g"})
+
 #: CPU machine series and the shapes (the word after the series) each offers, so a
 #: misspelt machine type is caught before `pulumi up` (Cluster Toolkit
 #: pkg/config/machine_mappings.json ``cpu_machine_families``; shapes and the series it

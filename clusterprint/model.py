@@ -286,7 +286,14 @@ class HealthChecks(Strict):
         description="HealthCheckInterval: every node's check runs once per interval, the "
                     "nodes in turn; 0 disables it (the prolog and epilog still run). Slurm "
                     "reads it as a 16-bit number.")
-    on_failure: Literal["drain", "reboot", "replace"] = Field("drain")
+    on_failure: Literal["drain", "reboot", "replace"] = Field(
+        "drain", description="What the controller's remediation loop does with a node the check "
+                             "drained: drain leaves it drained; reboot resets its VM (scontrol "
+                             "reboot); replace recreates its VM once its jobs end.")
+    max_remediation_share: float = Field(
+        0.1, gt=0, le=1,
+        description="The most of a nodeset rebooted or replaced in any hour, as a share of its "
+                    "nodes (rounded down, at least one node); the rest stay drained and wait.")
 
 
 class Slurm(Strict):

@@ -15,6 +15,9 @@ NODESET = "clusterprint-nodeset"
 HOME_SOURCE = "clusterprint-home-source"
 #: Secret Manager secret (projects/P/secrets/S) holding the munge key; never the key itself.
 MUNGE_SECRET = "clusterprint-munge-secret"
+#: The cluster's Vertex AI TensorBoard (projects/P/locations/R/tensorboards/ID), set on login
+#: nodes only with ``observability.tensorboard``: clusterprint-tensorboard-upload reads it.
+TENSORBOARD = "clusterprint-tensorboard"
 
 
 def lustre_source(name: str) -> str:

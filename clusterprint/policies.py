@@ -58,14 +58,22 @@ MUNGE_WRITER_ROLES = ("roles/secretmanager.secretVersionAdder",
                       "roles/secretmanager.viewer")
 #: What login and compute nodes may do with the munge key: read it.
 MUNGE_READER_ROLES = ("roles/secretmanager.secretAccessor",)
+#: What the login node needs with ``observability.tensorboard``: write runs to the cluster's
+#: Vertex AI TensorBoard (aiplatform.tensorboardExperiments.write, tensorboardRuns.write,
+#: tensorboardTimeSeries.create) and register checkpoints in Model Registry
+#: (aiplatform.models.upload). Vertex AI User is the narrowest predefined role holding both
+#: (cloud.google.com/vertex-ai/docs/general/access-control, "Vertex AI predefined roles");
+#: the TensorBoard web app role only reads. Granted to the login account alone.
+VERTEX_AI_ROLE = "roles/aiplatform.user"
 #: What a node may do in a bucket it mounts with Cloud Storage FUSE: read and write objects.
 BUCKET_ROLE = "roles/storage.objectUser"
 #: The one table of roles a node account may hold, by the IAM resource that grants it:
 #: what the components grant and nothing else. Project-wide grants are the logging and
-#: monitoring roles only; secret and bucket roles are granted on that secret or bucket.
+#: monitoring roles, and Vertex AI User for a login node of a cluster with a TensorBoard;
+#: secret and bucket roles are granted on that secret or bucket.
 ALLOWED_ROLES: dict[str, frozenset[str]] = {
-    PROJECT_IAM_MEMBER: frozenset(NODE_PROJECT_ROLES),
-    PROJECT_IAM_BINDING: frozenset(NODE_PROJECT_ROLES),
+    PROJECT_IAM_MEMBER: frozenset(NODE_PROJECT_ROLES + (VERTEX_AI_ROLE,)),
+    PROJECT_IAM_BINDING: frozenset(NODE_PROJECT_ROLES + (VERTEX_AI_ROLE,)),
     SECRET_IAM_MEMBER: frozenset(MUNGE_WRITER_ROLES + MUNGE_READER_ROLES),
     BUCKET_IAM_MEMBER: frozenset({BUCKET_ROLE}),
 }

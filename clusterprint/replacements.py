@@ -206,6 +206,10 @@ RULES: dict[str, ReplacementRule] = {
         TF + "resourcemanager/resource_google_service_account.go (and "
         "pulumi_gcp.serviceaccount.account): ForceNew on account_id, project; "
         "display_name, description and disabled are updatable"),
+    "gcp:projects/iAMCustomRole:IAMCustomRole": ReplacementRule(
+        ("roleId", "project"),
+        TF + "resourcemanager/resource_google_project_iam_custom_role.go: ForceNew on "
+        "role_id, project; title, description, permissions and stage are updatable"),
     "gcp:secretmanager/secret:Secret": ReplacementRule(
         ("secretId", "project", "replication", "tags"),
         MM + "secretmanager/Secret.yaml: secret_id, replication (every field), tags "

@@ -8,7 +8,7 @@ from clusterprint import naming, node_metadata
 from clusterprint.gpu_fabric import gpu_networking, gpu_ranges
 from clusterprint.model import Blueprint
 from clusterprint.policies import MUNGE_READER_ROLES
-from clusterprint.render import node_scripts
+from clusterprint.render import node_scripts, remediation
 from components.identity import NodeServiceAccount
 from components.login import LoginNodes
 from components.network import ClusterNetwork
@@ -85,11 +85,18 @@ class TrainingCluster(pulumi.ComponentResource):
             f"{name}-controller", cluster=cluster, startup_script=scripts.controller,
             machine_type=bp.slurm.controller.machine_type,
             disk_size_gb=bp.slurm.controller.disk_size_gb, metadata=metadata, **shared,
-            opts=child)
+            read_permissions=remediation.READ_PERMISSIONS,
+            act_permissions=remediation.act_permissions(bp),
+            acted_on=remediation.acted_on(bp, project), opts=child)
+        observability = Observability(
+            f"{name}-observability", cluster=cluster, project=project, region=bp.region,
+            tensorboard=bp.observability.tensorboard, dashboard=bp.observability.dashboard,
+            labels=labels, opts=child)
         login = LoginNodes(
             f"{name}-login", cluster=cluster, munge_secret=controller.munge_secret_id,
             startup_script=scripts.login, count=bp.slurm.login.count,
-            machine_type=bp.slurm.login.machine_type, metadata=metadata, **shared, opts=child)
+            machine_type=bp.slurm.login.machine_type, metadata=metadata,
+            tensorboard=observability.tensorboard, **shared, opts=child)
 
         compute_identity = NodeServiceAccount(
             f"{name}-compute-identity", project=project,
@@ -107,11 +114,6 @@ class TrainingCluster(pulumi.ComponentResource):
                 metadata={**metadata, node_metadata.MUNGE_SECRET: controller.munge_secret_id},
                 tags=[network.node_tag], labels=labels, opts=child)
             for ns in bp.slurm.nodesets}
-
-        observability = Observability(
-            f"{name}-observability", cluster=cluster, project=project, region=bp.region,
-            tensorboard=bp.observability.tensorboard, dashboard=bp.observability.dashboard,
-            labels=labels, opts=child)
 
         mounts: dict[str, pulumi.Input[str]] = {"/home": home_source}
         mounts |= {bp.mount_of(x): pulumi.Output.concat("lustre:", storage.lustre_sources[x.name])

@@ -7,8 +7,8 @@ from collections.abc import Mapping, Sequence
 import pulumi
 
 from clusterprint import naming, node_metadata
-from clusterprint.policies import MUNGE_READER_ROLES
-from components.identity import NodeServiceAccount
+from clusterprint.policies import MUNGE_READER_ROLES, VERTEX_AI_ROLE
+from components.identity import NODE_ROLES, NodeServiceAccount
 from components.images import boot_image
 from components.vm import private_vm
 
@@ -29,12 +29,17 @@ class LoginNodes(pulumi.ComponentResource):
                  image: str | None = None, metadata: Mapping[str, pulumi.Input[str]] | None = None,
                  tags: Sequence[str] = (), labels: Mapping[str, str] | None = None,
                  buckets: Mapping[str, pulumi.Input[str]] | None = None,
+                 tensorboard: pulumi.Input[str] | None = None,
                  opts: pulumi.ResourceOptions | None = None) -> None:
         super().__init__("clusterprint:index:LoginNodes", name, None, opts)
         child = pulumi.ResourceOptions(parent=self)
+        # With a TensorBoard, users upload runs and register models from here: its name is
+        # metadata for clusterprint-tensorboard-upload, Vertex AI User what both need.
+        extra = {node_metadata.TENSORBOARD: tensorboard} if tensorboard is not None else {}
         identity = NodeServiceAccount(
             f"{name}-identity", project=project,
             account_id=naming.service_account_id(cluster, naming.LOGIN_ACCOUNT),
+            roles=NODE_ROLES + ((VERTEX_AI_ROLE,) if extra else ()),
             display_name=f"{cluster} login nodes", secret=munge_secret,
             secret_roles=MUNGE_READER_ROLES, buckets=buckets,
             opts=child)
@@ -46,7 +51,7 @@ class LoginNodes(pulumi.ComponentResource):
                 machine_type=machine_type, image=image or boot_image(machine_type),
                 disk_size_gb=LOGIN_DISK_GB, subnetwork=subnetwork,
                 service_account_email=identity.email,
-                metadata={**(metadata or {}), "startup-script": startup_script,
+                metadata={**(metadata or {}), **extra, "startup-script": startup_script,
                           node_metadata.ROLE: "login", node_metadata.MUNGE_SECRET: munge_secret},
                 tags=tags, labels=labels or {},
                 opts=pulumi.ResourceOptions(parent=self, depends_on=identity.grants))

@@ -105,9 +105,12 @@ class GpuNodeset(pulumi.ComponentResource):
     update policy applies it to new and replaced VMs only, never recreating nodes under
     running jobs.
 
+    No group repairs a failed VM (``default_action_on_failure: DO_NOTHING``): the health
+    check and the controller's remediation loop reboot or recreate nodes, rate-limited.
+
     Flex-start capacity comes only through a resize request (Compute docs "About resize
-    requests in a MIG"; slurm-gcp's mig_flex.py): the group starts at target size 0, does
-    nothing on a failed VM (the request's VMs are not recreated), and one
+    requests in a MIG"; slurm-gcp's mig_flex.py): the group starts at target size 0 (the
+    request's VMs are not recreated), and one
     ``compute.ResizeRequest`` asks for ``count`` VMs for the longest run duration, 7 days;
     Compute Engine deletes them when it ends. A resize request cannot be updated
     (magic-modules ResizeRequest.yaml), so a changed ``count`` previews as a replaced
@@ -161,9 +164,11 @@ class GpuNodeset(pulumi.ComponentResource):
             target_size=0 if flex else nodeset.count,
             update_policy=gcp.compute.InstanceGroupManagerUpdatePolicyArgs(
                 type="OPPORTUNISTIC", minimal_action="REPLACE"),
+            # The group never repairs a VM on its own: Slurm and the controller's
+            # remediation loop decide (a repair would race a reboot or a host-fault report).
             instance_lifecycle_policy=(
                 gcp.compute.InstanceGroupManagerInstanceLifecyclePolicyArgs(
-                    default_action_on_failure="DO_NOTHING") if flex else None),
+                    default_action_on_failure="DO_NOTHING")),
             wait_for_instances=False,
             # The resize request, not Pulumi, sets a flex-start group's size: a refresh
             # must not shrink it back to 0 under running nodes.

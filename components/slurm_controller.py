@@ -22,9 +22,14 @@ class SlurmController(pulumi.ComponentResource):
     So the key never appears in Pulumi state, in instance metadata or in a plan; only the
     secret's name travels (metadata ``clusterprint-munge-secret``).
 
-    The controller's project roles are every node's (logs and metrics) and no more: no
-    script calls the Compute API (nothing resizes groups or replaces VMs), and a
-    project-wide Compute role would let it delete any VM in the project.
+    The controller's project roles are every node's (logs and metrics), plus what its
+    remediation loop and RebootProgram call in the Compute API, as two custom roles: one
+    to read (``read_permissions``: find the groups, list their VMs; a list cannot be
+    narrowed by name) and one to act (``act_permissions``: reset, recreate, report a
+    host), granted with a condition that holds it to the resources whose names start with
+    one of ``acted_on`` (this cluster's VMs and groups). Compute Engine has no IAM policy
+    on instance groups, and the VMs come and go under random names, so a grant on each
+    resource cannot be made; a predefined Compute role would let it delete any VM.
     """
 
     def __init__(self, name: str, *, cluster: str, project: str, zone: str,
@@ -33,6 +38,8 @@ class SlurmController(pulumi.ComponentResource):
                  image: str | None = None, metadata: Mapping[str, pulumi.Input[str]] | None = None,
                  tags: Sequence[str] = (), labels: Mapping[str, str] | None = None,
                  buckets: Mapping[str, pulumi.Input[str]] | None = None,
+                 read_permissions: Sequence[str] = (), act_permissions: Sequence[str] = (),
+                 acted_on: Sequence[str] = (),
                  opts: pulumi.ResourceOptions | None = None) -> None:
         super().__init__("clusterprint:index:SlurmController", name, None, opts)
         child = pulumi.ResourceOptions(parent=self)
@@ -50,6 +57,14 @@ class SlurmController(pulumi.ComponentResource):
             display_name=f"{cluster} Slurm controller",
             secret=self.munge_secret_id, secret_roles=MUNGE_WRITER_ROLES, buckets=buckets,
             opts=child)
+        grants = list(identity.grants)
+        if read_permissions:
+            grants.append(self._custom_grant(f"{name}-remediation-read", project, cluster,
+                                             "read", read_permissions, identity.member))
+        if act_permissions:
+            grants.append(self._custom_grant(f"{name}-remediation-act", project, cluster,
+                                             "act", act_permissions, identity.member,
+                                             acted_on))
         self.instance_name = node_metadata.controller_hostname(cluster)
         self.instance = private_vm(
             f"{name}-vm", instance_name=self.instance_name, project=project, zone=zone,
@@ -61,7 +76,26 @@ class SlurmController(pulumi.ComponentResource):
                       node_metadata.MUNGE_SECRET: self.munge_secret_id},
             tags=tags, labels=labels,
             # The first boot writes the key: the grant must exist before the VM does.
-            opts=pulumi.ResourceOptions(parent=self, depends_on=identity.grants))
+            opts=pulumi.ResourceOptions(parent=self, depends_on=grants))
         self.service_account_email = identity.email
         self.register_outputs({"instance_name": self.instance_name,
                                "munge_secret": self.munge_secret_id})
+
+    def _custom_grant(self, logical: str, project: str, cluster: str, kind: str,
+                      permissions: Sequence[str], member: pulumi.Input[str],
+                      prefixes: Sequence[str] = ()) -> gcp.projects.IAMMember:
+        """A custom role of exactly ``permissions``, granted on the project; with
+        ``prefixes``, only on the resources whose names start with one of them."""
+        child = pulumi.ResourceOptions(parent=self)
+        role = gcp.projects.IAMCustomRole(
+            f"{logical}-role", project=project,
+            role_id=f"{cluster.replace('-', '_')}_remediation_{kind}",
+            title=f"{cluster} remediation ({kind})", permissions=sorted(permissions),
+            opts=child)
+        condition = None
+        if prefixes:
+            condition = gcp.projects.IAMMemberConditionArgs(
+                title=f"{cluster} nodes only",
+                expression=" || ".join(f'resource.name.startsWith("{p}")' for p in prefixes))
+        return gcp.projects.IAMMember(logical, project=project, role=role.name, member=member,
+                                      condition=condition, opts=child)

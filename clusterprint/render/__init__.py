@@ -17,6 +17,7 @@ from clusterprint.render.node_scripts import (
     render_controller_script,
     render_login_script,
 )
+from clusterprint.render.remediation import remediation_files
 from clusterprint.render.slurm_config import render_slurm_configs
 
 
@@ -53,4 +54,5 @@ def rendered_files(blueprint: Blueprint) -> dict[str, str]:
     files.update({compute_script_path(name): text for name, text in scripts.compute.items()})
     files.update(render_nccl_jobs(blueprint))
     files.update(healthcheck_files(blueprint))
+    files.update(remediation_files(blueprint))
     return files

@@ -7,9 +7,14 @@ addresses, the munge key's secret) is read from instance metadata at boot.
 
 from __future__ import annotations
 
+import json
+from pathlib import Path
+from types import ModuleType
+
 from clusterprint import node_metadata
 from clusterprint.model import Blueprint, Nodeset
-from clusterprint.render import gpu_node, healthcheck
+from clusterprint.node import register_model, tensorboard_upload
+from clusterprint.render import gpu_node, healthcheck, remediation
 from clusterprint.render.environment import render
 from clusterprint.render.gpu_fabric import fabric_context
 from clusterprint.render.nccl_job import STAGED_JOBS, staged_job_path
@@ -25,6 +30,30 @@ from clusterprint.render.slurm_config import conf_server, dynamic_node_conf
 METADATA_KEYS = {"home_source": node_metadata.HOME_SOURCE,
                  "munge_secret": node_metadata.MUNGE_SECRET}
 
+#: The login node's helpers: command -> the module that is its program.
+MLOPS_HELPERS: dict[str, ModuleType] = {
+    "/usr/local/bin/clusterprint-tensorboard-upload": tensorboard_upload,
+    "/usr/local/bin/clusterprint-register-model": register_model,
+}
+#: Google's TensorBoard uploader (tb-gcp-uploader), pinned: 2.7.0 declares the
+#: ``tensorboard`` extra and the console script (its wheel's METADATA and entry_points.txt).
+TENSORBOARD_UPLOADER_PACKAGE = "google-cloud-aiplatform[tensorboard]==2.7.0"
+
+
+def mlops_context(blueprint: Blueprint) -> dict[str, object]:
+    """What the login script installs for users' MLOps: each helper as an executable, the
+    configuration clusterprint-register-model reads, and (with a TensorBoard) the uploader."""
+    config = {"region": blueprint.region,
+              "buckets": [{"name": b.bucket, "mount": b.mount_path}
+                          for b in blueprint.storage.buckets]}
+    return {"helpers": {path: "#!/usr/bin/python3\n" + Path(module.__file__).read_text("utf-8")
+                        for path, module in MLOPS_HELPERS.items()},
+            "config_path": register_model.CONFIG,
+            "config": json.dumps(config, indent=2, sort_keys=True) + "\n",
+            "tensorboard": blueprint.observability.tensorboard,
+            "venv": str(Path(tensorboard_upload.UPLOADER).parent.parent),
+            "package": TENSORBOARD_UPLOADER_PACKAGE}
+
 
 def _common(blueprint: Blueprint, role: str, software: Software) -> dict[str, object]:
     scratch = [{"name": x.name, "mount": blueprint.mount_of(x),
@@ -36,8 +65,10 @@ def _common(blueprint: Blueprint, role: str, software: Software) -> dict[str, ob
 
 
 def render_controller_script(blueprint: Blueprint, slurm_files: dict[str, str]) -> str:
-    """The controller's script: /home, the munge key (created on first boot), slurmctld."""
+    """The controller's script: /home, the munge key (created on first boot), slurmctld,
+    the remediation loop."""
     return render("scripts/controller.sh.j2", files=slurm_files,
+                  remediation=remediation.script_context(blueprint),
                   **_common(blueprint, "controller", controller_software(blueprint)))
 
 
@@ -47,7 +78,7 @@ def render_login_script(blueprint: Blueprint, slurm_files: dict[str, str],
     (``{rendered path: text}``) it stages for every user in ``STAGED_JOBS``."""
     staged = {staged_job_path(path): text for path, text in jobs.items()}
     return render("scripts/login.sh.j2", files=slurm_files, jobs=staged, jobs_dir=STAGED_JOBS,
-                  pyxis=gpu_node.pyxis(),
+                  pyxis=gpu_node.pyxis(), mlops=mlops_context(blueprint),
                   **_common(blueprint, "login", login_software(blueprint)))
 
 

@@ -10,6 +10,7 @@ from clusterprint import catalog, gpu_software
 from clusterprint.model import Blueprint, Nodeset, Partition
 from clusterprint.render.environment import render
 from clusterprint.render.healthcheck import slurm_conf_lines
+from clusterprint.render.remediation import REBOOT_PROGRAM
 
 SLURMCTLD_PORT = 6817
 SLURMD_PORT = 6818
@@ -86,7 +87,8 @@ def render_slurm_conf(blueprint: Blueprint) -> str:
                   max_node_count=sum(n.upper_bound for n in slurm.nodesets),
                   prolog_epilog_timeout=PROLOG_EPILOG_TIMEOUT_S,
                   nodesets=slurm.nodesets, partitions=partitions,
-                  health_checks=slurm_conf_lines(blueprint))
+                  health_checks=slurm_conf_lines(blueprint),
+                  reboot_program=REBOOT_PROGRAM)
 
 
 def gpu_device_files(gpus: int) -> str:

@@ -1,5 +1,8 @@
 """The model's defaults are the contract's: what a first cluster gets without asking."""
 
+import pytest
+from pydantic import ValidationError
+
 from clusterprint.model import Blueprint
 from tests.clusterprint.blueprint_texts import MINIMAL, apply_overrides
 
@@ -25,6 +28,7 @@ def test_contract_defaults():
     assert (bp.slurm.login.count, bp.slurm.login.machine_type) == (1, "n2-standard-4")
     hc = bp.slurm.health_checks
     assert (hc.gpu, hc.interval_s, hc.on_failure) == ("quick", 300, "drain")
+    assert hc.max_remediation_share == 0.1
     assert bp.recipes == []
     assert (bp.observability.tensorboard, bp.observability.dashboard) == (False, False)
 
@@ -55,3 +59,14 @@ def test_mounts_default_from_names():
                                           "capacity_gib": 18000}})
     assert home.mount_of(home.storage.lustre[0]) == "/home"
     assert not home.storage.home.uses_filestore
+
+
+@pytest.mark.parametrize("share", [0.01, 0.5, 1.0, 1])
+def test_a_remediation_share_is_a_part_of_a_nodeset(share):
+    assert build(**{"slurm.health_checks": {"max_remediation_share": share}})
+
+
+@pytest.mark.parametrize("share", [0, 0.0, -0.1, 1.01, 2])
+def test_no_share_remediates_nothing_or_more_than_the_whole_nodeset(share):
+    with pytest.raises(ValidationError, match="max_remediation_share"):
+        build(**{"slurm.health_checks": {"max_remediation_share": share}})

@@ -200,3 +200,18 @@ def test_vms_and_templates_boot_the_rendered_scripts(name):
     for nodeset, script in scripts.compute.items():
         assert booted.pop(f"{cluster}-nodeset-{nodeset}-template") == script
     assert booted and all(text == scripts.login for text in booted.values())
+
+
+def test_the_plan_shows_the_tensorboard_reaching_the_login_node_only():
+    """With observability.tensorboard the login VM's metadata names the TensorBoard the plan
+    creates; no other VM or template carries it."""
+    from clusterprint.plan import mock_id, plan_blueprint
+    from clusterprint.validate import load_checked
+
+    resources = plan_blueprint(load_checked(str(ROOT / "blueprints" / "a3mega.yaml"))).resources
+    tensorboard = next(r for r in resources if r.type == "gcp:vertex/aiTensorboard:AiTensorboard")
+    carried = {r.name: r.inputs["metadata"].get("clusterprint-tensorboard") for r in resources
+               if r.type in ("gcp:compute/instance:Instance",
+                             "gcp:compute/instanceTemplate:InstanceTemplate")}
+    assert carried.pop("a3mega-login-0") == mock_id(tensorboard.name)
+    assert carried and set(carried.values()) == {None}

@@ -94,6 +94,10 @@ REFUSED = [
                  {"role": "roles/compute.instanceAdmin.v1", "member": "serviceAccount:x"}, False,
                  Settings(), "roles/compute.instanceAdmin.v1, which is not in the allowed roles",
                  id="project-role-beyond-table"),
+    pytest.param("least-privilege-identity", PROJECT_IAM_MEMBER,
+                 {"role": "roles/aiplatform.admin", "member": "serviceAccount:x"}, False,
+                 Settings(), "roles/aiplatform.admin, which is not in the allowed roles",
+                 id="vertex-ai-admin"),
     pytest.param("least-privilege-identity", SECRET_IAM_MEMBER,
                  {"role": "roles/secretmanager.admin", "member": "serviceAccount:x"}, False,
                  Settings(), "roles/secretmanager.admin, which is not in the allowed roles",
@@ -169,6 +173,7 @@ ACCEPTED = [
     pytest.param(SECRET_IAM_MEMBER, {"role": "roles/secretmanager.secretVersionAdder"},
                  id="munge-writer"),
     pytest.param(PROJECT_IAM_MEMBER, {"role": "roles/monitoring.metricWriter"}, id="metrics"),
+    pytest.param(PROJECT_IAM_MEMBER, {"role": "roles/aiplatform.user"}, id="vertex-ai-user"),
     pytest.param(INSTANCE, vm(metadata={"enable-oslogin": "TRUE", "startup-script": (
         'echo "installing" >/var/log/clusterprintsetupfromthemungekeysecret/munge.key.log\n'
         "head -c 768 /dev/urandom | base64 -w0 >/etc/munge/munge.key\n")}),
@@ -219,6 +224,10 @@ def test_the_allowed_roles_are_the_ones_the_components_grant():
     assert identity.BUCKET_ROLE is policies.BUCKET_ROLE
     assert slurm_controller.MUNGE_WRITER_ROLES is policies.MUNGE_WRITER_ROLES
     assert login.MUNGE_READER_ROLES is cluster.MUNGE_READER_ROLES is policies.MUNGE_READER_ROLES
+    # The one role beyond logs and metrics: the login node's, with a TensorBoard.
+    assert login.VERTEX_AI_ROLE is policies.VERTEX_AI_ROLE == "roles/aiplatform.user"
+    assert policies.ALLOWED_ROLES[policies.PROJECT_IAM_MEMBER] == {
+        *policies.NODE_PROJECT_ROLES, "roles/aiplatform.user"}
 
 
 @pytest.fixture(scope="module")

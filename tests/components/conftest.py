@@ -65,6 +65,11 @@ def _computed(typ: str, name: str, inputs: dict[str, Any]) -> dict[str, Any]:
     if typ == "gcp:serviceaccount/account:Account":
         email = f"{inputs['accountId']}@{PROJECT}.iam.gserviceaccount.com"
         return {"email": email, "member": f"serviceAccount:{email}"}
+    if typ == "gcp:vertex/aiTensorboard:AiTensorboard":
+        return {"id": f"projects/{inputs['project']}/locations/{inputs['region']}"
+                      f"/tensorboards/{name}"}
+    if typ == "gcp:projects/iAMCustomRole:IAMCustomRole":
+        return {"name": f"projects/{inputs['project']}/roles/{inputs['roleId']}"}
     if typ == "gcp:secretmanager/secret:Secret":
         return {"id": f"projects/{PROJECT}/secrets/{inputs['secretId']}"}
     return {}

@@ -228,8 +228,12 @@ def test_each_role_holds_only_the_project_and_secret_roles_it_uses(cloud):
         return found
 
     logs_and_metrics = {"roles/logging.logWriter", "roles/monitoring.metricWriter"}
+    # The remediation loop's two custom roles (tests/components/test_remediation_access.py).
+    remediation = {"projects/my-project/roles/a4_remediation_read",
+                   "projects/my-project/roles/a4_remediation_act"}
     assert roles_by_identity("gcp:projects/iAMMember:IAMMember") == {
         "a4-controller-identity": logs_and_metrics,
+        "a4-controller": remediation,
         "a4-login-identity": logs_and_metrics,
         "a4-compute-identity": logs_and_metrics}
     reader = {"roles/secretmanager.secretAccessor"}
@@ -238,3 +242,27 @@ def test_each_role_holds_only_the_project_and_secret_roles_it_uses(cloud):
                                             "roles/secretmanager.viewer"},
         "a4-login-identity": reader,
         "a4-compute-identity": reader}
+
+
+@pytest.mark.parametrize("name, tensorboard", [("a3mega", True), ("a4", False)])
+def test_only_login_nodes_of_a_cluster_with_a_tensorboard_carry_its_name_and_role(
+        cloud, name, tensorboard):
+    build(cloud, reference_blueprint(name))
+    assert reference_blueprint(name).observability.tensorboard is tensorboard
+    key = "clusterprint-tensorboard"
+    logins = cloud.of_type("gcp:compute/instance:Instance")
+    login_metadata = [vm.inputs["metadata"] for vm in logins
+                      if vm.inputs["metadata"]["clusterprint-role"] == "login"]
+    assert login_metadata
+    if tensorboard:
+        resource = cloud.one("gcp:vertex/aiTensorboard:AiTensorboard")
+        expected = f"projects/my-project/locations/us-central1/tensorboards/{resource.name}"
+        assert all(m[key] == expected for m in login_metadata)
+    else:
+        assert all(key not in m for m in login_metadata)
+    # The compute nodes and the controller never get it: recipes write logs, the login uploads.
+    others = [vm.inputs["metadata"] for vm in logins if vm.inputs["metadata"] not in login_metadata]
+    assert all(key not in m for m in others + [t["metadata"] for t in templates(cloud).values()])
+    vertex = {g.parent for g in cloud.of_type("gcp:projects/iAMMember:IAMMember")
+              if g.inputs["role"] == "roles/aiplatform.user"}
+    assert vertex == ({f"{name}-login-identity"} if tensorboard else set())

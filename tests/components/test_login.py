@@ -39,3 +39,20 @@ def test_login_nodes_only_read_the_munge_key(cloud):
 def test_no_login_nodes_makes_no_vm(cloud):
     assert login(cloud, 0) == []
     assert not cloud.of_type(INSTANCE)
+
+
+def test_a_login_node_with_a_tensorboard_gets_its_name_and_vertex_ai_user(cloud):
+    tensorboard = "projects/p-roject/locations/us-central1/tensorboards/7"
+    cloud.run(lambda: LoginNodes(
+        "login", cluster="c1", project="p-roject", zone="us-central1-a",
+        subnetwork="projects/p-roject/regions/us-central1/subnetworks/s",
+        munge_secret="projects/p-roject/secrets/c1-munge-key", startup_script="#!/bin/bash\n",
+        tensorboard=tensorboard).instance_names)
+    assert cloud.one(INSTANCE).inputs["metadata"]["clusterprint-tensorboard"] == tensorboard
+    assert {r.inputs["role"] for r in cloud.of_type("gcp:projects/iAMMember:IAMMember")} == {
+        "roles/logging.logWriter", "roles/monitoring.metricWriter", "roles/aiplatform.user"}
+
+
+def test_a_login_node_without_a_tensorboard_has_neither(cloud):
+    login(cloud, 1)
+    assert "clusterprint-tensorboard" not in cloud.one(INSTANCE).inputs["metadata"]

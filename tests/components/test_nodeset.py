@@ -117,7 +117,7 @@ def test_other_groups_keep_count_vms_and_their_size_is_pulumis(cloud):
     nodeset(cloud, provisioning="spot", count=3)
     group = cloud.one(GROUP)
     assert group.inputs["targetSize"] == 3 and group.ignore_changes == ()
-    assert "instanceLifecyclePolicy" not in group.inputs
+    assert group.inputs["instanceLifecyclePolicy"] == {"defaultActionOnFailure": "DO_NOTHING"}
     assert not cloud.of_type(RESIZE)
 
 

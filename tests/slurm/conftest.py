@@ -327,13 +327,8 @@ class LocalSlurm:
         shutil.rmtree(self.root, ignore_errors=True)
 
 
-@pytest.fixture(scope="session")
-def munge_socket() -> Iterator[Path]:
-    """One munged with a temp key and socket for every local cluster of the session."""
-    missing = [b for b in ("munged", "slurmctld", "slurmd", "srun", "sbatch", "scontrol",
-                           "sinfo") if shutil.which(b) is None]
-    assert not missing, f"install Slurm and munge (make system-packages): missing {missing}"
-    assert os.geteuid() == 0, "slurmd runs jobs as their user: the Slurm tests need root"
+def start_munged() -> tuple[Daemon, Path]:
+    """munged with a temp key and socket in a folder of its own; the daemon, the socket."""
     root = private_dir()
     key = root / "munge.key"
     key.write_bytes(os.urandom(1024))
@@ -344,9 +339,20 @@ def munge_socket() -> Iterator[Path]:
                      f"--seed-file={root / 'munged.seed'}", f"--log-file={root / 'munged.log'}"],
                     root / "munged.out")
     wait_until(lambda: munged.running() and sock.exists(), "munged socket", munged.log)
+    return munged, sock
+
+
+@pytest.fixture(scope="session")
+def munge_socket() -> Iterator[Path]:
+    """One munged with a temp key and socket for every local cluster of the session."""
+    missing = [b for b in ("munged", "slurmctld", "slurmd", "srun", "sbatch", "scontrol",
+                           "sinfo") if shutil.which(b) is None]
+    assert not missing, f"install Slurm and munge (make system-packages): missing {missing}"
+    assert os.geteuid() == 0, "slurmd runs jobs as their user: the Slurm tests need root"
+    munged, sock = start_munged()
     yield sock
     munged.stop()
-    shutil.rmtree(root, ignore_errors=True)
+    shutil.rmtree(sock.parent, ignore_errors=True)
 
 
 @pytest.fixture

@@ -22,7 +22,8 @@ def test_configless_nodes_of_two_nodesets_run_jobs_in_the_partition_over_both(lo
     assert checked.ok, [f.line_text() for f in checked.findings]
     blueprint = checked.blueprint
     cluster = local_slurm(blueprint, start=False)
-    assert "SlurmctldParameters=enable_configless" in cluster.files["slurm.conf"].splitlines()
+    assert ("SlurmctldParameters=enable_configless,reboot_from_controller"
+            in cluster.files["slurm.conf"].splitlines())
     # slurmctld hands configless nodes the files it read at its start: gres.conf with the
     # fake GPUs' device files is in place first (both nodesets have 8 GPUs).
     assert {n.gpus for n in blueprint.slurm.nodesets} == {8}

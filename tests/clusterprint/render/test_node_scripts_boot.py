@@ -19,6 +19,7 @@ went, and a step can be made to fail for good (the scripts' retry budgets set to
 from __future__ import annotations
 
 import base64
+import json
 import os
 import re
 import shutil
@@ -31,6 +32,7 @@ from pathlib import Path
 import pytest
 
 from clusterprint import catalog, node_metadata
+from clusterprint.node import register_model, tensorboard_upload
 from clusterprint.render import healthcheck, rendered_files
 from clusterprint.validate import load_checked
 from tests.paths import blueprint_path
@@ -47,6 +49,8 @@ SANDBOXED = ("/etc/munge", "/etc/slurm", "/etc/systemd/system", "/etc/apt", "/va
 OVERLAID = ("/dev", "/etc", "/mnt", "/usr", "/var")
 #: Where the login node stages the rendered jobs for every user, and its login hint.
 SANDBOXED += ("/opt", "/etc/profile.d")
+#: The controller's clusterprint-remediate command.
+SANDBOXED += ("/usr/local/sbin",)
 #: The scripts' retry budgets (CLUSTERPRINT_<NAME>_BUDGET_S), all set to 0 by fail_for_good.
 BUDGETS = ("MOUNT", "MUNGE_KEY", "APT", "DOWNLOAD", "SECRET", "SLURMCTLD", "CONTROLLER",
            "SLURMD", "NIC")
@@ -342,6 +346,29 @@ def test_controller_creates_munge_key_once_and_is_unchanged_after_reboot(node, f
     assert sorted(os.listdir(node.fake / "secret")) == ["1"]
 
 
+def test_controller_installs_the_remediation_loop_its_reboot_program_and_command(node, files):
+    assert node.boot(files["scripts/controller.sh"]).returncode == 0, node.journal()
+    program = node.file("/etc/slurm/clusterprint/remediate.py")
+    assert program.read_text() == files["scripts/remediate.py"]
+    assert node.file("/etc/slurm/clusterprint/remediate.json").read_text() == (
+        files["scripts/remediate.json"])
+    # slurm.conf's RebootProgram is the wrapper; slurmctld passes it the nodes.
+    reboot = node.file("/etc/slurm/clusterprint/reboot-vm")
+    assert "RebootProgram=/etc/slurm/clusterprint/reboot-vm" in files["slurm.conf"]
+    assert reboot.stat().st_mode & 0o111 and '--reboot "$@"' in reboot.read_text()
+    assert '"$@"' in node.file("/usr/local/sbin/clusterprint-remediate").read_text()
+    unit = node.file("/etc/systemd/system/clusterprint-remediate.service").read_text()
+    assert ("ExecStart=/usr/bin/python3 /etc/slurm/clusterprint/remediate.py --config "
+            "/etc/slurm/clusterprint/remediate.json\n") in unit
+    calls = node.calls()
+    assert "systemctl enable clusterprint-remediate.service" in calls
+    assert "systemctl restart clusterprint-remediate.service" in calls
+    # The next boot changes nothing: the loop is started, not restarted (its state stays).
+    assert node.boot(files["scripts/controller.sh"]).returncode == 0, node.journal()
+    assert "systemctl start clusterprint-remediate.service" in node.calls()
+    assert "systemctl restart clusterprint-remediate.service" not in node.calls()
+
+
 def test_compute_waits_for_home_then_starts_slurmd_as_dynamic_node(node, files):
     (node.fake / "secret" / "1").write_text("key from the controller")
     (node.fake / "unreachable").touch()
@@ -498,6 +525,7 @@ DATASETS = "mount bucket my-project-a4-datasets on /gcs/datasets"
 MUNGE_KEY = "read munge key cpu-small-munge-key"
 ACCESS = "gcloud secrets versions access"
 LUSTRE_KEY = "download the signing key of lustre-client"
+UPLOADER_PACKAGE = "google-cloud-aiplatform[tensorboard]==2.7.0"
 #: Every step a role cannot do without, in the blueprints that have it.
 REQUIRED_STEPS = [
     *(step(bp, f"compute-{bp}", call, failed) for bp, call, failed in [
@@ -522,6 +550,7 @@ REQUIRED_STEPS = [
         ("a3mega", ACCESS, MUNGE_KEY),
         ("a3mega", "scontrol ping", "controller answering")]),
     step("a3mega", "login", " install munge", "apt-get install munge", lacks=("munged",)),
+    step("a3mega", "login", "pip install", f"tensorboard: pip install {UPLOADER_PACKAGE}"),
     *(step("a3mega", "controller", call, failed) for call, failed in [
         ("gcloud secrets versions list", "list versions of cpu-small-munge-key"),
         ("gcloud secrets versions add", "add a version to cpu-small-munge-key"),
@@ -698,3 +727,60 @@ def test_a_gpu_node_installs_the_health_check_and_its_prolog(gpu_node, a4):
         assert not gpu_node.file(healthcheck.EPILOG).exists()  # a4 checks gpu: quick
         # Written once: a reboot that changes nothing does not restart slurmd for it.
         assert ("wrote " + healthcheck.PROLOG in gpu_node.journal()) is (boot == "first boot")
+
+
+HELPERS = {"/usr/local/bin/clusterprint-tensorboard-upload": tensorboard_upload,
+           "/usr/local/bin/clusterprint-register-model": register_model}
+VENV = "/opt/clusterprint/venv"
+
+
+def test_the_login_node_installs_the_helpers_and_the_uploader_venv_once(node, a3mega, tmp_path):
+    ready(node, "a3mega")
+    first = node.boot(a3mega["scripts/login.sh"])
+    assert first.returncode == 0, node.journal()
+    calls = node.calls()
+    assert [c for c in calls if c.startswith(("python3", "pip"))] == [
+        f"python3 -m venv {VENV}", f"pip install --quiet {UPLOADER_PACKAGE}"]
+    assert "apt-get -q -y -o DPkg::Lock::Timeout=600 install python3-venv" in calls
+    assert node.file(f"{VENV}/clusterprint-package").read_text() == UPLOADER_PACKAGE + "\n"
+    assert os.access(node.file(f"{VENV}/bin/tb-gcp-uploader"), os.X_OK)
+    for path, module in HELPERS.items():
+        installed = node.file(path)
+        assert installed.read_text() == "#!/usr/bin/python3\n" + Path(module.__file__).read_text()
+        assert stat.S_IMODE(installed.stat().st_mode) == 0o755
+    config = node.file("/etc/clusterprint/mlops.json")
+    assert json.loads(config.read_text()) == {
+        "region": "us-central1",
+        "buckets": [{"name": "my-project-a3mega-ckpts", "mount": "/gcs/checkpoints"}]}
+
+    # The installed helper reads the rendered configuration: a checkpoint off the bucket
+    # (on Lustre) is copied to the blueprint's bucket, then registered.
+    checkpoint = tmp_path / "lustre-ckpt"
+    checkpoint.mkdir()
+    done = subprocess.run(
+        ["python3", str(node.file("/usr/local/bin/clusterprint-register-model")), str(checkpoint),
+         "--display-name", "llama", "--dry-run"], capture_output=True, text=True,
+        env={"PATH": "/usr/bin:/bin", "CLUSTERPRINT_MLOPS_CONFIG": str(config)})
+    assert done.returncode == 0, done.stderr
+    assert done.stderr.splitlines()[0] == (
+        "clusterprint-register-model: gcloud storage rsync --recursive "
+        f"{checkpoint} gs://my-project-a3mega-ckpts/models/llama")
+
+    again = node.boot(a3mega["scripts/login.sh"])
+    assert again.returncode == 0, node.journal()
+    calls = node.calls()
+    assert not [c for c in calls if c.startswith(("python3", "pip")) or "python3-venv" in c]
+    assert f"tensorboard: {UPLOADER_PACKAGE} already in {VENV}" in node.journal()
+    assert not [line for line in node.journal().splitlines()
+                if line.startswith("wrote ") and ("/usr/local/bin" in line or VENV in line
+                                                  or "mlops.json" in line)]
+
+
+def test_a_cluster_without_a_tensorboard_gets_the_helpers_but_no_uploader(node, files):
+    (node.fake / "secret" / "1").write_text("key from the controller")
+    done = node.boot(files["scripts/login.sh"])
+    assert done.returncode == 0, node.journal()
+    assert not [c for c in node.calls() if c.startswith(("python3", "pip"))]
+    assert not node.file(VENV).exists()
+    assert all(node.file(path).exists() for path in HELPERS)
+    assert json.loads(node.file("/etc/clusterprint/mlops.json").read_text())["buckets"] == []

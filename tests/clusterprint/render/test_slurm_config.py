@@ -22,7 +22,9 @@ def test_a4_slurm_conf_names_cluster_controller_nodesets_and_partitions():
     conf = lines(render_slurm_conf(load_checked(blueprint_path("a4"))))
     assert "ClusterName=a4" in conf
     assert "SlurmctldHost=a4-controller" in conf
-    assert "SlurmctldParameters=enable_configless" in conf
+    # One line: slurmctld reads only the last SlurmctldParameters.
+    assert "SlurmctldParameters=enable_configless,reboot_from_controller" in conf
+    assert "RebootProgram=/etc/slurm/clusterprint/reboot-vm" in conf
     assert "SelectType=select/cons_tres" in conf
     assert "GresTypes=gpu" in conf
     assert "MaxNodeCount=12" in conf  # a4: 4 static + a4spot: up to 8

@@ -1,0 +1,121 @@
+"""The controller's remediation loop as rendered: the program, its config, Slurm's lines.
+
+`clusterprint render` writes ``scripts/remediate.py`` (the program, as shipped in
+``clusterprint/node/remediate.py``) and ``scripts/remediate.json``; the controller script
+installs both, the RebootProgram, the ``clusterprint-remediate`` command and the systemd
+service that runs the loop.
+"""
+
+from __future__ import annotations
+
+import json
+from importlib import resources
+
+from clusterprint import catalog, naming
+from clusterprint.model import Blueprint, Nodeset
+
+#: Where the controller keeps the program, its config and its state.
+PROGRAM = "/etc/slurm/clusterprint/remediate.py"
+CONFIG = "/etc/slurm/clusterprint/remediate.json"
+STATE = "/var/lib/clusterprint/remediate-state.json"
+#: RebootProgram: slurmctld runs it (reboot_from_controller) with the nodes to reboot.
+REBOOT_PROGRAM = "/etc/slurm/clusterprint/reboot-vm"
+#: What an operator runs: ``clusterprint-remediate --reset NODESET`` and the like.
+COMMAND = "/usr/local/sbin/clusterprint-remediate"
+UNIT = "clusterprint-remediate.service"
+#: Failed remediations in a row before a nodeset is protected (AWS ParallelCluster's
+#: clustermgtd waits for 10 failed launches; a failed replacement costs more, so 3).
+PROTECT_AFTER_FAILURES = 3
+#: How long a recreated VM has to register: slurm.conf's ResumeTimeout, which bounds a
+#: node's reboot the same way.
+REPLACE_TIMEOUT_S = 1800
+#: How long a host-fault report may take before the VM is recreated anyway: the report
+#: takes 10 to 12 minutes (cloud.google.com/ai-hypercomputer/docs/manage/report-faulty-host).
+REPORT_WAIT_S = 900
+#: A remediated node failing its check again within this long is a failed remediation.
+WATCH_S = 3600
+#: Seconds between passes.
+INTERVAL_S = 60
+
+
+def program_text() -> str:
+    """The program as the package ships it: the very file its tests run."""
+    return resources.files("clusterprint.node").joinpath("remediate.py").read_text()
+
+
+def reports_faulty_host(nodeset: Nodeset) -> bool:
+    """Whether Compute Engine takes a host-fault report for the nodeset's VMs."""
+    return (nodeset.machine_type in catalog.HOST_FAULT_REPORT_MACHINES
+            and nodeset.provisioning == "reservation" and nodeset.reservation_bound)
+
+
+def remediation_config(blueprint: Blueprint) -> dict:
+    """What the loop acts on. ``project`` empty: the controller's own, from the metadata
+    server (a blueprint may leave it to the stack's ``gcp:project``)."""
+    checks = blueprint.slurm.health_checks
+    return {
+        "project": blueprint.project or "", "zone": blueprint.zone, "state_file": STATE,
+        "max_share_per_hour": checks.max_remediation_share,
+        "protect_after_failures": PROTECT_AFTER_FAILURES,
+        "replace_timeout_s": REPLACE_TIMEOUT_S, "report_wait_s": REPORT_WAIT_S,
+        "watch_s": WATCH_S, "interval_s": INTERVAL_S,
+        "nodesets": {n.name: {"base_instance_name": naming.base_instance_name(blueprint.name,
+                                                                              n.name),
+                              "nodes": n.upper_bound, "on_failure": checks.on_failure,
+                              "report_faulty_host": checks.on_failure == "replace"
+                              and reports_faulty_host(n)}
+                     for n in blueprint.slurm.nodesets}}
+
+
+def config_text(blueprint: Blueprint) -> str:
+    """The config as the file holds it."""
+    return json.dumps(remediation_config(blueprint), indent=2) + "\n"
+
+
+def remediation_files(blueprint: Blueprint) -> dict[str, str]:
+    """The program and its config, by their paths under ``--out``."""
+    return {"scripts/remediate.py": program_text(),
+            "scripts/remediate.json": config_text(blueprint)}
+
+
+def script_context(blueprint: Blueprint) -> dict[str, object]:
+    """What scripts/remediation.sh.j2 installs on the controller."""
+    return {"program": program_text(), "config": config_text(blueprint),
+            "paths": {"program": PROGRAM, "config": CONFIG, "reboot": REBOOT_PROGRAM,
+                      "command": COMMAND, "unit": UNIT, "state": STATE}}
+
+
+#: What the loop reads: its groups (found by their VMs' base name: Pulumi auto-names the
+#: groups) and their VMs. A list is granted on the project and cannot be narrowed to
+#: names, so these two read-only permissions go unconditioned.
+READ_PERMISSIONS = ("compute.instanceGroupManagers.get", "compute.instanceGroupManagers.list")
+#: RebootProgram's VM reset (every cluster: `scontrol reboot` by hand uses it too).
+REBOOT_PERMISSIONS = ("compute.instances.reset",)
+#: recreateInstances on a group; the group, not the caller, deletes and creates the VM.
+REPLACE_PERMISSIONS = ("compute.instanceGroupManagers.update",)
+REPORT_PERMISSIONS = ("compute.instances.reportHostAsFaulty",)
+
+
+def act_permissions(blueprint: Blueprint) -> tuple[str, ...]:
+    """What the loop and the RebootProgram change, granted on the cluster's own names only."""
+    checks = blueprint.slurm.health_checks
+    permissions = REBOOT_PERMISSIONS
+    if checks.on_failure == "replace":
+        permissions += REPLACE_PERMISSIONS
+        if any(reports_faulty_host(n) for n in blueprint.slurm.nodesets):
+            permissions += REPORT_PERMISSIONS
+    return permissions
+
+
+def acted_on(blueprint: Blueprint, project: str) -> tuple[str, ...]:
+    """The resource name prefixes the acting grant is held to: each nodeset's VMs and its
+    group (``<cluster>-nodeset-<nodeset>-group-`` and Pulumi's random suffix)."""
+    zone = f"projects/{project}/zones/{blueprint.zone}"
+    prefixes = []
+    for nodeset in blueprint.slurm.nodesets:
+        prefixes.append(f"{zone}/instances/"
+                        f"{naming.base_instance_name(blueprint.name, nodeset.name)}-")
+        group = naming.child(naming.nodeset_component(blueprint.name, nodeset.name),
+                             naming.GROUP)
+        prefixes.append(f"{zone}/instanceGroupManagers/{group}-")
+    return tuple(prefixes)

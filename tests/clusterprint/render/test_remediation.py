@@ -1,0 +1,56 @@
+"""The remediation loop as rendered: the program, its config, slurm.conf's reboot lines."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from clusterprint.node import remediate
+from clusterprint.render import remediation, rendered_files
+from clusterprint.validate import load_checked
+from tests.paths import blueprint_path
+from tests.slurm.remediation_cluster import blueprint
+
+
+def files_of(name: str) -> dict[str, str]:
+    return rendered_files(load_checked(blueprint_path(name)))
+
+
+def test_render_ships_the_package_program_itself():
+    assert files_of("a4")["scripts/remediate.py"] == Path(remediate.__file__).read_text()
+
+
+def test_the_config_names_every_nodeset_its_vms_size_and_the_policy():
+    config = json.loads(files_of("a4")["scripts/remediate.json"])
+    assert config["project"] == "my-project" and config["zone"] == "us-central1-b"
+    assert config["max_share_per_hour"] == 0.1
+    assert config["protect_after_failures"] == remediation.PROTECT_AFTER_FAILURES == 3
+    assert config["replace_timeout_s"] == 1800
+    assert config["nodesets"] == {
+        "a4": {"base_instance_name": "a4-a4", "nodes": 4, "on_failure": "drain",
+               "report_faulty_host": False},
+        "a4spot": {"base_instance_name": "a4-a4spot", "nodes": 8, "on_failure": "drain",
+                   "report_faulty_host": False}}
+    # The program reads what render writes.
+    assert remediate.Config(**{**config, "nodesets": {}}).state_file == remediation.STATE
+
+
+def test_the_replace_timeout_is_slurms_resume_timeout():
+    assert f"ResumeTimeout={remediation.REPLACE_TIMEOUT_S}" in files_of("a4")["slurm.conf"]
+
+
+def test_hosts_are_reported_only_for_reservation_bound_a3_ultra_and_a4_replacing_nodes():
+    for bound in (False, True):
+        nodesets = remediation.remediation_config(blueprint("replace", reservation_bound=bound))
+        reserved, spot = nodesets["nodesets"].values()
+        assert reserved["on_failure"] == "replace" and reserved["report_faulty_host"] is bound
+        assert not spot["report_faulty_host"]
+    assert not any(n["report_faulty_host"] for n in remediation.remediation_config(
+        blueprint("reboot", reservation_bound=True))["nodesets"].values())
+
+
+def test_slurm_conf_reboots_from_the_controller_on_one_parameters_line():
+    conf = files_of("cpu-small")["slurm.conf"].splitlines()
+    assert [line for line in conf if line.startswith("SlurmctldParameters=")] == [
+        "SlurmctldParameters=enable_configless,reboot_from_controller"]
+    assert f"RebootProgram={remediation.REBOOT_PROGRAM}" in conf

@@ -1,0 +1,127 @@
+"""A fake Compute API on 127.0.0.1 for the remediation loop: it records every call.
+
+It answers the metadata server's token request and the four Compute calls the loop
+makes (list groups, listManagedInstances, instances.reset, recreateInstances,
+reportHostAsFaulty) in the REST API's shapes, keeps each group's VMs, and runs a test's
+callback where a real VM would reboot or be recreated (restarting that node's slurmd).
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import threading
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+
+@dataclass
+class Call:
+    """One request: what the loop asked for."""
+
+    method: str
+    path: str
+    body: dict | None
+
+    @property
+    def verb(self) -> str:
+        """The API method's last word: reset, recreateInstances, reportHostAsFaulty..."""
+        return self.path.split("?")[0].rsplit("/", 1)[-1]
+
+
+@dataclass
+class FakeCompute:
+    """Groups of VMs ({group: (base instance name, {vm: status})}) behind a local server."""
+
+    project: str
+    zone: str
+    groups: dict[str, tuple[str, dict[str, str]]] = field(default_factory=dict)
+    calls: list[Call] = field(default_factory=list)
+    #: verbs that answer HTTP 500
+    failing: set[str] = field(default_factory=set)
+    on_reset: Callable[[str], None] | None = None
+    on_recreate: Callable[[str], None] | None = None
+
+    def __post_init__(self) -> None:
+        fake = self
+
+        class Handler(BaseHTTPRequestHandler):
+            def log_message(self, *args: object) -> None:  # quiet
+                pass
+
+            def do_GET(self) -> None:  # noqa: N802 (http.server's name)
+                fake._answer(self, "GET")
+
+            def do_POST(self) -> None:  # noqa: N802
+                fake._answer(self, "POST")
+
+        self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.thread = threading.Thread(target=self.server.serve_forever, args=(0.05,),
+                                       daemon=True)
+        self.thread.start()
+
+    @property
+    def url(self) -> str:
+        return f"http://127.0.0.1:{self.server.server_port}"
+
+    def config(self) -> dict[str, str]:
+        """The remediation config's API keys pointing here."""
+        return {"api": f"{self.url}/compute/v1", "token_url": f"{self.url}/token"}
+
+    def verbs(self, verb: str) -> list[Call]:
+        return [c for c in self.calls if c.verb == verb]
+
+    def stop(self) -> None:
+        self.server.shutdown()
+        self.server.server_close()
+
+    def _answer(self, handler: BaseHTTPRequestHandler, method: str) -> None:
+        length = int(handler.headers.get("Content-Length") or 0)
+        raw = handler.rfile.read(length) if length else b""
+        path = handler.path
+        if path == "/token":
+            assert handler.headers.get("Metadata-Flavor") == "Google"
+            return self._send(handler, 200, {"access_token": "fake", "expires_in": 3600})
+        assert handler.headers.get("Authorization") == "Bearer fake", path
+        call = Call(method, path, json.loads(raw) if raw else None)
+        self.calls.append(call)
+        if call.verb in self.failing:
+            return self._send(handler, 500, {"error": {"message": "injected"}})
+        prefix = f"/compute/v1/projects/{self.project}/zones/{self.zone}/"
+        assert path.startswith(prefix), path
+        rest = path[len(prefix):].split("?")[0]
+        if rest == "instanceGroupManagers" and method == "GET":
+            return self._send(handler, 200, {"items": [
+                {"name": g, "baseInstanceName": base} for g, (base, _) in self.groups.items()]})
+        match = re.fullmatch(r"instanceGroupManagers/([^/]+)/(\w+)", rest)
+        if match and match[2] == "listManagedInstances":
+            vms = self.groups[match[1]][1]
+            return self._send(handler, 200, {"managedInstances": [
+                {"instance": f"https://www.googleapis.com/compute/v1/projects/{self.project}/"
+                             f"zones/{self.zone}/instances/{vm}", "instanceStatus": status,
+                 "currentAction": "NONE"} for vm, status in vms.items()]})
+        if match and match[2] == "recreateInstances":
+            for instance in call.body["instances"]:
+                vm = instance.rsplit("/", 1)[-1]
+                assert vm in self.groups[match[1]][1], vm
+                if self.on_recreate:
+                    self.on_recreate(vm)
+            return self._send(handler, 200, {"kind": "compute#operation", "status": "DONE"})
+        match = re.fullmatch(r"instances/([^/]+)/(\w+)", rest)
+        if match and match[2] == "reset":
+            if self.on_reset:
+                self.on_reset(match[1])
+            return self._send(handler, 200, {"kind": "compute#operation", "status": "RUNNING"})
+        if match and match[2] == "reportHostAsFaulty":
+            return self._send(handler, 200, {"kind": "compute#operation", "status": "RUNNING"})
+        return self._send(handler, 404, {"error": {"message": f"no {method} {rest}"}})
+
+    @staticmethod
+    def _send(handler: BaseHTTPRequestHandler, status: int, body: dict) -> None:
+        data = json.dumps(body).encode()
+        handler.send_response(status)
+        handler.send_header("Content-Type", "application/json")
+        handler.send_header("Content-Length", str(len(data)))
+        handler.end_headers()
+        handler.wfile.write(data)

@@ -1,0 +1,129 @@
+"""A rendered cluster on real slurmctld with the remediation loop and a fake Compute API.
+
+The loop runs in the test process one pass at a time, on the rendered config, with the
+test's clock; the RebootProgram is the rendered wrapper's command line, run by slurmctld
+itself. Node names are VM names (``a4-a4-0001``): the fake group lists them.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import time
+from pathlib import Path
+
+from clusterprint.model import Blueprint
+from clusterprint.node import remediate
+from clusterprint.render import remediation
+from clusterprint.validate import check_text
+from tests.compute_fake import FakeCompute
+from tests.paths import BLUEPRINTS
+from tests.slurm.conftest import Daemon, LocalSlurm, wait_until
+
+NODESET = "a4"
+GROUP = "a4-nodeset-a4-group-5e1f2a9"
+PROJECT, ZONE = "my-project", "us-central1-b"
+
+
+def blueprint(on_failure: str, share: float = 0.1, reservation_bound: bool = False,
+              ) -> Blueprint:
+    """The a4 reference with the health checks' remediation set."""
+    text = (BLUEPRINTS / "a4.yaml").read_text()
+    text = text.replace("  partitions:\n", f"  health_checks:\n    on_failure: {on_failure}\n"
+                        f"    max_remediation_share: {share}\n  partitions:\n", 1)
+    if reservation_bound:
+        text = text.replace("      provisioning: reservation\n",
+                            "      provisioning: reservation\n      reservation_bound: true\n")
+    checked = check_text("a4.yaml", text)
+    assert checked.ok, [f.line_text() for f in checked.findings]
+    return checked.blueprint
+
+
+class Remediation:
+    """slurmctld, dynamic nodes of nodeset a4, the fake API and the loop, on one clock."""
+
+    def __init__(self, cluster: LocalSlurm, fake: FakeCompute, state_dir: Path) -> None:
+        self.cluster, self.fake, self.now = cluster, fake, 1_000_000.0
+        rendered = json.loads(cluster.files["scripts/remediate.json"])
+        # Only where it runs changes: the state file, the API's and the token's address.
+        self.config_path = cluster.root / "remediate.json"
+        self.config_path.write_text(json.dumps(
+            {**rendered, "state_file": str(state_dir / "state.json"), **fake.config()}))
+        self.config_path.chmod(0o644)
+        self.node_conf = cluster.compute_node_conf(NODESET)
+        self.slurmd: dict[str, Daemon] = {}
+
+    @classmethod
+    def start(cls, local_slurm, tmp_path: Path, blueprint: Blueprint) -> Remediation:
+        cluster = local_slurm(blueprint, start=False)
+        groups = {f"{blueprint.name}-nodeset-{n.name}-group-5e1f2a9": (
+            f"{blueprint.name}-{n.name}", {}) for n in blueprint.slurm.nodesets}
+        assert GROUP in groups
+        fake = FakeCompute(PROJECT, ZONE, groups=groups)
+        setup = cls(cluster, fake, tmp_path)
+        program = cluster.root / "remediate.py"
+        program.write_text(cluster.files["scripts/remediate.py"])
+        program.chmod(0o755)
+        # The rendered RebootProgram wrapper, pointing at this copy of program and config.
+        wrapper = cluster.root / "reboot-vm"
+        wrapper.write_text(f'#!/bin/sh\nexec python3 {program} --config {setup.config_path} '
+                           '--reboot "$@"\n')
+        wrapper.chmod(0o755)
+        conf = cluster.conf.read_text()
+        line = f"RebootProgram={remediation.REBOOT_PROGRAM}"
+        assert line in conf.splitlines()
+        cluster.conf.write_text(conf.replace(line, f"RebootProgram={wrapper}"))
+        (cluster.root / "gres.conf").write_text(cluster.gres_conf(8))
+        cluster.start_controller()
+        return setup
+
+    def loop(self) -> remediate.Remediator:
+        """A fresh loop (as after a restart) on the state file, with this clock."""
+        config = remediate.Config.load(str(self.config_path))
+        slurm = remediate.Slurm(lambda argv: self.cluster.run(*argv))
+        compute = remediate.Compute(config.project, config.zone, config.api, config.token_url)
+        return remediate.Remediator(config, slurm, compute, clock=lambda: self.now)
+
+    def pass_once(self) -> None:
+        self.loop().run_once()
+
+    def add_vm(self, name: str, keep_running: bool = False) -> None:
+        """A VM of the group whose slurmd registered; stopped unless ``keep_running``
+        (dynamic nodes share SlurmdPort: one slurmd runs at a time)."""
+        self.fake.groups[GROUP][1][name] = "RUNNING"
+        self.slurmd[name] = self.cluster.start_node(name, self.node_conf, 8)
+        if not keep_running:
+            self.slurmd[name].stop()
+
+    def restart_slurmd(self, name: str, *flags: str) -> None:
+        """The node's slurmd again, as on a rebooted or recreated VM (``-b``: report a
+        reboot, which a process restart cannot show through the boot time)."""
+        if name in self.slurmd:
+            self.slurmd[name].stop()
+        time.sleep(1.1)  # SlurmdStartTime has whole seconds
+        self.cluster.fake_gpus(8)
+        daemon = Daemon(["slurmd", "-D", "-Z", *flags, "-f", str(self.cluster.conf), "-N",
+                         name, "--conf", self.node_conf],
+                        self.cluster.root / f"slurmd-{name}-again.log", self.cluster.env)
+        self.cluster.daemons.append(daemon)
+        self.slurmd[name] = daemon
+
+    def drain(self, name: str, reason: str = "cp:gpu-ecc: 3 uncorrected errors on GPU 5") -> None:
+        """What the health check does to a failing node."""
+        self.cluster.run("scontrol", "update", f"nodename={name}", "state=drain",
+                         f"reason={reason}")
+
+    def node(self, name: str) -> remediate.Node | None:
+        return next((n for n in remediate.Slurm(lambda a: self.cluster.run(*a)).nodes()
+                     if n.name == name), None)
+
+    def state(self) -> dict:
+        return json.loads((Path(json.loads(self.config_path.read_text())["state_file"])
+                           ).read_text())
+
+    def wait_for(self, name: str, check, what: str, timeout: float = 60) -> None:
+        wait_until(lambda: (node := self.node(name)) is not None and check(node),
+                   f"{name}: {what}", self.cluster.root / "slurmctld.log", timeout)
+
+    def env(self) -> dict[str, str]:
+        return {**os.environ, **self.cluster.env}
