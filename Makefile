@@ -38,6 +38,7 @@ test: system-packages venv lint
 bench: venv
 	$(BIN)/python tests/benchmarks/bench_cli.py
 	$(BIN)/python tests/benchmarks/bench_plan.py
+	$(BIN)/python tests/benchmarks/bench_healthcheck.py
 
 # Mutation testing (slow, not in CI): mutmut, pinned in pyproject's `mutation` extra, in a venv
 # of its own; `mutmut run` mutates the pure core ([tool.mutmut] in pyproject.toml) and runs

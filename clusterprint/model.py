@@ -276,11 +276,16 @@ class HealthChecks(Strict):
     """GPU health checks that drain, reboot or replace a failing node."""
 
     gpu: Literal["off", "quick", "thorough"] = Field(
-        "quick", description="quick: DCGM level 1 + ECC + NVLink before each job; thorough: adds "
-                             "DCGM level 2 after a failed job.")
+        "quick", description="quick: GPU count, ECC, row remap, NVLink and Xid checks every "
+                             "interval_s, and with DCGM level 1 before each job (a failure "
+                             "drains the node and requeues the job); thorough: adds DCGM "
+                             "level 2 after a failed job; off: no GPU check (disks, mounts "
+                             "and the NIC are still checked every interval_s).")
     interval_s: int = Field(
         300, ge=0, le=65535,
-        description="HealthCheckInterval; 0 disables. Slurm reads it as a 16-bit number.")
+        description="HealthCheckInterval: every node's check runs once per interval, the "
+                    "nodes in turn; 0 disables it (the prolog and epilog still run). Slurm "
+                    "reads it as a 16-bit number.")
     on_failure: Literal["drain", "reboot", "replace"] = Field(
         "drain", description="What the controller's remediation loop does with a node the check "
                              "drained: drain leaves it drained; reboot resets its VM (scontrol "

@@ -10,6 +10,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from clusterprint.model import Blueprint
+from clusterprint.render.healthcheck import healthcheck_files
 from clusterprint.render.nccl_job import render_nccl_jobs
 from clusterprint.render.node_scripts import (
     render_compute_script,
@@ -52,5 +53,6 @@ def rendered_files(blueprint: Blueprint) -> dict[str, str]:
     files["scripts/login.sh"] = scripts.login
     files.update({compute_script_path(name): text for name, text in scripts.compute.items()})
     files.update(render_nccl_jobs(blueprint))
+    files.update(healthcheck_files(blueprint))
     files.update(remediation_files(blueprint))
     return files

@@ -14,7 +14,7 @@ from types import ModuleType
 from clusterprint import node_metadata
 from clusterprint.model import Blueprint, Nodeset
 from clusterprint.node import register_model, tensorboard_upload
-from clusterprint.render import gpu_node, remediation
+from clusterprint.render import gpu_node, healthcheck, remediation
 from clusterprint.render.environment import render
 from clusterprint.render.gpu_fabric import fabric_context
 from clusterprint.render.nccl_job import STAGED_JOBS, staged_job_path
@@ -90,11 +90,12 @@ def render_login_script(blueprint: Blueprint, slurm_files: dict[str, str],
 
 def render_compute_script(blueprint: Blueprint, nodeset: Nodeset) -> str:
     """A compute node's script: storage, munge, the GPU fabric of its family (if the cluster
-    builds that GPU network), then slurmd as a dynamic node of ``nodeset``."""
+    builds that GPU network), the health check, then slurmd as a dynamic node of ``nodeset``."""
     return render("scripts/compute.sh.j2", nodeset=nodeset.name, gpus=nodeset.gpus,
                   fabric=fabric_context(blueprint, nodeset),
                   node_conf=dynamic_node_conf(nodeset), conf_server=conf_server(blueprint),
                   node=gpu_node.gpu_node(nodeset.machine_type) if nodeset.gpus else None,
                   pyxis=gpu_node.pyxis(),
+                  healthcheck=healthcheck.script_context(blueprint, nodeset),
                   **_common(blueprint, f"compute-{nodeset.name}",
                             compute_software(blueprint)))

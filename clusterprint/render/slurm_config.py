@@ -9,6 +9,7 @@ from __future__ import annotations
 from clusterprint import catalog, gpu_software
 from clusterprint.model import Blueprint, Nodeset, Partition
 from clusterprint.render.environment import render
+from clusterprint.render.healthcheck import slurm_conf_lines
 from clusterprint.render.remediation import REBOOT_PROGRAM
 
 SLURMCTLD_PORT = 6817
@@ -91,6 +92,7 @@ def render_slurm_conf(blueprint: Blueprint) -> str:
                   max_node_count=sum(n.upper_bound for n in slurm.nodesets),
                   prolog_epilog_timeout=PROLOG_EPILOG_TIMEOUT_S, jwt_key=JWT_KEY,
                   nodesets=slurm.nodesets, partitions=partitions,
+                  health_checks=slurm_conf_lines(blueprint),
                   reboot_program=REBOOT_PROGRAM)
 
 

@@ -38,7 +38,7 @@ from clusterprint.render import compute_script_path, rendered_files
 LOCAL_KEYS = {
     "SlurmctldHost": "host", "SlurmctldPort": "port", "SlurmdPort": "port",
     "StateSaveLocation": "path", "SlurmdSpoolDir": "path", "SlurmctldPidFile": "path",
-    "SlurmdPidFile": "path", "AuthInfo": "auth",
+    "SlurmdPidFile": "path", "AuthInfo": "auth", "HealthCheckProgram": "path",
     # The JWT key of the REST API: a temp file instead of the controller's /etc/slurm one.
     "AuthAltParameters": "path",
     # The node's prolog.d and epilog.d: a temp folder per cluster instead of this machine's

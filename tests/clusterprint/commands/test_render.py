@@ -25,8 +25,9 @@ def test_writes_configs_one_script_per_role_and_the_gpu_partitions_jobs(tmp_path
                                "jobs/nccl-allreduce-a4spot.sbatch", "plugstack.conf",
                                "scripts/compute-a4.sh",
                                "scripts/compute-a4spot.sh", "scripts/controller.sh",
-                               "scripts/login.sh", "scripts/remediate.json",
-                               "scripts/remediate.py", "slurm.conf"]
+                               "scripts/healthcheck-a4.json", "scripts/healthcheck-a4spot.json",
+                               "scripts/healthcheck.py", "scripts/login.sh",
+                               "scripts/remediate.json", "scripts/remediate.py", "slurm.conf"]
     assert marker.startswith("# Written by clusterprint render")
     assert marker.splitlines()[2:] == sorted(written)
     assert (out / "scripts/login.sh").stat().st_mode & 0o111

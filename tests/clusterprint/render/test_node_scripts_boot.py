@@ -33,7 +33,7 @@ import pytest
 
 from clusterprint import catalog, node_metadata
 from clusterprint.node import register_model, tensorboard_upload
-from clusterprint.render import rendered_files
+from clusterprint.render import healthcheck, rendered_files
 from clusterprint.validate import load_checked
 from tests.paths import blueprint_path
 
@@ -921,6 +921,23 @@ def test_a_cluster_without_gpu_partitions_stages_no_job(node, files):
     done = node.boot(files["scripts/login.sh"])
     assert done.returncode == 0, node.journal()
     assert list(node.file("/opt/clusterprint/jobs").iterdir()) == []
+
+
+def test_a_gpu_node_installs_the_health_check_and_its_prolog(gpu_node, a4):
+    for boot in ("first boot", "reboot"):
+        done = gpu_node.boot(a4["scripts/compute-a4.sh"])
+        assert done.returncode == 0, gpu_node.journal()
+        assert gpu_node.file(healthcheck.PROGRAM).read_text() == a4["scripts/healthcheck.py"]
+        assert gpu_node.file(healthcheck.CONFIG).read_text() == a4[
+            "scripts/healthcheck-a4.json"]
+        for path, mode in ((healthcheck.HEALTH_CHECK_PROGRAM, "interval"),
+                           (healthcheck.PROLOG, "prolog")):
+            assert f"--config {healthcheck.CONFIG} --mode {mode}\n" in (
+                gpu_node.file(path).read_text())
+            assert gpu_node.file(path).stat().st_mode & 0o111
+        assert not gpu_node.file(healthcheck.EPILOG).exists()  # a4 checks gpu: quick
+        # Written once: a reboot that changes nothing does not restart slurmd for it.
+        assert ("wrote " + healthcheck.PROLOG in gpu_node.journal()) is (boot == "first boot")
 
 
 HELPERS = {"/usr/local/bin/clusterprint-tensorboard-upload": tensorboard_upload,
