@@ -127,7 +127,8 @@ class Nodes:
         namespace = self.names(index)[0]
         setup = 'hostname "$0" && exec "$@"'
         (self.cluster.root / f"spool-{name}").mkdir()
-        (self.cluster.root / "gres.conf").write_text(self.cluster.gres_conf(8))
+        (self.cluster.root / "gres.conf").write_text(
+            self.cluster.gres_conf(8, self.cluster.compute_node_conf("gpu")))
         # nsenter enters only the network namespace: `ip netns exec` would also remount
         # /sys, hiding the cgroup file system slurmd needs.
         slurmd = Daemon(["nsenter", f"--net=/run/netns/{namespace}", "unshare", "--uts",

@@ -60,16 +60,19 @@ def test_slurmctld_takes_the_jobs_of_generated_blueprints(drawn, local_slurm):
 def check_jobs(cluster, blueprint) -> None:
     """Each job's nodes register, then sbatch --test-only takes the job and a held
     submission shows every #SBATCH line as slurmctld read it."""
+    registered: set[str] = set()
     for number, job in enumerate(nccl_jobs(blueprint)):
-        # Node names repeat across jobs (the k-th node of a nodeset), so the nodes registered
-        # never outnumber MaxNodeCount, the sum of the nodesets' upper bounds.
+        # A node registered for an earlier job serves again (the k-th node of a nodeset), so
+        # the nodes registered never outnumber MaxNodeCount, the sum of the upper bounds.
         taken: dict[str, int] = {}
         for index in range(job.nodes):
             nodeset = job.nodesets[index % len(job.nodesets)]
             taken[nodeset] = taken.get(nodeset, -1) + 1
-            conf = cluster.compute_node_conf(nodeset)
-            cluster.start_node(f"{nodeset}-{taken[nodeset]}", f"{conf} {NODE_CPUS}",
-                               job.gpus).stop()
+            name = f"{nodeset}-{taken[nodeset]}"
+            if name not in registered:
+                conf = cluster.compute_node_conf(nodeset)
+                cluster.start_node(name, f"{conf} {NODE_CPUS}", job.gpus).stop()
+                registered.add(name)
         script = cluster.root / f"job-{number}.sbatch"
         script.write_text(cluster.files[nccl_job_path(job.partition)])
         assert f"in partition {job.partition}" in sbatch_test_only(cluster, script)
