@@ -314,7 +314,8 @@ class Slurm(Strict):
 
 
 RecipeName = Literal["llama3-8b-pretrain", "llama3-70b-pretrain", "gemma-2b-sft",
-                     "gemma-7b-sft", "gemma-2b-rl"]
+                     "gemma-7b-sft", "gemma3-1b-sft", "gemma-2b-rl", "gemma3-1b-rl",
+                     "gemma3-27b-rl"]
 
 
 class RecipeJob(Strict):
@@ -323,6 +324,11 @@ class RecipeJob(Strict):
     name: RecipeName
     partition: str = Field(description="The partition it is submitted to.")
     nodes: int = Field(1, ge=1, le=16384)
+    data_path: str | None = Field(
+        None, pattern=r"^/\S+$",
+        description="Pretraining only: a Megatron indexed dataset's path prefix on a shared "
+                    "mount (Lustre or a bucket; `<prefix>.bin` and `<prefix>.idx`) instead of "
+                    "mock data.")
 
 
 class Observability(Strict):

@@ -16,6 +16,7 @@ from clusterprint.render.node_scripts import (
     render_controller_script,
     render_login_script,
 )
+from clusterprint.render.recipes import render_recipes
 from clusterprint.render.slurm_config import render_slurm_configs
 
 
@@ -34,8 +35,13 @@ def node_scripts(blueprint: Blueprint) -> NodeScripts:
     slurm_files = render_slurm_configs(blueprint)
     return NodeScripts(
         controller=render_controller_script(blueprint, slurm_files),
-        login=render_login_script(blueprint, slurm_files, render_nccl_jobs(blueprint)),
+        login=render_login_script(blueprint, slurm_files, staged_files(blueprint)),
         compute={n.name: render_compute_script(blueprint, n) for n in blueprint.slurm.nodesets})
+
+
+def staged_files(blueprint: Blueprint) -> dict[str, str]:
+    """What the login node stages for every user, by rendered path: jobs/ and recipes/."""
+    return {**render_nccl_jobs(blueprint), **render_recipes(blueprint)}
 
 
 def compute_script_path(nodeset: str) -> str:
@@ -50,5 +56,5 @@ def rendered_files(blueprint: Blueprint) -> dict[str, str]:
     files["scripts/controller.sh"] = scripts.controller
     files["scripts/login.sh"] = scripts.login
     files.update({compute_script_path(name): text for name, text in scripts.compute.items()})
-    files.update(render_nccl_jobs(blueprint))
+    files.update(staged_files(blueprint))
     return files
