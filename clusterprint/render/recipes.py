@@ -20,9 +20,9 @@ from clusterprint.slurm_time import slurm_minutes, slurm_time_seconds
 #: The job's time limit where the partition allows it (gpu-recipes' A4 submit.slurm asks
 #: 24 hours); a longer run goes on through requeues, each resuming.
 RECIPE_MINUTES = 24 * 60
-#: Seconds before the time limit that the batch shell is signalled (USR1) and asks the
-#: ranks to save and stop (SIGTERM): Slurm may send it up to 60 s earlier (sbatch(1)
-#: --signal), and a 70B checkpoint to Lustre takes minutes.
+#: Seconds before the time limit that Slurm sends the ranks SIGTERM to save and stop: it
+#: may come up to 60 s earlier (sbatch(1) --signal), and a 70B checkpoint to Lustre takes
+#: minutes.
 SIGNAL_LEAD_S = 300
 #: Under the storage root: one folder per user and recipe holds checkpoints and logs.
 RUN_FOLDER = "clusterprint"

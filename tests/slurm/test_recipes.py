@@ -5,8 +5,8 @@ for real, through its own requeue, signal and resume plumbing (the same rendered
 only the container launch is replaced, by CLUSTERPRINT_RECIPE_PROGRAM, with a stand-in
 trainer that counts steps, saves its step as Megatron-Bridge lays out checkpoints
 (iter_NNNNNNN/ and latest_checkpointed_iteration.txt, written once the save is complete)
-every CLUSTERPRINT_SAVE_INTERVAL steps, and saves and stops on SIGTERM as Megatron's exit
-signal handler does. Requeued jobs wait cred_expire before they start again: it is
+every CLUSTERPRINT_SAVE_INTERVAL steps and at the end, and saves and stops on SIGTERM as
+Megatron's exit signal handler does. Requeued jobs wait cred_expire before they start again: it is
 shortened here as in test_training_conf.py.
 """
 
@@ -44,7 +44,7 @@ save() {
   echo "saved step $step"
 }
 while ((step < CLUSTERPRINT_MAX_STEPS)); do
-  sleep "$STANDIN_STEP_S"
+  sleep "$STANDIN_STEP_S" || true  # slurmstepd signals every process of the step
   step=$((step + 1))
   if ((step % CLUSTERPRINT_SAVE_INTERVAL == 0)); then save; fi
   if [[ $stop == yes ]]; then
@@ -53,6 +53,7 @@ while ((step < CLUSTERPRINT_MAX_STEPS)); do
     exit 0
   fi
 done
+save
 echo "stand-in trained to step $step"
 """
 
@@ -141,7 +142,7 @@ class Training:
 
     def finished(self, job: str, timeout: float) -> None:
         wait_until(lambda: job_fields(self.cluster, job)["JobState"] == "COMPLETED",
-                   "the training finishing", self.node.log, timeout=timeout)
+                   "the training finishing", self.output, timeout=timeout)
 
 
 @pytest.fixture
@@ -150,7 +151,7 @@ def training(local_slurm, tmp_path) -> Training:
 
 
 def test_a_requeued_recipe_resumes_from_its_last_complete_checkpoint(training):
-    job = training.submit(200, 10, 0.1)
+    job = training.submit(200, 10, 0.05)
     wait_until(lambda: training.saved() >= 40, "two checkpoints", training.node.log)
     training.cluster.run("scontrol", "requeue", job)
     wait_until(lambda: job_fields(training.cluster, job)["JobState"] == "PENDING",
@@ -172,19 +173,20 @@ def test_a_requeued_recipe_resumes_from_its_last_complete_checkpoint(training):
 
 
 def test_a_recipe_near_its_time_limit_saves_requeues_itself_and_resumes(training):
-    # One minute with the signal 50 s before the end: slurmctld sends it on its 30 s
-    # sweep, so 10 to 40 s into each start; 45 s of training outlasts the first start.
-    job = training.submit(450, 10, 0.1, "--time=1", "--signal=B:USR1@50")
+    # One minute with the signal 15 s before the end: slurmctld sends it on its first 30 s
+    # sweep once the end is less than the lead plus 30 s away (job_time_limit), so 15 to
+    # 45 s into each start; 48 s of training outlasts the first start.
+    job = training.submit(480, 10, 0.1, "--time=1", "--signal=TERM@15")
     training.finished(job, 300)
     text = training.output.read_text()
     stopped = training.lines(r"^stand-in stopped on SIGTERM at step (\d+)$")
-    assert stopped and all(0 < step < 450 for step in stopped), text
-    assert text.count("time limit near: asking the training ranks to save and stop") == len(
-        stopped)
+    assert stopped and all(0 < step < 480 for step in stopped), text
+    assert training.lines(r"^time limit near \(\d+ s left\): the ranks saved on SIGTERM at "
+                          r"step (\d+)$") == stopped
     # Every start after the first resumes where the previous one saved on the signal.
     assert training.lines(r"^resuming from step (\d+) ") == stopped, text
     assert training.lines(r"^stand-in started at step (\d+)$") == [0, *stopped]
     assert training.lines(r"^requeueing: the next start resumes from step (\d+)$") == stopped
-    assert training.lines(r"^training finished at step (\d+):") == [450]
+    assert training.lines(r"^training finished at step (\d+):") == [480]
     assert "TIMEOUT" not in job_fields(training.cluster, job)["JobState"]
     assert job_fields(training.cluster, job)["Restarts"] == str(len(stopped))

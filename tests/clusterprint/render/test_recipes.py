@@ -68,7 +68,7 @@ def test_each_family_gets_its_public_recipes_image_and_launch_form(name, image, 
     options = sbatch_options(text)
     assert options["ntasks-per-node"] == tasks
     assert options["nodes"] == "4" and options["gpus-per-node"] == "8"
-    assert options["requeue"] == "" and options["signal"] == "B:USR1@300"
+    assert options["requeue"] == "" and options["signal"] == "TERM@300"
     assert options["partition"] == FAMILIES[name]
     # RL runs Ray: one task per node, in NeMo-RL's image, whatever the family.
     rl = rendered_files(every_recipe(name, tmp_path))[recipe_path("gemma3-27b-rl")]
