@@ -36,6 +36,8 @@ LABEL_KEY_PATTERN = r"^[a-z][a-z0-9_-]{0,62}$"
 LABEL_VALUE_PATTERN = r"^[a-z0-9_-]{0,63}$"
 BUCKET_PATTERN = r"^[a-z0-9][a-z0-9._-]{1,61}[a-z0-9]$"
 LUSTRE_FILESYSTEM_PATTERN = r"^[A-Za-z0-9]{1,8}$"
+#: A path on the nodes: absolute, no spaces (the recipes pass it on a command line).
+NODE_PATH_PATTERN = r"^/\S+$"
 
 Cidr = Annotated[str, Field(description="An IPv4 CIDR block such as 10.0.0.0/20.",
                             examples=["10.0.0.0/20"])]
@@ -325,7 +327,7 @@ class RecipeJob(Strict):
     partition: str = Field(description="The partition it is submitted to.")
     nodes: int = Field(1, ge=1, le=16384)
     data_path: str | None = Field(
-        None, pattern=r"^/\S+$",
+        None, pattern=NODE_PATH_PATTERN,
         description="Pretraining only: a Megatron indexed dataset's path prefix on a shared "
                     "mount (Lustre or a bucket; `<prefix>.bin` and `<prefix>.idx`) instead of "
                     "mock data.")
