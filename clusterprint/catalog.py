@@ -328,24 +328,79 @@ LUSTRE_TIERS: dict[int, LustreTier] = {
 LUSTRE_PSA_PREFIX = 23
 
 
+#: Where each recipe's model, configuration and numbers come from.
+_BRIDGE = "NVIDIA-NeMo/Megatron-Bridge src/megatron/bridge/recipes/"
+_NEMO_RL = "NVIDIA-NeMo/RL examples/configs/"
+_GPU_RECIPES = "AI-Hypercomputer/gpu-recipes training/a3ultra/"
+
+RecipeMethod = Literal["pretrain", "sft", "rl"]
+
+
 @dataclass(frozen=True)
 class Recipe:
-    """A training job clusterprint can stage onto the login node."""
+    """A training job clusterprint renders and stages onto the login node.
+
+    Pretraining and SFT run a Megatron-Bridge recipe function (``config``) through its
+    ``scripts/training/run_recipe.py``; RL runs a NeMo-RL GRPO configuration (``config``,
+    a path in its repository) with Ray inside the allocation.
+    """
 
     name: str
     description: str
-    #: GPUs per node the recipe is written for; 0 runs anywhere.
+    #: GPUs per node the recipe is written for (its tensor parallelism stays in a node).
     min_gpus_per_node: int
+    method: RecipeMethod
+    #: GPUs the model needs in all, as its public configuration runs it: fewer do not fit.
+    gpus: int
+    config: str
+    source: str
+    #: The Hugging Face checkpoint SFT imports and RL starts from; None for pretraining.
+    hf_model: str | None = None
+    #: Tensor and pipeline parallelism of the public configuration, capped to the GPUs.
+    tensor_parallel: int = 1
+    pipeline_parallel: int = 1
+    #: Training steps, and steps between checkpoints (each one resumable).
+    steps: int = 1000
+    save_interval: int = 100
 
 
 RECIPES: dict[str, Recipe] = {
     r.name: r
     for r in (
-        Recipe("llama3-8b-pretrain", "Llama 3 8B pretraining with FSDP", 8),
-        Recipe("llama3-70b-pretrain", "Llama 3 70B pretraining, FSDP and tensor parallel", 8),
-        Recipe("gemma-2b-sft", "Gemma 2B supervised fine-tuning", 1),
-        Recipe("gemma-7b-sft", "Gemma 7B supervised fine-tuning", 1),
-        Recipe("gemma-2b-rl", "Gemma 2B reinforcement learning (GRPO)", 1),
+        Recipe("llama3-8b-pretrain", "Llama 3 8B pretraining (Megatron-Bridge, mock data)", 8,
+               "pretrain", 8, "llama3_8b_pretrain_config",
+               _BRIDGE + "llama/llama3.py; " + _GPU_RECIPES + "llama3_8b/megatron-bridge-slurm"),
+        Recipe("llama3-70b-pretrain", "Llama 3 70B pretraining (Megatron-Bridge, mock data)", 8,
+               "pretrain", 32, "llama3_70b_pretrain_config",
+               _BRIDGE + "llama/h100/llama3.py llama3_70b_pretrain_32gpu_h100_bf16_config; "
+               + _GPU_RECIPES + "llama3_70b/megatron-bridge-slurm (32 GPUs)",
+               tensor_parallel=4, pipeline_parallel=4),
+        Recipe("gemma-2b-sft", "Gemma 2 2B supervised fine-tuning (Megatron-Bridge)", 1,
+               "sft", 1, "gemma2_2b_sft_config",
+               _BRIDGE + "gemma/h100/gemma2.py gemma2_2b_sft_1gpu_h100_bf16_config",
+               hf_model="google/gemma-2-2b"),
+        # Megatron-Bridge has no Gemma 7B recipe: the Gemma 2 9B one (4 GPUs) on the imported
+        # Gemma 7B checkpoint (models/gemma/gemma_bridge.py converts it).
+        Recipe("gemma-7b-sft", "Gemma 7B supervised fine-tuning (Megatron-Bridge)", 1,
+               "sft", 4, "gemma2_9b_sft_config",
+               _BRIDGE + "gemma/h100/gemma2.py gemma2_9b_sft_4gpu_h100_bf16_config",
+               hf_model="google/gemma-7b", tensor_parallel=4),
+        Recipe("gemma3-1b-sft", "Gemma 3 1B supervised fine-tuning (Megatron-Bridge)", 1,
+               "sft", 1, "gemma3_1b_sft_config",
+               _BRIDGE + "gemma/h100/gemma3.py gemma3_1b_sft_1gpu_h100_bf16_config",
+               hf_model="google/gemma-3-1b-pt"),
+        # NeMo-RL's 1B GRPO configuration on Gemma 2 2B (it has no Gemma 2 configuration).
+        Recipe("gemma-2b-rl", "Gemma 2 2B GRPO (NeMo-RL)", 8, "rl", 8,
+               "examples/configs/grpo_math_1B.yaml", _NEMO_RL + "grpo_math_1B.yaml",
+               hf_model="google/gemma-2-2b-it", save_interval=10, steps=500),
+        Recipe("gemma3-1b-rl", "Gemma 3 1B GRPO (NeMo-RL)", 8, "rl", 8,
+               "examples/configs/recipes/llm/grpo-gemma3-1b-it-1n8g-fsdp2tp1.yaml",
+               _NEMO_RL + "recipes/llm/grpo-gemma3-1b-it-1n8g-fsdp2tp1.yaml",
+               hf_model="google/gemma-3-1b-it", save_interval=10, steps=500),
+        Recipe("gemma3-27b-rl", "Gemma 3 27B GRPO (NeMo-RL)", 8, "rl", 64,
+               "examples/configs/recipes/llm/grpo-gemma3-27b-it-8n8g-fsdp2tp8-actckpt-long.yaml",
+               _NEMO_RL + "recipes/llm/grpo-gemma3-27b-it-8n8g-fsdp2tp8-actckpt-long.yaml",
+               hf_model="google/gemma-3-27b-it", save_interval=10, steps=500),
     )
 }
 

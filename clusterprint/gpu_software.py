@@ -486,3 +486,46 @@ def ops_agent_config() -> str:
     # JSON is YAML: the agent reads it as it is, and no YAML writer is needed on this side.
     return ("# Ops Agent configuration: rendered by clusterprint; do not edit.\n"
             + json.dumps(config, indent=2, sort_keys=True) + "\n")
+
+
+# --- recipes ---
+# What `recipes/<name>.sbatch` runs per machine family: the NeMo image the public Slurm
+# recipe of the family pins, and how it starts the ranks. Megatron-Bridge runs inside it
+# from the image's own /opt/Megatron-Bridge; NeMo-RL runs from its own image.
+
+RecipeLaunchForm = Literal["torchrun", "srun"]
+
+
+@dataclass(frozen=True)
+class RecipeSoftware:
+    """One machine type's training container and launch form, with their source."""
+
+    image: str
+    #: torchrun: one task per node starting one rank per GPU (gpu-recipes A3 Ultra);
+    #: srun: one task per GPU, ranks from Slurm (gpu-recipes A4, with PMIx; pmi2 here, since
+    #: Debian's and Ubuntu's Slurm lack the PMIx plugin library).
+    launch: RecipeLaunchForm
+    source: str
+
+
+_GR = "AI-Hypercomputer/gpu-recipes training/"
+RECIPE_SOFTWARE: dict[str, RecipeSoftware] = {
+    "a3-ultragpu-8g": RecipeSoftware(
+        "nvcr.io#nvidia/nemo:25.11", "torchrun",
+        _GR + "a3ultra/llama3_8b/megatron-bridge-slurm/nemo2511/16gpus-fp8cs-seq8192-gbs128/"
+        "recipe/launch_script.sh"),
+    "a4-highgpu-8g": RecipeSoftware(
+        "nvcr.io#nvidia/nemo:25.09", "srun",
+        _GR + "a4/llama3_70b/megatron-bridge-slurm/nemo2509/64gpus-fp8cs-seq8192-gbs2048/"
+        "recipe/submit.slurm"),
+}
+#: Families with no public Slurm recipe (A3 Mega, A3 High, A2, G2, A4X): clusterprint's
+#: choice, the newest pinned NeMo image (nemo2511) launched as on A3 Ultra.
+RECIPE_SOFTWARE_DEFAULT = RecipeSoftware(
+    "nvcr.io#nvidia/nemo:25.11", "torchrun", "clusterprint's choice: " + _GR + "a3ultra/")
+
+#: NeMo-RL's release image (docs/guides: nvcr.io/nvidia/nemo-rl:v0.7.0); its code is in
+#: /opt/nemo-rl, where ray.sub's COMMAND runs `uv run examples/run_grpo.py`.
+NEMO_RL_IMAGE = "nvcr.io#nvidia/nemo-rl:v0.7.0"
+NEMO_RL_DIR = "/opt/nemo-rl"
+MEGATRON_BRIDGE_DIR = "/opt/Megatron-Bridge"

@@ -36,6 +36,8 @@ LABEL_KEY_PATTERN = r"^[a-z][a-z0-9_-]{0,62}$"
 LABEL_VALUE_PATTERN = r"^[a-z0-9_-]{0,63}$"
 BUCKET_PATTERN = r"^[a-z0-9][a-z0-9._-]{1,61}[a-z0-9]$"
 LUSTRE_FILESYSTEM_PATTERN = r"^[A-Za-z0-9]{1,8}$"
+#: A path on the nodes: absolute, no spaces (the recipes pass it on a command line).
+NODE_PATH_PATTERN = r"^/\S+$"
 
 Cidr = Annotated[str, Field(description="An IPv4 CIDR block such as 10.0.0.0/20.",
                             examples=["10.0.0.0/20"])]
@@ -316,7 +318,8 @@ class Slurm(Strict):
 
 
 RecipeName = Literal["llama3-8b-pretrain", "llama3-70b-pretrain", "gemma-2b-sft",
-                     "gemma-7b-sft", "gemma-2b-rl"]
+                     "gemma-7b-sft", "gemma3-1b-sft", "gemma-2b-rl", "gemma3-1b-rl",
+                     "gemma3-27b-rl"]
 
 
 class RecipeJob(Strict):
@@ -325,6 +328,11 @@ class RecipeJob(Strict):
     name: RecipeName
     partition: str = Field(description="The partition it is submitted to.")
     nodes: int = Field(1, ge=1, le=16384)
+    data_path: str | None = Field(
+        None, pattern=NODE_PATH_PATTERN,
+        description="Pretraining only: a Megatron indexed dataset's path prefix on a shared "
+                    "mount (Lustre or a bucket; `<prefix>.bin` and `<prefix>.idx`) instead of "
+                    "mock data.")
 
 
 class Observability(Strict):

@@ -31,6 +31,7 @@ PATTERN_MEANINGS = {
     model.PROJECT_PATTERN: "a project id: 6 to 30 lowercase letters, digits or hyphens, "
                            "starting with a letter",
     model.REGION_PATTERN: "a region such as us-central1",
+    model.NODE_PATH_PATTERN: "an absolute path without spaces, such as /lustre/data/web_text",
     model.ZONE_PATTERN: "a zone such as us-central1-a",
     model.MACHINE_TYPE_PATTERN: "a machine type such as a3-megagpu-8g",
     model.NETWORK_PATTERN: "projects/PROJECT/global/networks/NAME",

@@ -2,7 +2,8 @@
 
 ``node_scripts`` is what the components put in each VM's ``startup-script`` metadata;
 ``rendered_files`` is every file by the path ``clusterprint render`` writes it to: the Slurm
-files, the scripts, and ``jobs/`` (the NCCL proof of each GPU partition).
+files, the scripts, ``jobs/`` (the NCCL proof of each GPU partition), ``recipes/`` and the
+node programs.
 """
 
 from __future__ import annotations
@@ -17,6 +18,7 @@ from clusterprint.render.node_scripts import (
     render_controller_script,
     render_login_script,
 )
+from clusterprint.render.recipes import render_recipes
 from clusterprint.render.remediation import remediation_files
 from clusterprint.render.slurm_config import render_slurm_configs
 
@@ -36,8 +38,13 @@ def node_scripts(blueprint: Blueprint) -> NodeScripts:
     slurm_files = render_slurm_configs(blueprint)
     return NodeScripts(
         controller=render_controller_script(blueprint, slurm_files),
-        login=render_login_script(blueprint, slurm_files, render_nccl_jobs(blueprint)),
+        login=render_login_script(blueprint, slurm_files, staged_files(blueprint)),
         compute={n.name: render_compute_script(blueprint, n) for n in blueprint.slurm.nodesets})
+
+
+def staged_files(blueprint: Blueprint) -> dict[str, str]:
+    """What the login node stages for every user, by rendered path: jobs/ and recipes/."""
+    return {**render_nccl_jobs(blueprint), **render_recipes(blueprint)}
 
 
 def compute_script_path(nodeset: str) -> str:
@@ -52,7 +59,7 @@ def rendered_files(blueprint: Blueprint) -> dict[str, str]:
     files["scripts/controller.sh"] = scripts.controller
     files["scripts/login.sh"] = scripts.login
     files.update({compute_script_path(name): text for name, text in scripts.compute.items()})
-    files.update(render_nccl_jobs(blueprint))
+    files.update(staged_files(blueprint))
     files.update(healthcheck_files(blueprint))
     files.update(remediation_files(blueprint))
     return files

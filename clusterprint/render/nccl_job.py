@@ -22,8 +22,10 @@ from clusterprint.slurm_time import slurm_minutes, slurm_time_seconds
 JOB_MINUTES = 45
 #: Nodes the job runs on unless `sbatch --nodes=N` says otherwise.
 JOB_NODES = 2
-#: Where the login node stages the jobs for every user.
-STAGED_JOBS = "/opt/clusterprint/jobs"
+#: Where the login node stages the rendered jobs/ and recipes/ folders for every user.
+STAGED_ROOT = "/opt/clusterprint"
+STAGED_JOBS = f"{STAGED_ROOT}/jobs"
+STAGED_RECIPES = f"{STAGED_ROOT}/recipes"
 
 
 @dataclass(frozen=True)
@@ -47,11 +49,12 @@ def nccl_job_path(partition: str) -> str:
 
 
 def staged_job_path(rendered: str) -> str:
-    """Where the login node puts a rendered job (``jobs/NAME``) for every user."""
-    return f"{STAGED_JOBS}/{PurePosixPath(rendered).name}"
+    """Where the login node puts a rendered job (``jobs/NAME``, ``recipes/NAME``) for every
+    user: the same folder under STAGED_ROOT."""
+    return f"{STAGED_ROOT}/{PurePosixPath(rendered)}"
 
 
-def _networking(blueprint: Blueprint, machine_type: str) -> catalog.GpuNetworking:
+def fabric_networking(blueprint: Blueprint, machine_type: str) -> catalog.GpuNetworking:
     """The fabric the nodes really get: none where the blueprint builds no GPU networks."""
     family = catalog.gpu_family(machine_type)
     kind = family.networking if family else "none"
@@ -69,9 +72,9 @@ def nccl_job(blueprint: Blueprint, partition: Partition) -> NcclJob | None:
     if not nodesets:
         return None
     # The first nodeset on a GPU network, else the first with GPUs (max keeps the first).
-    chosen = max(nodesets, key=lambda n: _networking(blueprint, n.machine_type) != "none")
+    chosen = max(nodesets, key=lambda n: fabric_networking(blueprint, n.machine_type) != "none")
     alike: list[Nodeset] = [n for n in nodesets if n.machine_type == chosen.machine_type]
-    networking = _networking(blueprint, chosen.machine_type)
+    networking = fabric_networking(blueprint, chosen.machine_type)
     proof = (gpu_software.NCCL_PROOFS.get(chosen.machine_type) if networking != "none"
              else None) or gpu_software.NCCL_PROOF_WITHOUT_FABRIC
     return NcclJob(partition=partition.name, machine_type=chosen.machine_type,

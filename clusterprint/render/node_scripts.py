@@ -17,7 +17,7 @@ from clusterprint.node import register_model, tensorboard_upload
 from clusterprint.render import gpu_node, healthcheck, remediation
 from clusterprint.render.environment import render
 from clusterprint.render.gpu_fabric import fabric_context
-from clusterprint.render.nccl_job import STAGED_JOBS, staged_job_path
+from clusterprint.render.nccl_job import STAGED_JOBS, STAGED_RECIPES, staged_job_path
 from clusterprint.render.node_software import (
     Software,
     compute_software,
@@ -80,10 +80,11 @@ def render_controller_script(blueprint: Blueprint, slurm_files: dict[str, str]) 
 
 def render_login_script(blueprint: Blueprint, slurm_files: dict[str, str],
                         jobs: dict[str, str]) -> str:
-    """A login node's script: storage, munge, the client configuration and the jobs
-    (``{rendered path: text}``) it stages for every user in ``STAGED_JOBS``."""
+    """A login node's script: storage, munge, the client configuration and the jobs and
+    recipes (``{rendered path: text}``) it stages for every user under ``STAGED_ROOT``."""
     staged = {staged_job_path(path): text for path, text in jobs.items()}
     return render("scripts/login.sh.j2", files=slurm_files, jobs=staged, jobs_dir=STAGED_JOBS,
+                  recipes_dir=STAGED_RECIPES, staged_folders=(STAGED_JOBS, STAGED_RECIPES),
                   pyxis=gpu_node.pyxis(), mlops=mlops_context(blueprint),
                   **_common(blueprint, "login", login_software(blueprint)))
 

@@ -23,7 +23,7 @@ def test_writes_configs_one_script_per_role_and_the_gpu_partitions_jobs(tmp_path
     assert written == rendered_files(load_checked(A4))
     assert sorted(written) == ["cgroup.conf", "gres.conf", "jobs/nccl-allreduce-a4.sbatch",
                                "jobs/nccl-allreduce-a4spot.sbatch", "plugstack.conf",
-                               "scripts/compute-a4.sh",
+                               "recipes/gemma-2b-rl.sbatch", "scripts/compute-a4.sh",
                                "scripts/compute-a4spot.sh", "scripts/controller.sh",
                                "scripts/healthcheck-a4.json", "scripts/healthcheck-a4spot.json",
                                "scripts/healthcheck.py", "scripts/login.sh",

@@ -876,40 +876,49 @@ def test_a_node_keeps_the_munge_key_it_fetches_only_for_munge(node, a3mega, scri
         assert not list(node.tmp.iterdir())
 
 
-def test_the_login_node_stages_exactly_the_rendered_jobs_for_every_user(node, a4):
+def test_the_login_node_stages_exactly_the_rendered_jobs_and_recipes_for_every_user(node, a4):
     ready(node, "a4")
-    jobs = {f"/opt/clusterprint/jobs/{name.removeprefix('jobs/')}": text
-            for name, text in a4.items() if name.startswith("jobs/")}
+    jobs = {f"/opt/clusterprint/{name}": text for name, text in a4.items()
+            if name.startswith(("jobs/", "recipes/"))}
     assert sorted(jobs) == ["/opt/clusterprint/jobs/nccl-allreduce-a4.sbatch",
-                            "/opt/clusterprint/jobs/nccl-allreduce-a4spot.sbatch"]
-    stale = node.file("/opt/clusterprint/jobs/nccl-allreduce-renamed.sbatch")
-    stale.parent.mkdir(parents=True)
-    stale.write_text("a partition an earlier blueprint had")
+                            "/opt/clusterprint/jobs/nccl-allreduce-a4spot.sbatch",
+                            "/opt/clusterprint/recipes/gemma-2b-rl.sbatch"]
+    stale = [node.file("/opt/clusterprint/jobs/nccl-allreduce-renamed.sbatch"),
+             node.file("/opt/clusterprint/recipes/llama3-8b-pretrain.sbatch")]
+    for old in stale:
+        old.parent.mkdir(parents=True)
+        old.write_text("what an earlier blueprint had")
     first = node.boot(a4["scripts/login.sh"])
     assert first.returncode == 0, node.journal()
 
-    folder = node.file("/opt/clusterprint/jobs")
-    assert stat.S_IMODE(folder.stat().st_mode) == 0o755
-    assert sorted(str(p) for p in folder.iterdir()) == sorted(str(node.file(j)) for j in jobs)
+    for name in ("jobs", "recipes"):
+        folder = node.file(f"/opt/clusterprint/{name}")
+        assert stat.S_IMODE(folder.stat().st_mode) == 0o755
+        assert sorted(str(p) for p in folder.iterdir()) == sorted(
+            str(node.file(j)) for j in jobs if j.startswith(f"/opt/clusterprint/{name}/"))
     for path, text in jobs.items():
         assert node.file(path).read_text() == text
         assert stat.S_IMODE(node.file(path).stat().st_mode) == 0o644
     assert "removed /opt/clusterprint/jobs/nccl-allreduce-renamed.sbatch" in node.journal()
+    assert "removed /opt/clusterprint/recipes/llama3-8b-pretrain.sbatch" in node.journal()
     hint = node.file("/etc/profile.d/clusterprint-jobs.sh")
     assert stat.S_IMODE(hint.stat().st_mode) == 0o644
     checked = subprocess.run(["shellcheck", "--severity=style", "--shell=sh", str(hint)],
                              capture_output=True, text=True)
     assert checked.returncode == 0, checked.stdout
-    # A login shell on the node (its /opt in place) names each job when interactive only.
-    for shell, flags, shown in [("bash", "-i", sorted(jobs)), ("sh", "-i", sorted(jobs)),
-                                ("bash", "-l", [])]:
+    # A login shell on the node (its /opt in place) names each job and recipe when
+    # interactive only.
+    lines = [f"clusterprint: prove the GPU network first: sbatch {job}"
+             for job in sorted(jobs) if "/jobs/" in job] + [
+        "clusterprint: a training recipe that checkpoints and resumes: sbatch "
+        "/opt/clusterprint/recipes/gemma-2b-rl.sbatch"]
+    for shell, flags, shown in [("bash", "-i", lines), ("sh", "-i", lines), ("bash", "-l", [])]:
         login = ["unshare", "--mount", "--propagation", "private", "bash", "-c",
                  'mount --bind "$0" /opt && exec "$2" "$3" -c ". $1"',
                  str(node.root / "disk" / "opt"), str(hint), shell, flags]
         done = subprocess.run(login, capture_output=True, text=True,
                               env={"PATH": "/usr/bin:/bin", "HOME": str(node.root)})
-        assert done.stdout.splitlines() == [
-            f"clusterprint: prove the GPU network first: sbatch {job}" for job in shown], shell
+        assert done.stdout.splitlines() == shown, shell
 
     again = node.boot(a4["scripts/login.sh"])
     assert again.returncode == 0, node.journal()

@@ -1,4 +1,4 @@
-"""recipes.* rules: a recipe runs on an existing partition that can hold it."""
+"""recipes.* rules: a recipe runs on an existing partition that can hold it and its model."""
 
 import pytest
 
@@ -9,6 +9,8 @@ GPU = {"slurm.nodesets[0].machine_type": "a3-megagpu-8g", "slurm.nodesets[0].max
 MIXED = {**GPU, "slurm.nodesets[1]": {"name": "cpu2", "machine_type": "n2-standard-4",
                                       "count": 6},
          "slurm.partitions[0].nodesets": ["cpu", "cpu2"]}
+#: Four nodes of one L4 GPU each.
+G2 = {"slurm.nodesets[0].machine_type": "g2-standard-8", "slurm.nodesets[0].max_count": 4}
 
 REFUSED = [
     pytest.param("recipes.partition", "recipes[0].partition",
@@ -29,6 +31,30 @@ REFUSED = [
                               {"name": "llama3-70b-pretrain", "partition": Here("debug")},
                               {"name": "gemma-2b-sft", "partition": "nope"}]},
                  "error", 3, id="every-recipe-is-checked"),
+    # 70B needs 32 GPUs: 3 nodes of 8 hold 24.
+    pytest.param("recipes.gpus", "recipes[0].nodes",
+                 {**GPU, "recipes": [{"name": "llama3-70b-pretrain", "partition": "debug",
+                                      "nodes": Here(3)}]}, "error", 1, id="too-few-gpus"),
+    pytest.param("recipes.gpus", "recipes[1].nodes",
+                 {**GPU, "recipes": [{"name": "llama3-70b-pretrain", "partition": "debug",
+                                      "nodes": 2},
+                                     {"name": "gemma3-27b-rl", "partition": "debug",
+                                      "nodes": Here(4)}]}, "error", 2,
+                 id="every-recipe-short-of-gpus"),
+    pytest.param("recipes.gpus", "recipes[0].nodes",
+                 {**G2, "recipes": [{"name": "gemma-7b-sft", "partition": "debug",
+                                     "nodes": Here(3)}]}, "error", 1,
+                 id="one-gpu-nodes-short-of-a-4-gpu-model"),
+    pytest.param("recipes.data-path", "recipes[0].data_path",
+                 {**GPU, "recipes": [{"name": "gemma-2b-sft", "partition": "debug",
+                                      "data_path": Here("/lustre/data/web")}]}, "error", 1,
+                 id="data-path-on-sft"),
+    pytest.param("recipes.data-path", "recipes[1].data_path",
+                 {**GPU, "recipes": [{"name": "gemma3-1b-rl", "partition": "debug",
+                                      "data_path": "/lustre/a"},
+                                     {"name": "gemma-2b-sft", "partition": "debug",
+                                      "data_path": Here("/lustre/b")}]}, "error", 2,
+                 id="data-path-on-every-non-pretraining-recipe"),
 ]
 
 ACCEPTED = [
@@ -42,6 +68,19 @@ ACCEPTED = [
                  {**MIXED, "recipes": [{"name": "gemma-2b-sft", "partition": "debug",
                                         "nodes": 4}]}, id="one-gpu-recipe-on-mixed-partition"),
     pytest.param("recipes.partition", {}, id="no-recipes"),
+    pytest.param("recipes.gpus",
+                 {**GPU, "recipes": [{"name": "llama3-70b-pretrain", "partition": "debug",
+                                      "nodes": 4}]}, id="exactly-the-gpus-the-model-needs"),
+    pytest.param("recipes.gpus",
+                 {**G2, "recipes": [{"name": "gemma-7b-sft", "partition": "debug",
+                                     "nodes": 4}]}, id="four-one-gpu-nodes-hold-4-gpus"),
+    pytest.param("recipes.gpus",
+                 {"recipes": [{"name": "llama3-70b-pretrain", "partition": "debug"}]},
+                 id="no-gpu-partition-is-recipes-partition-s-to-report"),
+    pytest.param("recipes.data-path",
+                 {**GPU, "recipes": [{"name": "llama3-8b-pretrain", "partition": "debug",
+                                      "data_path": "/lustre/data/web_text_document"}]},
+                 id="data-path-on-pretraining"),
 ]
 
 test_refused, test_accepted = table_tests(REFUSED, ACCEPTED)
@@ -77,3 +116,20 @@ def test_gpu_message_names_the_numbers(rules_check):
                               "recipes.partition", "recipes[0].partition")
     assert hit.finding.message == ("llama3-8b-pretrain needs at least 8 GPU(s) per node; "
                                    "partition debug has 0")
+
+
+def test_gpus_message_names_the_numbers(rules_check):
+    hit = rules_check.refused({**GPU, "recipes": [{"name": "llama3-70b-pretrain",
+                                                   "partition": "debug", "nodes": Here(3)}]},
+                              "recipes.gpus", "recipes[0].nodes")
+    assert hit.finding.message == ("llama3-70b-pretrain needs 32 GPUs; 3 node(s) x 8 GPU(s) "
+                                   "of partition debug have 24")
+    assert hit.finding.hint == "use at least 4 nodes"
+
+
+def test_a_relative_data_path_is_refused_by_the_model(rules_check):
+    hit = rules_check.refused({**GPU, "recipes": [{"name": "llama3-8b-pretrain",
+                                                   "partition": "debug",
+                                                   "data_path": Here("data/web")}]},
+                              "schema.pattern", "recipes[0].data_path")
+    assert hit.finding.severity == "error"
