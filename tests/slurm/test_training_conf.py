@@ -86,9 +86,9 @@ def test_a_failing_prolog_drains_its_node_and_the_job_runs_unheld_on_a_healthy_o
     shown = cluster.run("scontrol", "show", "node", "a3mega-bad")
     assert "Reason=Prolog error" in shown
     assert "RxDM not ready after 120 s" in bad.log.read_text()
-    wait_until(lambda: job_fields(cluster, job)["JobState"] == "PENDING", "the job requeued")
+    wait_until(lambda: (job_fields(cluster, job)["Restarts"], job_fields(cluster, job)
+                        ["JobState"]) == ("1", "PENDING"), "the job requeued and pending")
     fields = job_fields(cluster, job)
-    assert fields["Restarts"] == "1"
     # Held jobs show Reason=JobHeldAdmin and Priority=0; this one waits out cred_expire.
     assert (fields["Reason"], fields["Priority"] != "0") == ("BeginTime", True), fields
     bad.stop()
@@ -107,7 +107,9 @@ def test_without_nohold_on_prolog_fail_the_requeued_job_would_be_held(local_slur
     cluster.start_node("a3mega-bad", cluster.compute_node_conf("a3mega"), 8)
     job = cluster.run("sbatch", "--parsable", "-p", "a3mega", "-N1", "-o", "/dev/null",
                       "--wrap", "true").strip()
-    wait_until(lambda: job_fields(cluster, job)["Restarts"] == "1", "the job requeued")
+    # The requeued job passes through COMPLETING (its epilog) before it is pending again.
+    wait_until(lambda: (job_fields(cluster, job)["Restarts"], job_fields(cluster, job)
+                        ["JobState"]) == ("1", "PENDING"), "the job requeued and pending")
     fields = job_fields(cluster, job)
     assert (fields["JobState"], fields["Reason"], fields["Priority"]) == (
         "PENDING", "launch_failed_requeued_held", "0")
