@@ -15,6 +15,10 @@ NODESET = "clusterprint-nodeset"
 HOME_SOURCE = "clusterprint-home-source"
 #: Secret Manager secret (projects/P/secrets/S) holding the munge key; never the key itself.
 MUNGE_SECRET = "clusterprint-munge-secret"
+#: Secret Manager secret (projects/P/secrets/S) holding the accounting database's password.
+DB_SECRET = "clusterprint-db-secret"
+#: The device name the controller's state disk is attached under (/dev/disk/by-id/google-...).
+STATE_DISK_DEVICE = "clusterprint-state"
 
 
 def lustre_source(name: str) -> str:

@@ -85,7 +85,11 @@ class TrainingCluster(pulumi.ComponentResource):
             f"{name}-controller", cluster=cluster, startup_script=scripts.controller,
             machine_type=bp.slurm.controller.machine_type,
             disk_size_gb=bp.slurm.controller.disk_size_gb, metadata=metadata, **shared,
-            opts=child)
+            accounting=bp.slurm.accounting.enabled,
+            cloud_sql_project=(bp.slurm.accounting.cloud_sql.project
+                               if bp.slurm.accounting.enabled and bp.slurm.accounting.cloud_sql
+                               else None),
+            protect=bp.storage.protect, opts=child)
         login = LoginNodes(
             f"{name}-login", cluster=cluster, munge_secret=controller.munge_secret_id,
             startup_script=scripts.login, count=bp.slurm.login.count,

@@ -19,11 +19,20 @@ from clusterprint.render.node_software import (
     controller_software,
     login_software,
 )
-from clusterprint.render.slurm_config import conf_server, dynamic_node_conf
+from clusterprint.render.slurm_config import (
+    MARIADB_DATADIR,
+    STATE_MOUNT,
+    STATE_SAVE_LOCATION,
+    STORAGE_USER,
+    accounting_database,
+    conf_server,
+    dynamic_node_conf,
+)
 
 #: Metadata keys as the scripts' templates name them.
 METADATA_KEYS = {"home_source": node_metadata.HOME_SOURCE,
-                 "munge_secret": node_metadata.MUNGE_SECRET}
+                 "munge_secret": node_metadata.MUNGE_SECRET,
+                 "db_secret": node_metadata.DB_SECRET}
 
 
 def _common(blueprint: Blueprint, role: str, software: Software) -> dict[str, object]:
@@ -36,8 +45,14 @@ def _common(blueprint: Blueprint, role: str, software: Software) -> dict[str, ob
 
 
 def render_controller_script(blueprint: Blueprint, slurm_files: dict[str, str]) -> str:
-    """The controller's script: /home, the munge key (created on first boot), slurmctld."""
-    return render("scripts/controller.sh.j2", files=slurm_files,
+    """The controller's script: /home, the munge key (created on first boot), the state disk,
+    accounting (the database, its password's secret, slurmdbd), slurmctld."""
+    accounting = blueprint.slurm.accounting
+    state = {"device": f"/dev/disk/by-id/google-{node_metadata.STATE_DISK_DEVICE}",
+             "mount": STATE_MOUNT, "slurmctld": STATE_SAVE_LOCATION, "datadir": MARIADB_DATADIR}
+    return render("scripts/controller.sh.j2", files=slurm_files, state=state,
+                  accounting=accounting if accounting.enabled else None,
+                  storage_user=STORAGE_USER, database=accounting_database(blueprint),
                   **_common(blueprint, "controller", controller_software(blueprint)))
 
 

@@ -20,6 +20,12 @@ STATE_SAVE_LOCATION = f"{STATE_MOUNT}/slurmctld"
 MARIADB_DATADIR = f"{STATE_MOUNT}/mysql"
 #: The database user slurmdbd connects as (MariaDB's, or the one made in Cloud SQL).
 STORAGE_USER = "slurm"
+
+
+def accounting_database(blueprint: Blueprint) -> str:
+    """The database slurmdbd keeps its tables in: the Cloud SQL one named, else Slurm's own."""
+    sql = blueprint.slurm.accounting.cloud_sql
+    return sql.database if sql else "slurm_acct_db"
 #: Slurm's time limit for a partition whose blueprint entry sets none.
 UNLIMITED = "UNLIMITED"
 #: The share of a VM's nominal memory its kernel leaves to slurmd as RealMemory, at least.
@@ -104,7 +110,7 @@ def render_slurmdbd_conf(blueprint: Blueprint) -> str:
     return render("slurm/slurmdbd.conf.j2", cluster=blueprint.name,
                   dbd_host=controller_host(blueprint), dbd_port=SLURMDBD_PORT,
                   storage_host=None if sql else "localhost", storage_user=STORAGE_USER,
-                  database=sql.database if sql else "slurm_acct_db")
+                  database=accounting_database(blueprint))
 
 
 def gpu_device_files(gpus: int) -> str:

@@ -240,7 +240,7 @@ def test_every_table_entry_names_its_source():
                                        "GoogleCloudPlatform/magic-modules ")), type_
         assert rule.replace_on, type_
     assert {t for t, r in RULES.items() if r.data_bearing} == {
-        LUSTRE, FILESTORE, BUCKET, CLUSTER}
+        LUSTRE, FILESTORE, BUCKET, CLUSTER, "gcp:compute/disk:Disk"}
 
 
 @pytest.mark.parametrize("content", [

@@ -13,8 +13,9 @@ from tests.components.conftest import reference_blueprint
 REFERENCES = ["a3mega", "a3ultra", "a4", "cpu-small"]
 TEMPLATE = "gcp:compute/instanceTemplate:InstanceTemplate"
 GROUP = "gcp:compute/instanceGroupManager:InstanceGroupManager"
+#: Data-bearing types, the controller's state disk (queue and accounting database) among them.
 DATA = {"gcp:filestore/instance:Instance", "gcp:lustre/instance:Instance",
-        "gcp:storage/bucket:Bucket"}
+        "gcp:storage/bucket:Bucket", "gcp:compute/disk:Disk"}
 #: NICs per VM of each reference blueprint's nodesets.
 NICS = {"a3mega": {"a3mega": 9}, "a3ultra": {"a3ultra": 10}, "a4": {"a4": 10, "a4spot": 10},
         "cpu-small": {"cpu": 1}}
@@ -130,13 +131,15 @@ def test_resource_count_does_not_grow_with_nodes(cloud, name):
 
 
 @pytest.mark.parametrize("name", REFERENCES)
-def test_the_munge_key_is_never_an_input(cloud, name):
+def test_the_munge_key_and_database_password_are_never_inputs(cloud, name):
     build(cloud, reference_blueprint(name))
     assert not [r for r in cloud.resources if "secretVersion" in r.typ]
     text = json.dumps([r.inputs for r in cloud.resources], default=str).lower()
     assert "secretdata" not in text
-    secret = cloud.one("gcp:secretmanager/secret:Secret")
-    assert secret.inputs["secretId"] == f"{reference_blueprint(name).name}-munge-key"
+    secrets = [r.inputs["secretId"] for r in cloud.resources
+               if r.typ == "gcp:secretmanager/secret:Secret"]
+    cluster = reference_blueprint(name).name
+    assert sorted(secrets) == [f"{cluster}-db-password", f"{cluster}-munge-key"]
 
 
 def test_exports_say_where_to_log_in_and_what_is_mounted(cloud):
@@ -237,4 +240,7 @@ def test_each_role_holds_only_the_project_and_secret_roles_it_uses(cloud):
         "a4-controller-identity": reader | {"roles/secretmanager.secretVersionAdder",
                                             "roles/secretmanager.viewer"},
         "a4-login-identity": reader,
-        "a4-compute-identity": reader}
+        "a4-compute-identity": reader,
+        # The database password's secret: only the controller reads or adds it.
+        "a4-controller": reader | {"roles/secretmanager.secretVersionAdder",
+                                   "roles/secretmanager.viewer"}}

@@ -27,13 +27,23 @@ def test_the_controller_vm_is_named_private_and_in_the_zone(cloud):
     assert vm["metadata"]["clusterprint-role"] == "controller"
 
 
-def test_the_munge_secret_has_no_version_and_only_its_name_travels(cloud):
+def test_the_munge_and_db_secrets_have_no_version_and_only_their_names_travel(cloud):
     secret_name = controller(cloud)
-    secret = cloud.one(SECRET).inputs
-    assert secret["secretId"] == "c1-munge-key"
+    secrets = {r.inputs["secretId"] for r in cloud.of_type(SECRET)}
+    assert secrets == {"c1-munge-key", "c1-db-password"}
     assert secret_name == "projects/test-project/secrets/c1-munge-key"
     assert not cloud.of_type("gcp:secretmanager/secretVersion:SecretVersion")
-    assert cloud.one(INSTANCE).inputs["metadata"]["clusterprint-munge-secret"] == secret_name
+    metadata = cloud.one(INSTANCE).inputs["metadata"]
+    assert metadata["clusterprint-munge-secret"] == secret_name
+    assert metadata["clusterprint-db-secret"] == "projects/test-project/secrets/c1-db-password"
+
+
+def test_the_state_disk_is_protected_and_attached_under_the_name_the_script_mounts(cloud):
+    controller(cloud)
+    disk = cloud.one("gcp:compute/disk:Disk")
+    assert disk.protect
+    attached = cloud.one("gcp:compute/attachedDisk:AttachedDisk").inputs
+    assert attached["deviceName"] == "clusterprint-state"
 
 
 def test_the_controller_may_write_the_key_and_nothing_in_compute(cloud):
