@@ -9,8 +9,10 @@ from pathlib import Path
 
 import pytest
 
+from clusterprint.model import Blueprint
 from clusterprint.render import rendered_files
-from clusterprint.validate import load_checked
+from clusterprint.validate import check_text, load_checked
+from tests.clusterprint.blueprint_texts import blueprint_text
 from tests.paths import blueprint_path, reference_blueprints
 
 BLUEPRINTS = reference_blueprints()
@@ -101,7 +103,10 @@ def test_each_role_installs_only_what_it_runs_and_mounts():
     files = scripts_of("a3mega")
     controller, login = files["scripts/controller.sh"], files["scripts/login.sh"]
     compute = files["scripts/compute-a3mega.sh"]
-    assert "want slurmctld slurmctld" in controller and "want slurmd" not in controller
+    assert "want slurmctld slurmctld" in controller and "want slurmd slurmd" not in controller
+    # Accounting (on by default): slurmdbd and MariaDB, on the controller only.
+    for want in ("want slurmdbd slurmdbd", "want mariadbd mariadb-server"):
+        assert want in controller and want not in login and want not in compute
     assert "want slurmd slurmd" in compute and "want slurmctld" not in compute
     assert "want slurmd" not in login and "want scontrol slurm-client" in login
     for script in (controller, login, compute):
@@ -110,6 +115,21 @@ def test_each_role_installs_only_what_it_runs_and_mounts():
     assert "gcsfuse-$codename" not in controller and "lustre-client-binaries" not in controller
     assert "gcsfuse-$codename" in login and "lustre-client-binaries" in login
     assert "slurm-wlm-nvml-plugin" in compute and "slurm-wlm-nvml-plugin" not in login
+
+
+def test_accounting_on_cloud_sql_or_off_installs_no_database_server():
+    def blueprint(overrides: dict) -> Blueprint:
+        checked = check_text("b.yaml", blueprint_text(overrides))
+        assert checked.ok, [f.line_text() for f in checked.findings]
+        return checked.blueprint
+
+    sql = {"slurm.accounting.cloud_sql.instance": "my-project:us-central1:acct"}
+    controller = rendered_files(blueprint(sql))["scripts/controller.sh"]
+    assert "want slurmdbd slurmdbd" in controller and "mariadb-server" not in controller
+    assert "gcloud sql instances describe acct \\\n    --project=my-project" in controller
+    files = rendered_files(blueprint({"slurm.accounting.enabled": False}))
+    assert "slurmdbd" not in files["scripts/controller.sh"] and "slurmdbd.conf" not in files
+    assert "AccountingStorageType" not in files["slurm.conf"]
 
 
 def test_lustre_home_needs_no_nfs_client_but_the_lustre_client_everywhere():

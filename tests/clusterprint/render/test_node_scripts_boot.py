@@ -49,10 +49,13 @@ OVERLAID = ("/dev", "/etc", "/mnt", "/usr", "/var")
 SANDBOXED += ("/opt", "/etc/profile.d")
 #: The scripts' retry budgets (CLUSTERPRINT_<NAME>_BUDGET_S), all set to 0 by fail_for_good.
 BUDGETS = ("MOUNT", "MUNGE_KEY", "APT", "DOWNLOAD", "SECRET", "SLURMCTLD", "CONTROLLER",
-           "SLURMD", "NIC")
+           "SLURMD", "NIC", "DB", "SLURMDBD")
 #: What a ready image has: the Slurm daemons, munge and the NFS client.
-IMAGE_COMMANDS = ("slurmd", "slurmctld", "munged", "mount.nfs")
+IMAGE_COMMANDS = ("slurmd", "slurmctld", "munged", "mount.nfs", "slurmdbd", "mariadbd")
 SECRET = "projects/my-project/secrets/cpu-small-munge-key"
+DB_SECRET = "projects/my-project/secrets/cpu-small-db-password"
+#: The controller's state disk, as Compute Engine names the attached device.
+STATE_DEVICE = f"google-{node_metadata.STATE_DISK_DEVICE}"
 
 
 @dataclass(frozen=True)
@@ -75,6 +78,7 @@ class Node:
             (self.fake / sub).mkdir(parents=True)
         self.metadata(node_metadata.HOME_SOURCE, "nfs:10.1.2.3:/home")
         self.metadata(node_metadata.MUNGE_SECRET, SECRET)
+        self.metadata(node_metadata.DB_SECRET, DB_SECRET)
         self.script_dir = root / "scripts"
         self.script_dir.mkdir()
         self.stubs = root / "stubs"
@@ -86,6 +90,10 @@ class Node:
         self.env: dict[str, str] = {}
         for command in IMAGE_COMMANDS:
             self.image_has(command, "22.05.8")
+        # The controller's state disk is attached (it is blank until mkfs.ext4 runs).
+        by_id = self.overlay("/dev") / "disk" / "by-id"
+        by_id.mkdir(parents=True, exist_ok=True)
+        (by_id / STATE_DEVICE).touch()
 
     def image_has(self, command: str, slurm_version: str) -> None:
         """Put a command on the image; Slurm's report ``slurm_version`` for -V, and any
@@ -570,7 +578,8 @@ def test_the_retry_budgets_default_to_productions(a3mega):
             r"^readonly (\w+)_BUDGET_S=\$\{CLUSTERPRINT_\1_BUDGET_S:-(\d+)\}$", script,
             re.MULTILINE))
     shared = {"MOUNT": "1800", "MUNGE_KEY": "3600", "APT": "1200", "DOWNLOAD": "600"}
-    assert defaults == {"controller": {**shared, "SECRET": "600", "SLURMCTLD": "300"},
+    assert defaults == {"controller": {**shared, "SECRET": "600", "SLURMCTLD": "300",
+                                       "DB": "600", "SLURMDBD": "300"},
                         "login": {**shared, "CONTROLLER": "1800"},
                         "compute-a3mega": {**shared, "SLURMD": "600", "NIC": "300"}}
 
