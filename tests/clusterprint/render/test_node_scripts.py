@@ -43,6 +43,19 @@ def test_script_parses_and_passes_shellcheck(path, name, script_dir):
     assert checked.returncode == 0, checked.stdout
 
 
+@pytest.mark.parametrize("overrides", [
+    {"slurm.accounting.cloud_sql.instance": "my-project:us-central1:acct"},
+    {"slurm.accounting.enabled": False}], ids=["cloud-sql", "accounting-off"])
+def test_the_controller_script_of_each_accounting_passes_shellcheck(tmp_path, overrides):
+    checked = check_text("b.yaml", blueprint_text(overrides))
+    script = tmp_path / "controller.sh"
+    script.write_text(rendered_files(checked.blueprint)["scripts/controller.sh"])
+    assert subprocess.run(["bash", "-n", str(script)]).returncode == 0
+    checked = subprocess.run(["shellcheck", "--severity=style", "--shell=bash", str(script)],
+                             capture_output=True, text=True)
+    assert checked.returncode == 0, checked.stdout
+
+
 def test_scripts_suppress_no_shellcheck_warning(script_dir):
     scripts = sorted(script_dir.glob("*/scripts/*.sh"))
     assert len(scripts) == len(SCRIPTS)

@@ -600,7 +600,8 @@ def where_the_key_is(node: Node, done: subprocess.CompletedProcess, key: bytes) 
     """Every place the key shows, but Secret Manager's own store (fake/secret): each file in
     the node's folders (sandboxed disk and TMPDIR, the journal, bash's trace of every command
     and its arguments), the boot's output, and each stub call's arguments, stdin and files."""
-    skipped = (node.fake / "secret", node.fake / "record", node.stubs, node.script_dir)
+    skipped = (node.fake / "secret", node.fake / "secret-db", node.fake / "record", node.stubs,
+               node.script_dir)
     places = {str(f.relative_to(node.root)) for f in node.root.rglob("*")
               if f.is_file() and not any(f.is_relative_to(s) for s in skipped)
               and found_in(f.read_bytes(), key)}
@@ -690,3 +691,91 @@ def test_a_cluster_without_gpu_partitions_stages_no_job(node, files):
     done = node.boot(files["scripts/login.sh"])
     assert done.returncode == 0, node.journal()
     assert list(node.file("/opt/clusterprint/jobs").iterdir()) == []
+
+
+STATE = "/var/lib/clusterprint-state"
+FORMAT = f"mkfs.ext4 -q -L clusterprint-state /dev/disk/by-id/{STATE_DEVICE}"
+REGISTER = "sacctmgr -i add cluster cpu-small"
+
+
+def test_controller_formats_the_state_disk_once_and_starts_accounting_before_slurmctld(
+        node, files):
+    first = node.boot(files["scripts/controller.sh"])
+    assert first.returncode == 0, node.journal()
+    calls = node.calls()
+    assert calls.count(FORMAT) == 1
+    assert f"mount -o defaults /dev/disk/by-id/{STATE_DEVICE} {STATE}" in calls
+    assert sum(c.startswith("mariadb-install-db --user=mysql") for c in calls) == 1
+    # The password: a fresh version of the database secret, which only slurmdbd.conf keeps.
+    password = (node.fake / "secret-db" / "1").read_text()
+    assert re.fullmatch(r"[A-Za-z0-9]{32}", password)
+    conf = node.file("/etc/slurm/slurmdbd.conf")
+    assert conf.read_text() == files["slurmdbd.conf"] + f"StoragePass={password}\n"
+    assert oct(conf.stat().st_mode & 0o777) == "0o600" and conf.owner() == "slurm"
+    assert "\nStoragePass=" not in files["slurmdbd.conf"]
+    # The cluster is registered before slurmctld's first start, which needs it.
+    assert calls.index(REGISTER) < calls.index("systemctl restart slurmctld")
+    assert node.file("/etc/slurm/slurm.conf").read_text().count(
+        f"StateSaveLocation={STATE}/slurmctld") == 1
+    assert node.file("/etc/mysql/mariadb.conf.d/60-clusterprint.cnf").read_text().count(
+        f"datadir={STATE}/mysql") == 1
+
+    again = node.boot(files["scripts/controller.sh"])
+    assert again.returncode == 0, node.journal()
+    calls = node.calls()
+    assert FORMAT not in calls and REGISTER not in calls
+    assert not [c for c in calls
+                if c.startswith(("mariadb-install-db", "gcloud secrets versions add"))]
+    assert "systemctl start slurmdbd" in calls and "systemctl restart slurmdbd" not in calls
+
+
+def test_a_state_disk_blkid_cannot_read_is_never_formatted(node, files):
+    (node.stubs / "blkid").write_text("#!/bin/bash\nexit 4\n")
+    done = node.boot(files["scripts/controller.sh"])
+    assert done.returncode != 0
+    assert f"FAILED: state disk /dev/disk/by-id/{STATE_DEVICE}: blkid failed (4)" in node.journal()
+    assert FORMAT not in node.calls()
+
+
+def test_a_missing_db_secret_fails_the_controller_boot_naming_it(node, files):
+    (node.fake / "metadata" / node_metadata.DB_SECRET).unlink()
+    done = node.boot(files["scripts/controller.sh"])
+    assert done.returncode != 0
+    assert f"FAILED: metadata {node_metadata.DB_SECRET}: not set" in node.journal()
+    assert not [c for c in node.calls() if "slurmctld" in c or "slurmdbd" in c]
+
+
+def test_an_unreadable_db_secret_fails_the_controller_boot_naming_it(node, files):
+    node.fail_for_good("--secret=cpu-small-db-password")
+    done = node.boot(files["scripts/controller.sh"])
+    assert done.returncode != 0
+    assert ("FAILED: read database password from secret cpu-small-db-password: still failing"
+            in node.journal())
+    assert not [c for c in node.calls() if c.startswith("systemctl") and "slurm" in c]
+
+
+def test_a_password_the_database_refuses_fails_the_boot_naming_the_secret(node, files):
+    node.fail_for_good("-u slurm -e SELECT 1")
+    done = node.boot(files["scripts/controller.sh"])
+    assert done.returncode != 0
+    assert ("accepting user slurm with the password in secret cpu-small-db-password: still "
+            "failing" in node.journal())
+    assert "systemctl restart slurmctld" not in node.calls()
+
+
+def test_a_canary_db_password_goes_only_to_secret_manager_slurmdbd_conf_and_mariadb(
+        node, files):
+    canary = b"CanaryPassw0rdCanaryPassw0rdXYZ1"
+    (node.fake / "secret-db").mkdir()
+    (node.fake / "secret-db" / "1").write_bytes(canary)
+    done = node.boot(files["scripts/controller.sh"])
+    assert done.returncode == 0, node.journal()
+    places = where_the_key_is(node, done, canary)
+    # MariaDB gets it on stdin (ALTER USER) and in the client file of the check; nothing
+    # else: no argument, no trace, no log, no leftover temp file.
+    assert {p for p in places if not p.startswith("mariadb --defaults-extra-file=")} == {
+        "disk/etc-slurm/slurmdbd.conf", "mariadb: stdin"}
+    assert all(p.endswith(": file 1") for p in places if p.startswith("mariadb --"))
+    assert not list(node.tmp.iterdir())
+    rendered = "\n".join(files.values()).encode()
+    assert not found_in(rendered, canary)
