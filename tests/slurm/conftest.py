@@ -492,15 +492,18 @@ def local_slurm(munge_socket: Path) -> Iterator[Callable[..., LocalSlurm]]:
 
 @pytest.fixture
 def accounting_slurm(munge_socket: Path, mariadb: LocalMariaDB
-                     ) -> Iterator[Callable[[Blueprint], LocalSlurm]]:
+                     ) -> Iterator[Callable[..., LocalSlurm]]:
     """Local clusters with accounting as the controller runs it: slurmdbd on the rendered
     slurmdbd.conf against a real MariaDB, the cluster registered before slurmctld starts
-    (slurmctld refuses a first start without its database). Stopped after the test."""
+    (slurmctld refuses a first start without its database). Stopped after the test.
+    ``accounting_slurm(blueprint, start=False)`` only prepares one."""
     clusters: list[LocalSlurm] = []
 
-    def make(blueprint: Blueprint) -> LocalSlurm:
+    def make(blueprint: Blueprint, start: bool = True) -> LocalSlurm:
         cluster = LocalSlurm(blueprint, munge_socket, mariadb)
         clusters.append(cluster)
+        if not start:
+            return cluster
         cluster.start_dbd()
         cluster.run("sacctmgr", "-i", "add", "cluster", blueprint.name)
         cluster.start_controller()

@@ -5,7 +5,8 @@ boot against a real MariaDB; the cluster is registered with ``sacctmgr -i add cl
 before slurmctld's first start, as the controller script does. A GPU job's record shows
 its GPUs; records made while slurmdbd is down reach the database once it is back; and
 slurmctld restarted on the same state folder (the state disk of a replaced controller)
-keeps its queue and its job id counter.
+keeps its queue and its job id counter. And why the controller starts slurmdbd and
+registers the cluster first: slurmctld's first start refuses to run without them.
 """
 
 from __future__ import annotations
@@ -79,3 +80,17 @@ def test_slurmctld_restarted_on_its_state_keeps_a_pending_job_and_the_job_id_cou
     cluster.start_controller()
     assert cluster.run("squeue", "-h", "-j", held, "-o", "%T").split() == ["PENDING"]
     assert int(submit(cluster, "-H", "-N1", "--wrap", "true")) > int(held)
+
+
+def test_slurmctld_keeps_the_accounting_settings_as_rendered(accounting_slurm):
+    cluster = gpu_cluster(accounting_slurm)
+    config = cluster.config()
+    assert config["AccountingStorageType"] == "accounting_storage/slurmdbd"
+    assert "gres/gpu" in config["AccountingStorageTRES"].split(",")
+    assert cluster.dropped_settings() == {}
+
+
+def test_a_first_slurmctld_start_without_slurmdbd_is_refused(accounting_slurm):
+    cluster = accounting_slurm(load_checked(blueprint_path("cpu-small")), start=False)
+    log = cluster.refused_controller()
+    assert "we have no TRES from it" in log
