@@ -40,6 +40,7 @@ LUSTRE_FILESYSTEM_PATTERN = r"^[A-Za-z0-9]{1,8}$"
 CLOUD_SQL_INSTANCE_PATTERN = (r"^(?:projects/[a-z][a-z0-9-]{4,28}[a-z0-9]/instances/"
                               r"|[a-z][a-z0-9-]{4,28}[a-z0-9]:[a-z]+-[a-z]+[0-9]+:)"
                               r"[a-z](?:[a-z0-9-]{0,96}[a-z0-9])?$")
+SQL_DATABASE_PATTERN = r"^[A-Za-z0-9_]{1,64}$"
 
 Cidr = Annotated[str, Field(description="An IPv4 CIDR block such as 10.0.0.0/20.",
                             examples=["10.0.0.0/20"])]
@@ -299,7 +300,7 @@ class CloudSql(Strict):
     instance: str = Field(
         pattern=CLOUD_SQL_INSTANCE_PATTERN,
         description="projects/P/instances/I, or the connection name P:REGION:I.")
-    database: str = Field("slurm_acct_db", pattern=r"^[A-Za-z0-9_]{1,64}$",
+    database: str = Field("slurm_acct_db", pattern=SQL_DATABASE_PATTERN,
                           description="The database slurmdbd keeps its tables in.")
 
     @property

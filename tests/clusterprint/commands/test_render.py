@@ -25,7 +25,7 @@ def test_writes_configs_one_script_per_role_and_the_gpu_partitions_jobs(tmp_path
                                "jobs/nccl-allreduce-a4spot.sbatch", "plugstack.conf",
                                "scripts/compute-a4.sh",
                                "scripts/compute-a4spot.sh", "scripts/controller.sh",
-                               "scripts/login.sh", "slurm.conf"]
+                               "scripts/login.sh", "slurm.conf", "slurmdbd.conf"]
     assert marker.startswith("# Written by clusterprint render")
     assert marker.splitlines()[2:] == sorted(written)
     assert (out / "scripts/login.sh").stat().st_mode & 0o111
