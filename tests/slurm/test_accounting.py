@@ -36,8 +36,8 @@ def sacct(cluster, job: str) -> dict[str, str]:
 
 
 def submit(cluster, *argv: str) -> str:
-    """sbatch's job id."""
-    return re.search(r"(\d+)", cluster.run("sbatch", "--parsable", *argv))[1]
+    """sbatch's job id; the job's output goes nowhere (not into the test's folder)."""
+    return re.search(r"(\d+)", cluster.run("sbatch", "--parsable", "-o", "/dev/null", *argv))[1]
 
 
 def finished(cluster, job: str) -> bool:
