@@ -2,7 +2,7 @@
 PYTHON ?= python3
 VENV := .venv
 BIN := $(VENV)/bin
-SLURM_PACKAGES := slurmctld slurmd slurm-client slurmrestd munge shellcheck
+SLURM_PACKAGES := slurmctld slurmd slurm-client slurmrestd munge shellcheck slurmdbd mariadb-server
 
 .PHONY: demo test venv system-packages lint bench mutation
 
@@ -21,8 +21,8 @@ demo: venv
 	$(BIN)/clusterprint render blueprints/a3mega.yaml --out out/a3mega --force
 	$(BIN)/clusterprint plan blueprints/a3mega.yaml
 
-# Real Slurm (slurmrestd too) and shellcheck for the tests that prove rendered files (Debian
-# packages).
+# Real Slurm (slurmrestd, slurmdbd and MariaDB too) and shellcheck for the tests that prove
+# rendered files (Debian packages).
 system-packages:
 	@missing=""; for p in $(SLURM_PACKAGES); do dpkg -s $$p >/dev/null 2>&1 || missing="$$missing $$p"; done; \
 	if [ -n "$$missing" ]; then \

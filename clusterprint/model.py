@@ -38,6 +38,11 @@ BUCKET_PATTERN = r"^[a-z0-9][a-z0-9._-]{1,61}[a-z0-9]$"
 LUSTRE_FILESYSTEM_PATTERN = r"^[A-Za-z0-9]{1,8}$"
 #: A path on the nodes: absolute, no spaces (the recipes pass it on a command line).
 NODE_PATH_PATTERN = r"^/\S+$"
+#: A Cloud SQL instance by resource name or connection name (project:region:instance).
+CLOUD_SQL_INSTANCE_PATTERN = (r"^(?:projects/[a-z][a-z0-9-]{4,28}[a-z0-9]/instances/"
+                              r"|[a-z][a-z0-9-]{4,28}[a-z0-9]:[a-z]+-[a-z]+[0-9]+:)"
+                              r"[a-z](?:[a-z0-9-]{0,96}[a-z0-9])?$")
+SQL_DATABASE_PATTERN = r"^[A-Za-z0-9_]{1,64}$"
 
 Cidr = Annotated[str, Field(description="An IPv4 CIDR block such as 10.0.0.0/20.",
                             examples=["10.0.0.0/20"])]
@@ -298,6 +303,46 @@ class HealthChecks(Strict):
                     "nodes (rounded down, at least one node); the rest stay drained and wait.")
 
 
+class CloudSql(Strict):
+    """An existing Cloud SQL for MySQL instance that holds the accounting database.
+
+    It must have a private IP on the cluster's network and a user ``slurm`` whose password
+    is the version you add to the cluster's database secret (the controller never invents
+    one for an instance it does not own).
+    """
+
+    instance: str = Field(
+        pattern=CLOUD_SQL_INSTANCE_PATTERN,
+        description="projects/P/instances/I, or the connection name P:REGION:I.")
+    database: str = Field("slurm_acct_db", pattern=SQL_DATABASE_PATTERN,
+                          description="The database slurmdbd keeps its tables in.")
+
+    @property
+    def project(self) -> str:
+        """The instance's project, whichever way it is named."""
+        return self.instance.removeprefix("projects/").split("/")[0].split(":")[0]
+
+    @property
+    def name(self) -> str:
+        """The instance's own name (what ``gcloud sql instances describe`` takes)."""
+        return self.instance.rsplit("/", 1)[-1].rsplit(":", 1)[-1]
+
+    @property
+    def region(self) -> str | None:
+        """The region a connection name states; None for a resource name."""
+        parts = self.instance.split(":")
+        return parts[1] if len(parts) == 3 else None
+
+
+class Accounting(Strict):
+    """Job accounting (sacct): slurmdbd on the controller, recording every job and its TRES."""
+
+    enabled: bool = Field(True, description="false: no slurmdbd, no database, no sacct records.")
+    cloud_sql: CloudSql | None = Field(
+        None, description="Keep the database in this Cloud SQL instance; default: MariaDB on "
+                          "the controller's state disk.")
+
+
 class Slurm(Strict):
     """The Slurm cluster: controller, login nodes, nodesets and partitions."""
 
@@ -306,6 +351,7 @@ class Slurm(Strict):
     nodesets: list[Nodeset] = Field(min_length=1)
     partitions: list[Partition] = Field(min_length=1)
     health_checks: HealthChecks = Field(default_factory=HealthChecks)
+    accounting: Accounting = Field(default_factory=Accounting)
 
     @property
     def default_partition(self) -> Partition:

@@ -44,6 +44,9 @@ PATTERN_MEANINGS = {
     model.LABEL_VALUE_PATTERN: "a label value: lowercase letters, digits, _ or -, at most 63",
     model.BUCKET_PATTERN: "a bucket name: 3 to 63 lowercase letters, digits, dots, _ or -",
     model.LUSTRE_FILESYSTEM_PATTERN: "1 to 8 letters and digits",
+    model.CLOUD_SQL_INSTANCE_PATTERN: "a Cloud SQL instance: projects/P/instances/I or the "
+                                      "connection name P:REGION:I",
+    model.SQL_DATABASE_PATTERN: "a database name: 1 to 64 letters, digits or _",
 }
 
 _TYPE_WORDS = {

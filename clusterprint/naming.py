@@ -91,6 +91,11 @@ def jwt_secret_id(cluster: str) -> str:
     return f"{cluster}-jwt-key"
 
 
+def db_secret_id(cluster: str) -> str:
+    """The Secret Manager secret that holds the accounting database's password."""
+    return f"{cluster}-db-password"
+
+
 def managed_network(cluster: str) -> str:
     """The network the managed API creates for a cluster."""
     return f"{cluster}-net"

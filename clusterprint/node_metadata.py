@@ -20,6 +20,10 @@ JWT_SECRET = "clusterprint-jwt-secret"
 #: The cluster's Vertex AI TensorBoard (projects/P/locations/R/tensorboards/ID), set on login
 #: nodes only with ``observability.tensorboard``: clusterprint-tensorboard-upload reads it.
 TENSORBOARD = "clusterprint-tensorboard"
+#: Secret Manager secret (projects/P/secrets/S) holding the accounting database's password.
+DB_SECRET = "clusterprint-db-secret"
+#: The device name the controller's state disk is attached under (/dev/disk/by-id/google-...).
+STATE_DISK_DEVICE = "clusterprint-state"
 
 
 def lustre_source(name: str) -> str:

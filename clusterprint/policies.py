@@ -58,7 +58,7 @@ MUNGE_WRITER_ROLES = ("roles/secretmanager.secretVersionAdder",
                       "roles/secretmanager.viewer")
 #: The keys the controller generates on first boot, by the end of their secrets' ids
 #: (clusterprint.naming): Pulumi never gives them a version.
-GENERATED_KEYS = {"munge": "-munge-key", "JWT": "-jwt-key"}
+GENERATED_KEYS = {"munge": "-munge-key", "JWT": "-jwt-key", "database password": "-db-password"}
 #: What login and compute nodes may do with the munge key: read it.
 MUNGE_READER_ROLES = ("roles/secretmanager.secretAccessor",)
 #: What the login node needs with ``observability.tensorboard``: write runs to the cluster's
@@ -68,15 +68,21 @@ MUNGE_READER_ROLES = ("roles/secretmanager.secretAccessor",)
 #: (cloud.google.com/vertex-ai/docs/general/access-control, "Vertex AI predefined roles");
 #: the TensorBoard web app role only reads. Granted to the login account alone.
 VERTEX_AI_ROLE = "roles/aiplatform.user"
+#: What the controller needs with ``slurm.accounting.cloud_sql``: read the instance's private
+#: IP at boot (``gcloud sql instances describe``, cloudsql.instances.get). Cloud SQL Viewer is
+#: the narrowest predefined role holding it (cloud.google.com/sql/docs/mysql/iam-roles,
+#: "Predefined roles"); granted to the controller account alone, in the instance's project.
+CLOUD_SQL_VIEWER_ROLE = "roles/cloudsql.viewer"
 #: What a node may do in a bucket it mounts with Cloud Storage FUSE: read and write objects.
 BUCKET_ROLE = "roles/storage.objectUser"
 #: The one table of roles a node account may hold, by the IAM resource that grants it:
 #: what the components grant and nothing else. Project-wide grants are the logging and
-#: monitoring roles, and Vertex AI User for a login node of a cluster with a TensorBoard;
+#: monitoring roles, Vertex AI User for a login node of a cluster with a TensorBoard and
+#: Cloud SQL Viewer for the controller of one whose accounting database is in Cloud SQL;
 #: secret and bucket roles are granted on that secret or bucket.
 ALLOWED_ROLES: dict[str, frozenset[str]] = {
-    PROJECT_IAM_MEMBER: frozenset(NODE_PROJECT_ROLES + (VERTEX_AI_ROLE,)),
-    PROJECT_IAM_BINDING: frozenset(NODE_PROJECT_ROLES + (VERTEX_AI_ROLE,)),
+    PROJECT_IAM_MEMBER: frozenset(NODE_PROJECT_ROLES + (VERTEX_AI_ROLE, CLOUD_SQL_VIEWER_ROLE)),
+    PROJECT_IAM_BINDING: frozenset(NODE_PROJECT_ROLES + (VERTEX_AI_ROLE, CLOUD_SQL_VIEWER_ROLE)),
     SECRET_IAM_MEMBER: frozenset(MUNGE_WRITER_ROLES + MUNGE_READER_ROLES),
     BUCKET_IAM_MEMBER: frozenset({BUCKET_ROLE}),
 }

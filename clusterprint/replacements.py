@@ -72,6 +72,14 @@ def _not_an_expansion(old: Any, new: Any) -> bool:
         return False
 
 
+def _shrinking(old: Any, new: Any) -> bool:
+    """A disk grows in place; a smaller size recreates it (the provider's CustomizeDiff)."""
+    try:
+        return float(new) < float(old)
+    except (TypeError, ValueError):
+        return False
+
+
 def _unlocking(old: Any, new: Any) -> bool:
     """A locked bucket retention policy can be unlocked only by a new bucket."""
     return bool(old) and not new
@@ -143,6 +151,20 @@ RULES: dict[str, ReplacementRule] = {
         "capacity_gib, description, gke_support_enabled, labels, access_rules_options, "
         "maintenance_policy and placement_policy are in the update mask",
         data_bearing=True),
+    "gcp:compute/disk:Disk": ReplacementRule(
+        ("name", "project", "zone", "type", "image", "snapshot", "sourceDisk",
+         "diskEncryptionKey", "sourceImageEncryptionKey", "sourceSnapshotEncryptionKey",
+         "physicalBlockSizeBytes", "description", "storagePool", "asyncPrimaryDisk"),
+        MM + "compute/Disk.yaml: name, zone, type, image, snapshot, source_disk, the "
+        "encryption keys, physical_block_size_bytes, description, storage_pool and "
+        "async_primary_disk immutable; labels, provisioned IOPS and throughput updatable; "
+        "size only grows in place (customizeDiff: a smaller size forces a new disk)",
+        replace_when=(("size", _shrinking),),
+        data_bearing=True),
+    "gcp:compute/attachedDisk:AttachedDisk": ReplacementRule(
+        ("*",),
+        TF + "compute/resource_compute_attached_disk.go: every field ForceNew (disk, "
+        "instance, device_name, mode, project, zone); re-attaching keeps the disk's data"),
     "gcp:storage/bucket:Bucket": ReplacementRule(
         ("name", "project", "location", "enableObjectRetention",
          "customPlacementConfig.dataLocations", "hierarchicalNamespace"),

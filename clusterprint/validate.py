@@ -19,6 +19,7 @@ from clusterprint.findings import Finding, KeyPath, Located
 from clusterprint.loader import Document, LoadError, load_document, parse
 from clusterprint.model import (
     BUCKET_PATTERN,
+    CLOUD_SQL_INSTANCE_PATTERN,
     IMAGE_FAMILY_PATTERN,
     LIST_NAME_PATTERN,
     LUSTRE_FILESYSTEM_PATTERN,
@@ -157,6 +158,8 @@ STAND_INS: dict[str | None, tuple[str, str]] = {
                       "projects/standin-project-b/global/networks/standin-b"),
     BUCKET_PATTERN: ("standin-a", "standin-b"),
     LUSTRE_FILESYSTEM_PATTERN: ("standina", "standinb"),
+    CLOUD_SQL_INSTANCE_PATTERN: ("projects/standin-project-a/instances/standin-a",
+                                 "standin-project-b:us-central1:standin-b"),
     None: ("standin-a", "standin-b"),
 }
 

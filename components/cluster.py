@@ -88,7 +88,12 @@ class TrainingCluster(pulumi.ComponentResource):
             disk_size_gb=bp.slurm.controller.disk_size_gb, metadata=metadata, **shared,
             read_permissions=remediation.READ_PERMISSIONS,
             act_permissions=remediation.act_permissions(bp),
-            acted_on=remediation.acted_on(bp, project), opts=child)
+            acted_on=remediation.acted_on(bp, project),
+            accounting=bp.slurm.accounting.enabled,
+            cloud_sql_project=(bp.slurm.accounting.cloud_sql.project
+                               if bp.slurm.accounting.enabled and bp.slurm.accounting.cloud_sql
+                               else None),
+            protect=bp.storage.protect, opts=child)
         observability = Observability(
             f"{name}-observability", cluster=cluster, project=project, region=bp.region,
             tensorboard=bp.observability.tensorboard, dashboard=bp.observability.dashboard,

@@ -8,21 +8,22 @@ import pulumi
 import pulumi_gcp as gcp
 
 from clusterprint import naming, node_metadata
-from clusterprint.policies import MUNGE_WRITER_ROLES
+from clusterprint.policies import CLOUD_SQL_VIEWER_ROLE, MUNGE_WRITER_ROLES
 from components.identity import NodeServiceAccount
 from components.images import boot_image
 from components.vm import private_vm
 
 
 class SlurmController(pulumi.ComponentResource):
-    """The VM that runs slurmctld and slurmrestd, and the secrets that will hold the
-    cluster's munge key and the key of its REST API's JSON Web Tokens.
+    """The VM that runs slurmctld and slurmrestd (and, with accounting, slurmdbd), its
+    state disk, and the secrets that will hold the cluster's munge key, the key of its REST
+    API's JSON Web Tokens and (with accounting) the database password.
 
     Pulumi creates each secret without any version: the controller generates the key on
     first boot and adds it as the first version; nodes read the munge key from Secret
     Manager, and only the controller reads the JWT key. So no key ever appears in Pulumi
     state, in instance metadata or in a plan; only the secrets' names travel (metadata
-    ``clusterprint-munge-secret``, ``clusterprint-jwt-secret``).
+    ``clusterprint-munge-secret``, ``clusterprint-jwt-secret``, ``clusterprint-db-secret``).
 
     The controller's project roles are every node's (logs and metrics), plus what its
     remediation loop and RebootProgram call in the Compute API, as two custom roles: one
@@ -42,6 +43,8 @@ class SlurmController(pulumi.ComponentResource):
                  buckets: Mapping[str, pulumi.Input[str]] | None = None,
                  read_permissions: Sequence[str] = (), act_permissions: Sequence[str] = (),
                  acted_on: Sequence[str] = (),
+                 accounting: bool = True, cloud_sql_project: str | None = None,
+                 state_disk_gb: int = 50, protect: bool = True,
                  opts: pulumi.ResourceOptions | None = None) -> None:
         super().__init__("clusterprint:index:SlurmController", name, None, opts)
         child = pulumi.ResourceOptions(parent=self)
@@ -54,12 +57,29 @@ class SlurmController(pulumi.ComponentResource):
                                            naming.jwt_secret_id(cluster), labels, child)
         #: projects/P/secrets/S of the JWT key: only the controller's metadata names it.
         self.jwt_secret_id: pulumi.Output[str] = self.jwt_secret.id
+        # The state disk outlives the VM: slurmctld's queue and node states and MariaDB's
+        # accounting database, so a replaced controller picks them up. The controller
+        # formats it only when blank; storage.protect keeps Pulumi from deleting it.
+        self.state_disk = gcp.compute.Disk(
+            f"{name}-state", project=project, zone=zone, name=f"{cluster}-controller-state",
+            type="pd-balanced", size=state_disk_gb, labels=labels,
+            opts=pulumi.ResourceOptions(parent=self, protect=protect))
+        db_metadata: dict[str, pulumi.Input[str]] = {}
+        own_secrets: dict[str, tuple[pulumi.Input[str], Sequence[str]]] = {
+            "jwt": (self.jwt_secret_id, MUNGE_WRITER_ROLES)}
+        if accounting:
+            # Like the munge key: no version from Pulumi; the controller adds a random
+            # password on first boot (MariaDB), or the operator adds the Cloud SQL user's.
+            self.db_secret = generated_secret(f"{name}-db-password", project,
+                                              naming.db_secret_id(cluster), labels, child)
+            db_metadata[node_metadata.DB_SECRET] = self.db_secret.id
+            own_secrets["db"] = (self.db_secret.id, MUNGE_WRITER_ROLES)
         identity = NodeServiceAccount(
             f"{name}-identity", project=project,
             account_id=naming.service_account_id(cluster, naming.CONTROLLER_ACCOUNT),
             display_name=f"{cluster} Slurm controller",
             secret=self.munge_secret_id, secret_roles=MUNGE_WRITER_ROLES,
-            secrets={"jwt": (self.jwt_secret_id, MUNGE_WRITER_ROLES)}, buckets=buckets,
+            secrets=own_secrets, buckets=buckets,
             opts=child)
         grants = list(identity.grants)
         if read_permissions:
@@ -69,6 +89,11 @@ class SlurmController(pulumi.ComponentResource):
             grants.append(self._custom_grant(f"{name}-remediation-act", project, cluster,
                                              "act", act_permissions, identity.member,
                                              acted_on))
+        if cloud_sql_project:
+            # Reading the instance's private IP at boot (gcloud sql instances describe).
+            grants.append(gcp.projects.IAMMember(
+                f"{name}-cloudsql-viewer", project=cloud_sql_project,
+                role=CLOUD_SQL_VIEWER_ROLE, member=identity.member, opts=child))
         self.instance_name = node_metadata.controller_hostname(cluster)
         self.instance = private_vm(
             f"{name}-vm", instance_name=self.instance_name, project=project, zone=zone,
@@ -78,10 +103,14 @@ class SlurmController(pulumi.ComponentResource):
             metadata={**(metadata or {}), "startup-script": startup_script,
                       node_metadata.ROLE: "controller",
                       node_metadata.MUNGE_SECRET: self.munge_secret_id,
-                      node_metadata.JWT_SECRET: self.jwt_secret_id},
+                      node_metadata.JWT_SECRET: self.jwt_secret_id, **db_metadata},
             tags=tags, labels=labels,
             # The first boot writes the key: the grant must exist before the VM does.
             opts=pulumi.ResourceOptions(parent=self, depends_on=grants))
+        self.state_attachment = gcp.compute.AttachedDisk(
+            f"{name}-state-attachment", project=project, zone=zone,
+            disk=self.state_disk.id, instance=self.instance.id,
+            device_name=node_metadata.STATE_DISK_DEVICE, opts=child)
         self.service_account_email = identity.email
         self.register_outputs({"instance_name": self.instance_name,
                                "munge_secret": self.munge_secret_id,

@@ -26,7 +26,12 @@ from clusterprint.render.node_software import (
 )
 from clusterprint.render.slurm_config import (
     JWT_KEY,
+    MARIADB_DATADIR,
     SLURMRESTD_PORT,
+    STATE_MOUNT,
+    STATE_SAVE_LOCATION,
+    STORAGE_USER,
+    accounting_database,
     conf_server,
     dynamic_node_conf,
 )
@@ -34,7 +39,8 @@ from clusterprint.render.slurm_config import (
 #: Metadata keys as the scripts' templates name them.
 METADATA_KEYS = {"home_source": node_metadata.HOME_SOURCE,
                  "munge_secret": node_metadata.MUNGE_SECRET,
-                 "jwt_secret": node_metadata.JWT_SECRET}
+                 "jwt_secret": node_metadata.JWT_SECRET,
+                 "db_secret": node_metadata.DB_SECRET}
 
 #: The login node's helpers: command -> the module that is its program.
 MLOPS_HELPERS: dict[str, ModuleType] = {
@@ -71,10 +77,16 @@ def _common(blueprint: Blueprint, role: str, software: Software) -> dict[str, ob
 
 
 def render_controller_script(blueprint: Blueprint, slurm_files: dict[str, str]) -> str:
-    """The controller's script: /home, the munge and JWT keys (created on first boot),
-    slurmctld, slurmrestd on the cluster network, the remediation loop."""
+    """The controller's script: /home, the munge and JWT keys (created on first boot), the
+    state disk, accounting (the database, its password's secret, slurmdbd), slurmctld,
+    slurmrestd on the cluster network, the remediation loop."""
+    accounting = blueprint.slurm.accounting
+    state = {"device": f"/dev/disk/by-id/google-{node_metadata.STATE_DISK_DEVICE}",
+             "mount": STATE_MOUNT, "slurmctld": STATE_SAVE_LOCATION, "datadir": MARIADB_DATADIR}
     return render("scripts/controller.sh.j2", files=slurm_files, jwt_key=JWT_KEY,
                   rest_port=SLURMRESTD_PORT, remediation=remediation.script_context(blueprint),
+                  state=state, accounting=accounting if accounting.enabled else None,
+                  storage_user=STORAGE_USER, database=accounting_database(blueprint),
                   **_common(blueprint, "controller", controller_software(blueprint)))
 
 

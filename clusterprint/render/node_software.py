@@ -20,6 +20,10 @@ SLURM_CONTROLLER: Packages = (("slurmctld", "slurmctld"), ("slurmrestd", "slurmr
                                *SLURM_LOGIN)
 SLURM_COMPUTE: Packages = (("slurmd", "slurmd"), *SLURM_LOGIN)
 NFS_CLIENT = ("mount.nfs", "nfs-common")
+#: Accounting: slurmdbd, and the client the controller checks and sets up the database with.
+ACCOUNTING: Packages = (("slurmdbd", "slurmdbd"), ("mariadb", "mariadb-client"))
+#: The database itself, where no Cloud SQL instance holds it.
+MARIADB_SERVER = ("mariadbd", "mariadb-server")
 
 
 @dataclass(frozen=True)
@@ -40,8 +44,13 @@ def _archive(blueprint: Blueprint, slurm: Packages) -> Packages:
 
 
 def controller_software(blueprint: Blueprint) -> Software:
-    """The controller mounts only /home: Lustre only when /home is Lustre, never buckets."""
-    return Software(archive=_archive(blueprint, SLURM_CONTROLLER), gcsfuse=False,
+    """The controller mounts only /home: Lustre only when /home is Lustre, never buckets.
+    With accounting on it runs slurmdbd, and MariaDB unless Cloud SQL holds the database."""
+    accounting = blueprint.slurm.accounting
+    extra: Packages = ()
+    if accounting.enabled:
+        extra = ACCOUNTING if accounting.cloud_sql else (*ACCOUNTING, MARIADB_SERVER)
+    return Software(archive=_archive(blueprint, SLURM_CONTROLLER + extra), gcsfuse=False,
                     lustre=not blueprint.storage.home.uses_filestore)
 
 

@@ -18,6 +18,23 @@ SLURMD_PORT = 6818
 SLURMRESTD_PORT = 6820
 #: The key slurmctld signs and checks JSON Web Tokens with; only the controller holds it.
 JWT_KEY = "/etc/slurm/jwt_hs256.key"
+#: slurmdbd's port on the controller (Slurm's documented default).
+SLURMDBD_PORT = 6819
+#: Where the controller mounts its state disk, which outlives the VM: slurmctld's
+#: StateSaveLocation (queue, job ids, node states) and MariaDB's datadir live on it.
+STATE_MOUNT = "/var/lib/clusterprint-state"
+STATE_SAVE_LOCATION = f"{STATE_MOUNT}/slurmctld"
+MARIADB_DATADIR = f"{STATE_MOUNT}/mysql"
+#: The database user slurmdbd connects as (MariaDB's, or the one made in Cloud SQL).
+STORAGE_USER = "slurm"
+
+
+def accounting_database(blueprint: Blueprint) -> str:
+    """The database slurmdbd keeps its tables in: the Cloud SQL one named, else Slurm's own."""
+    sql = blueprint.slurm.accounting.cloud_sql
+    return sql.database if sql else "slurm_acct_db"
+
+
 #: Slurm's time limit for a partition whose blueprint entry sets none.
 UNLIMITED = "UNLIMITED"
 #: The share of a VM's nominal memory its kernel leaves to slurmd as RealMemory, at least.
@@ -91,9 +108,21 @@ def render_slurm_conf(blueprint: Blueprint) -> str:
                   slurmd_port=SLURMD_PORT,
                   max_node_count=sum(n.upper_bound for n in slurm.nodesets),
                   prolog_epilog_timeout=PROLOG_EPILOG_TIMEOUT_S, jwt_key=JWT_KEY,
+                  state_save_location=STATE_SAVE_LOCATION,
+                  accounting=slurm.accounting.enabled, slurmdbd_port=SLURMDBD_PORT,
                   nodesets=slurm.nodesets, partitions=partitions,
                   health_checks=slurm_conf_lines(blueprint),
                   reboot_program=REBOOT_PROGRAM)
+
+
+def render_slurmdbd_conf(blueprint: Blueprint) -> str:
+    """slurmdbd.conf without its secrets: the controller appends StoragePass (and, for
+    Cloud SQL, StorageHost: the instance's private IP) at boot, from Secret Manager."""
+    sql = blueprint.slurm.accounting.cloud_sql
+    return render("slurm/slurmdbd.conf.j2", cluster=blueprint.name,
+                  dbd_host=controller_host(blueprint), dbd_port=SLURMDBD_PORT,
+                  storage_host=None if sql else "localhost", storage_user=STORAGE_USER,
+                  database=accounting_database(blueprint))
 
 
 def render_gres_conf(blueprint: Blueprint) -> str:
@@ -108,10 +137,13 @@ def render_cgroup_conf(blueprint: Blueprint) -> str:
 
 def render_slurm_configs(blueprint: Blueprint) -> dict[str, str]:
     """The Slurm files by name, as the controller installs them: plugstack.conf (pyxis) only
-    where a nodeset has GPUs, since only GPU nodes run containers."""
+    where a nodeset has GPUs, since only GPU nodes run containers; slurmdbd.conf only with
+    accounting on."""
     files = {"slurm.conf": render_slurm_conf(blueprint),
              "gres.conf": render_gres_conf(blueprint),
              "cgroup.conf": render_cgroup_conf(blueprint)}
     if any(nodeset.gpus for nodeset in blueprint.slurm.nodesets):
         files["plugstack.conf"] = gpu_software.plugstack_conf()
+    if blueprint.slurm.accounting.enabled:
+        files["slurmdbd.conf"] = render_slurmdbd_conf(blueprint)
     return files

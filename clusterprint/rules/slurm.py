@@ -173,3 +173,26 @@ def check_time_limits(bp: Blueprint) -> Iterator[Finding]:
                         f"default_time {default} is longer than max_time "
                         f"{partition.max_time}: slurmctld ignores it",
                         f"set default_time to at most {partition.max_time}")
+
+
+@rule("slurm.accounting")
+def check_accounting(bp: Blueprint) -> Iterator[Finding]:
+    """A Cloud SQL instance is named only for accounting that is on, and in the cluster's region.
+
+    With ``enabled: false`` nothing would use the instance, which reads as a database that
+    records jobs while none does. slurmctld talks to slurmdbd and slurmdbd to the database
+    on every job start and end: an instance in another region adds that round trip to each.
+    """
+    accounting = bp.slurm.accounting
+    sql = accounting.cloud_sql
+    if sql is None:
+        return
+    path = ("slurm", "accounting", "cloud_sql")
+    if not accounting.enabled:
+        yield error(path, "cloud_sql names a database for accounting that is off",
+                    "set slurm.accounting.enabled: true, or remove cloud_sql")
+    if sql.region is not None and sql.region != bp.region:
+        yield warning((*path, "instance"),
+                      f"the Cloud SQL instance is in {sql.region}, the cluster in {bp.region}: "
+                      f"every job start and end crosses regions",
+                      f"use an instance in {bp.region}")

@@ -240,7 +240,7 @@ def test_every_table_entry_names_its_source():
                                        "GoogleCloudPlatform/magic-modules ")), type_
         assert rule.replace_on, type_
     assert {t for t, r in RULES.items() if r.data_bearing} == {
-        LUSTRE, FILESTORE, BUCKET, CLUSTER}
+        LUSTRE, FILESTORE, BUCKET, CLUSTER, "gcp:compute/disk:Disk"}
 
 
 @pytest.mark.parametrize("content", [
@@ -454,3 +454,21 @@ def test_a_replaced_file_system_cascades_through_its_template_to_the_group():
         ("replace", "c-home", ()),
         ("replace", "c-gpu-template", ("c-home",)),
         ("update", "c-gpu-group", ("c-gpu-template",))]
+
+
+DISK = "gcp:compute/disk:Disk"
+
+
+@pytest.mark.parametrize(("old", "new", "action"), [
+    ({"size": 50, "type": "pd-balanced"}, {"size": 100, "type": "pd-balanced"}, "update"),
+    ({"size": 50, "type": "pd-balanced"}, {"size": 40, "type": "pd-balanced"}, "replace"),
+    ({"size": 50, "type": "pd-balanced"}, {"size": 50, "type": "pd-ssd"}, "replace"),
+])
+def test_the_controller_state_disk_grows_in_place_and_losing_it_is_data_loss(old, new, action):
+    """The disk holds slurmctld's queue and the accounting database: a replaced one is empty."""
+    before = Plan([PlannedResource(DISK, "c-controller-state", None, old)])
+    after = Plan([PlannedResource(DISK, "c-controller-state", None, new)])
+    diff = diff_plans(before, after)
+    assert [c.action for c in diff.changes] == [action]
+    assert bool(diff.data_loss) is (action == "replace")
+    assert diff_plans(before, Plan([])).data_loss

@@ -228,10 +228,13 @@ def test_the_allowed_roles_are_the_ones_the_components_grant():
     assert identity.BUCKET_ROLE is policies.BUCKET_ROLE
     assert slurm_controller.MUNGE_WRITER_ROLES is policies.MUNGE_WRITER_ROLES
     assert login.MUNGE_READER_ROLES is cluster.MUNGE_READER_ROLES is policies.MUNGE_READER_ROLES
-    # The one role beyond logs and metrics: the login node's, with a TensorBoard.
+    # The roles beyond logs and metrics: the login node's, with a TensorBoard, and the
+    # controller's, with the accounting database in Cloud SQL.
     assert login.VERTEX_AI_ROLE is policies.VERTEX_AI_ROLE == "roles/aiplatform.user"
+    assert (slurm_controller.CLOUD_SQL_VIEWER_ROLE is policies.CLOUD_SQL_VIEWER_ROLE
+            == "roles/cloudsql.viewer")
     assert policies.ALLOWED_ROLES[policies.PROJECT_IAM_MEMBER] == {
-        *policies.NODE_PROJECT_ROLES, "roles/aiplatform.user"}
+        *policies.NODE_PROJECT_ROLES, "roles/aiplatform.user", "roles/cloudsql.viewer"}
 
 
 @pytest.fixture(scope="module")

@@ -13,8 +13,9 @@ from tests.components.conftest import reference_blueprint
 REFERENCES = ["a3mega", "a3ultra", "a4", "cpu-small"]
 TEMPLATE = "gcp:compute/instanceTemplate:InstanceTemplate"
 GROUP = "gcp:compute/instanceGroupManager:InstanceGroupManager"
+#: Data-bearing types, the controller's state disk (queue and accounting database) among them.
 DATA = {"gcp:filestore/instance:Instance", "gcp:lustre/instance:Instance",
-        "gcp:storage/bucket:Bucket"}
+        "gcp:storage/bucket:Bucket", "gcp:compute/disk:Disk"}
 #: NICs per VM of each reference blueprint's nodesets.
 NICS = {"a3mega": {"a3mega": 9}, "a3ultra": {"a3ultra": 10}, "a4": {"a4": 10, "a4spot": 10},
         "cpu-small": {"cpu": 1}}
@@ -130,14 +131,15 @@ def test_resource_count_does_not_grow_with_nodes(cloud, name):
 
 
 @pytest.mark.parametrize("name", REFERENCES)
-def test_no_key_is_ever_an_input(cloud, name):
+def test_no_key_or_database_password_is_ever_an_input(cloud, name):
     build(cloud, reference_blueprint(name))
     assert not [r for r in cloud.resources if "secretVersion" in r.typ]
     text = json.dumps([r.inputs for r in cloud.resources], default=str).lower()
     assert "secretdata" not in text
     cluster = reference_blueprint(name).name
     assert sorted(s.inputs["secretId"] for s in cloud.of_type(
-        "gcp:secretmanager/secret:Secret")) == [f"{cluster}-jwt-key", f"{cluster}-munge-key"]
+        "gcp:secretmanager/secret:Secret")) == [
+            f"{cluster}-db-password", f"{cluster}-jwt-key", f"{cluster}-munge-key"]
 
 
 def test_exports_say_where_to_log_in_and_what_is_mounted(cloud):

@@ -1,4 +1,5 @@
-"""SlurmController on its own: the VM, its roles and the munge and JWT secrets without a key."""
+"""SlurmController on its own: the VM, its roles, its state disk and the munge, JWT and
+database secrets without a key."""
 
 from __future__ import annotations
 
@@ -30,12 +31,21 @@ def test_the_controller_vm_is_named_private_and_in_the_zone(cloud):
 def test_the_secrets_have_no_version_and_only_their_names_travel(cloud):
     secret_name = controller(cloud)
     assert sorted(s.inputs["secretId"] for s in cloud.of_type(SECRET)) == [
-        "c1-jwt-key", "c1-munge-key"]
+        "c1-db-password", "c1-jwt-key", "c1-munge-key"]
     assert secret_name == "projects/test-project/secrets/c1-munge-key"
     assert not cloud.of_type("gcp:secretmanager/secretVersion:SecretVersion")
     metadata = cloud.one(INSTANCE).inputs["metadata"]
     assert metadata["clusterprint-munge-secret"] == secret_name
     assert metadata["clusterprint-jwt-secret"] == "projects/test-project/secrets/c1-jwt-key"
+    assert metadata["clusterprint-db-secret"] == "projects/test-project/secrets/c1-db-password"
+
+
+def test_the_state_disk_is_protected_and_attached_under_the_name_the_script_mounts(cloud):
+    controller(cloud)
+    disk = cloud.one("gcp:compute/disk:Disk")
+    assert disk.protect
+    attached = cloud.one("gcp:compute/attachedDisk:AttachedDisk").inputs
+    assert attached["deviceName"] == "clusterprint-state"
 
 
 def test_the_controller_may_write_the_key_and_nothing_in_compute(cloud):
@@ -47,9 +57,9 @@ def test_the_controller_may_write_the_key_and_nothing_in_compute(cloud):
     grants = {(r.inputs["secretId"], r.inputs["role"], r.inputs["member"]) for r in
               cloud.of_type("gcp:secretmanager/secretIamMember:SecretIamMember")}
     # viewer: the first boot lists the versions to learn whether a key exists yet; on each
-    # secret, not the project: the controller adds versions to its two secrets only.
+    # secret, not the project: the controller adds versions to its three secrets only.
     assert grants == {(f"projects/test-project/secrets/c1-{key}", role, f"serviceAccount:{email}")
-                      for key in ("munge-key", "jwt-key")
+                      for key in ("munge-key", "jwt-key", "db-password")
                       for role in ("roles/secretmanager.secretVersionAdder",
                                    "roles/secretmanager.secretAccessor",
                                    "roles/secretmanager.viewer")}

@@ -48,25 +48,41 @@ LOCAL_KEYS = {
     "ProctrackType": "process tracking", "TaskPlugin": "process tracking",
     # a plugin built by a proof in a temp folder, beside the installed ones (prove_gpu_nvml.py)
     "PluginDir": "plugin path",
+    "JobAcctGatherType": "process tracking",
+    "AccountingStorageHost": "host", "AccountingStoragePort": "port",
+    # What names the munge socket for connections to slurmdbd (AuthInfo does not).
+    "AccountingStoragePass": "auth",
+    # slurmctld refuses to start for the first time without its slurmdbd; only the
+    # accounting variant (``LocalSlurm(..., accounting=...)``) runs one and keeps this line.
+    "AccountingStorageType": "accounting", "AccountingStorageTRES": "accounting",
 }
+#: slurmdbd.conf keys a local run may change, by the reason they may.
+LOCAL_DBD_KEYS = {"DbdHost": "host", "DbdPort": "port", "StorageHost": "host",
+                  "StoragePort": "port", "PidFile": "path", "StorageLoc": "path",
+                  "AuthInfo": "auth", "StoragePass": "auth"}
 #: The character device major number of NVIDIA GPUs (/dev/nvidia0 is 195, 0).
 NVIDIA_MAJOR = 195
 #: How long a daemon may take to answer before the test fails.
 START_TIMEOUT_S = 30
 
 
-def localize(slurm_conf: str, values: dict[str, str]) -> str:
-    """The rendered slurm.conf with ``values`` replacing (or added as) its local lines."""
-    unknown = set(values) - set(LOCAL_KEYS)
+def localize(slurm_conf: str, values: dict[str, str | None],
+             local: dict[str, str] = LOCAL_KEYS) -> str:
+    """The rendered slurm.conf (or another file whose ``local`` keys are given) with
+    ``values`` replacing (or added as) its local lines; a None value drops its line."""
+    unknown = set(values) - set(local)
     assert not unknown, f"not a host, port, path, auth, process-tracking or plugin key: {unknown}"
     lines, seen = [], set()
     for line in slurm_conf.splitlines():
         key = line.split("=", 1)[0]
         if key in values:
-            line = f"{key}={values[key]}"
             seen.add(key)
+            if values[key] is None:
+                continue
+            line = f"{key}={values[key]}"
         lines.append(line)
-    lines += [f"{key}={value}" for key, value in values.items() if key not in seen]
+    lines += [f"{key}={value}" for key, value in values.items()
+              if key not in seen and value is not None]
     return "\n".join(lines) + "\n"
 
 
@@ -138,15 +154,25 @@ class LocalSlurm:
     so nodes run one after the other, each under its own name and spool folder.
     """
 
-    def __init__(self, blueprint: Blueprint, munge_socket: Path) -> None:
+    def __init__(self, blueprint: Blueprint, munge_socket: Path,
+                 database: LocalMariaDB | None = None) -> None:
         self.blueprint = blueprint
+        self.database = database
         self.files = rendered_files(blueprint)
         self.munge_socket = munge_socket
         self.root = private_dir()
         self.daemons: list[Daemon] = []
         state = private_dir(self.root, owner="slurm")
+        self.state = state
+        self.dbd_port = free_port()
+        accounting = ({"AccountingStorageHost": "localhost",
+                       "AccountingStoragePort": str(self.dbd_port),
+                       "AccountingStoragePass": str(munge_socket)} if database
+                      else {"AccountingStorageType": "accounting_storage/none",
+                            "AccountingStorageTRES": None})
         self.conf = self.root / "slurm.conf"
         self.conf.write_text(localize(self.files["slurm.conf"], {
+            **accounting, "JobAcctGatherType": "jobacct_gather/linux",
             "SlurmctldHost": "localhost",
             "SlurmctldPort": str(free_port()),
             "SlurmdPort": str(free_port()),
@@ -163,6 +189,36 @@ class LocalSlurm:
         }))
         (self.root / "cgroup.conf").write_text(self.files["cgroup.conf"])
         self.env = {**os.environ, "SLURM_CONF": str(self.conf)}
+        if database:
+            self.write_slurmdbd_conf(database, state)
+
+    def write_slurmdbd_conf(self, database: LocalMariaDB, state: Path) -> None:
+        """The rendered slurmdbd.conf, local, with StoragePass appended as the controller
+        appends it from the secret; 0600 for the slurm user, as slurmdbd demands."""
+        self.storage_loc = database.new_database()
+        conf = self.root / "slurmdbd.conf"
+        conf.write_text(localize(self.files["slurmdbd.conf"], {
+            "DbdHost": "localhost", "DbdPort": str(self.dbd_port),
+            "StorageHost": "127.0.0.1", "StoragePort": str(database.port),
+            "PidFile": str(state / "slurmdbd.pid"), "StorageLoc": self.storage_loc,
+            "AuthInfo": f"socket={self.munge_socket}", "StoragePass": database.password,
+        }, LOCAL_DBD_KEYS))
+        conf.chmod(0o600)
+        shutil.chown(conf, "slurm", "slurm")
+
+    def start_dbd(self) -> Daemon:
+        """slurmdbd with the rendered (localized) slurmdbd.conf, until sacctmgr gets answers."""
+        dbd = Daemon(["slurmdbd", "-D"], self.root / "slurmdbd.log", self.env)
+        self.daemons.append(dbd)
+        wait_until(lambda: dbd.running() and self.sacctmgr_answers(), "slurmdbd answering",
+                   dbd.log)
+        return dbd
+
+    def sacctmgr_answers(self) -> bool:
+        """True when slurmdbd answers sacctmgr."""
+        done = subprocess.run(["sacctmgr", "-n", "list", "cluster"], env=self.env,
+                              capture_output=True, text=True, timeout=10)
+        return done.returncode == 0
 
     def jwt_key(self) -> dict[str, str]:
         """A random key of the REST API's tokens in this cluster's folder, as the controller
@@ -256,12 +312,13 @@ class LocalSlurm:
                               text=True, timeout=10)
         return "UP" in ping.stdout
 
-    def start_controller(self) -> None:
+    def start_controller(self) -> Daemon:
         """slurmctld with the rendered (localized) configuration, until it answers."""
         ctld = Daemon(["slurmctld", "-D", "-f", str(self.conf)],
                       self.root / "slurmctld.log", self.env)
         self.daemons.append(ctld)
         wait_until(lambda: ctld.running() and self.answers(), "slurmctld answering", ctld.log)
+        return ctld
 
     def refused_controller(self) -> str:
         """slurmctld with this configuration, which must exit without answering; its log."""
@@ -355,6 +412,69 @@ class LocalSlurm:
         shutil.rmtree(self.root, ignore_errors=True)
 
 
+class LocalMariaDB:
+    """One MariaDB server in a temp datadir on a free port, with the user slurmdbd connects
+    as (``slurm``, a random password, as the controller sets it from its secret)."""
+
+    def __init__(self) -> None:
+        self.root = private_dir()
+        self.datadir = self.root / "data"
+        self.socket = self.root / "mysqld.sock"
+        self.port = free_port()
+        self.password = os.urandom(12).hex()
+        self.count = 0
+        subprocess.run(["mariadb-install-db", "--no-defaults", f"--datadir={self.datadir}",
+                        "--user=root", "--auth-root-authentication-method=socket",
+                        "--skip-test-db"], check=True, capture_output=True, timeout=120)
+        self.daemon = Daemon(["mariadbd", "--no-defaults", f"--datadir={self.datadir}",
+                              f"--socket={self.socket}", f"--port={self.port}",
+                              "--bind-address=127.0.0.1", "--user=root",
+                              f"--pid-file={self.root / 'mariadbd.pid'}",
+                              "--innodb-buffer-pool-size=64M", "--skip-log-bin"],
+                             self.root / "mariadbd.log")
+        wait_until(lambda: self.daemon.running() and self.answers(), "mariadbd answering",
+                   self.daemon.log)
+        self.sql(f"CREATE USER 'slurm'@'127.0.0.1' IDENTIFIED BY '{self.password}'")
+
+    def sql(self, statements: str) -> str:
+        """Statements as MariaDB's root (over the socket); their output."""
+        done = subprocess.run(["mariadb", "--no-defaults", f"--socket={self.socket}", "-u",
+                               "root", "-N", "-e", statements], capture_output=True, text=True,
+                              timeout=60)
+        assert done.returncode == 0, done.stderr
+        return done.stdout
+
+    def answers(self) -> bool:
+        """True once the server takes connections on its socket."""
+        return subprocess.run(["mariadb-admin", "--no-defaults", f"--socket={self.socket}",
+                               "-u", "root", "ping"], capture_output=True, timeout=10
+                              ).returncode == 0
+
+    def new_database(self) -> str:
+        """A fresh database name for one cluster, granted to ``slurm``: each local cluster
+        keeps its records apart (its job ids start from 1 too)."""
+        self.count += 1
+        name = f"slurm_acct_{self.count}"
+        self.sql(f"GRANT ALL ON `{name}`.* TO 'slurm'@'127.0.0.1'")
+        return name
+
+    def stop(self) -> None:
+        """The server, then its folder."""
+        self.daemon.stop()
+        shutil.rmtree(self.root, ignore_errors=True)
+
+
+@pytest.fixture(scope="session")
+def mariadb() -> Iterator[LocalMariaDB]:
+    """One MariaDB for every accounting cluster of the session."""
+    missing = [b for b in ("mariadbd", "mariadb-install-db", "slurmdbd", "sacct", "sacctmgr")
+               if shutil.which(b) is None]
+    assert not missing, f"install MariaDB and slurmdbd (make system-packages): missing {missing}"
+    database = LocalMariaDB()
+    yield database
+    database.stop()
+
+
 def start_munged() -> tuple[Daemon, Path]:
     """munged with a temp key and socket in a folder of its own; the daemon, the socket."""
     root = private_dir()
@@ -397,6 +517,30 @@ def local_slurm(munge_socket: Path) -> Iterator[Callable[..., LocalSlurm]]:
         clusters.append(cluster)
         if start:
             cluster.start_controller()
+        return cluster
+
+    yield make
+    for cluster in clusters:
+        cluster.stop()
+
+
+@pytest.fixture
+def accounting_slurm(munge_socket: Path, mariadb: LocalMariaDB
+                     ) -> Iterator[Callable[..., LocalSlurm]]:
+    """Local clusters with accounting as the controller runs it: slurmdbd on the rendered
+    slurmdbd.conf against a real MariaDB, the cluster registered before slurmctld starts
+    (slurmctld refuses a first start without its database). Stopped after the test.
+    ``accounting_slurm(blueprint, start=False)`` only prepares one."""
+    clusters: list[LocalSlurm] = []
+
+    def make(blueprint: Blueprint, start: bool = True) -> LocalSlurm:
+        cluster = LocalSlurm(blueprint, munge_socket, mariadb)
+        clusters.append(cluster)
+        if not start:
+            return cluster
+        cluster.start_dbd()
+        cluster.run("sacctmgr", "-i", "add", "cluster", blueprint.name)
+        cluster.start_controller()
         return cluster
 
     yield make

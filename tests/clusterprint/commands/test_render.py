@@ -27,7 +27,8 @@ def test_writes_configs_one_script_per_role_and_the_gpu_partitions_jobs(tmp_path
                                "scripts/compute-a4spot.sh", "scripts/controller.sh",
                                "scripts/healthcheck-a4.json", "scripts/healthcheck-a4spot.json",
                                "scripts/healthcheck.py", "scripts/login.sh",
-                               "scripts/remediate.json", "scripts/remediate.py", "slurm.conf"]
+                               "scripts/remediate.json", "scripts/remediate.py", "slurm.conf",
+                               "slurmdbd.conf"]
     assert marker.startswith("# Written by clusterprint render")
     assert marker.splitlines()[2:] == sorted(written)
     assert (out / "scripts/login.sh").stat().st_mode & 0o111

@@ -9,8 +9,10 @@ from pathlib import Path
 
 import pytest
 
+from clusterprint.model import Blueprint
 from clusterprint.render import rendered_files
-from clusterprint.validate import load_checked
+from clusterprint.validate import check_text, load_checked
+from tests.clusterprint.blueprint_texts import blueprint_text
 from tests.paths import blueprint_path, reference_blueprints
 
 BLUEPRINTS = reference_blueprints()
@@ -36,6 +38,19 @@ def test_script_parses_and_passes_shellcheck(path, name, script_dir):
     parsed = subprocess.run(["bash", "-n", str(script)], capture_output=True, text=True)
     assert parsed.returncode == 0, parsed.stderr
     assert shutil.which("shellcheck"), "install shellcheck (make system-packages)"
+    checked = subprocess.run(["shellcheck", "--severity=style", "--shell=bash", str(script)],
+                             capture_output=True, text=True)
+    assert checked.returncode == 0, checked.stdout
+
+
+@pytest.mark.parametrize("overrides", [
+    {"slurm.accounting.cloud_sql.instance": "my-project:us-central1:acct"},
+    {"slurm.accounting.enabled": False}], ids=["cloud-sql", "accounting-off"])
+def test_the_controller_script_of_each_accounting_passes_shellcheck(tmp_path, overrides):
+    checked = check_text("b.yaml", blueprint_text(overrides))
+    script = tmp_path / "controller.sh"
+    script.write_text(rendered_files(checked.blueprint)["scripts/controller.sh"])
+    assert subprocess.run(["bash", "-n", str(script)]).returncode == 0
     checked = subprocess.run(["shellcheck", "--severity=style", "--shell=bash", str(script)],
                              capture_output=True, text=True)
     assert checked.returncode == 0, checked.stdout
@@ -105,9 +120,12 @@ def test_each_role_installs_only_what_it_runs_and_mounts():
     files = scripts_of("a3mega")
     controller, login = files["scripts/controller.sh"], files["scripts/login.sh"]
     compute = files["scripts/compute-a3mega.sh"]
-    assert "want slurmctld slurmctld" in controller and "want slurmd" not in controller
+    assert "want slurmctld slurmctld" in controller and "want slurmd slurmd" not in controller
     assert "want slurmrestd slurmrestd" in controller
     assert "want slurmrestd" not in login and "want slurmrestd" not in compute
+    # Accounting (on by default): slurmdbd and MariaDB, on the controller only.
+    for want in ("want slurmdbd slurmdbd", "want mariadbd mariadb-server"):
+        assert want in controller and want not in login and want not in compute
     assert "want slurmd slurmd" in compute and "want slurmctld" not in compute
     assert "want slurmd" not in login and "want scontrol slurm-client" in login
     for script in (controller, login, compute):
@@ -116,6 +134,24 @@ def test_each_role_installs_only_what_it_runs_and_mounts():
     assert "gcsfuse-$codename" not in controller and "lustre-client-binaries" not in controller
     assert "gcsfuse-$codename" in login and "lustre-client-binaries" in login
     assert "ensure_nvml_plugin" in compute and "libnvidia-ml-dev" not in login
+
+
+def test_accounting_on_cloud_sql_or_off_installs_no_database_server():
+    def blueprint(overrides: dict) -> Blueprint:
+        checked = check_text("b.yaml", blueprint_text(overrides))
+        assert checked.ok, [f.line_text() for f in checked.findings]
+        return checked.blueprint
+
+    sql = {"slurm.accounting.cloud_sql.instance": "my-project:us-central1:acct"}
+    controller = rendered_files(blueprint(sql))["scripts/controller.sh"]
+    assert "want slurmdbd slurmdbd" in controller and "mariadb-server" not in controller
+    assert "gcloud sql instances describe acct \\\n    --project=my-project" in controller
+    files = rendered_files(blueprint({"slurm.accounting.enabled": False}))
+    controller = files["scripts/controller.sh"]
+    # (rest_plugins names slurmdbd in its comment and check of slurm.conf, with or without it)
+    assert "want slurmdbd" not in controller and "start_slurmdbd" not in controller
+    assert "/etc/slurm/slurmdbd.conf" not in controller and "slurmdbd.conf" not in files
+    assert "AccountingStorageType" not in files["slurm.conf"]
 
 
 def test_lustre_home_needs_no_nfs_client_but_the_lustre_client_everywhere():

@@ -56,14 +56,17 @@ SANDBOXED += ("/opt", "/etc/profile.d")
 SANDBOXED += ("/usr/local/sbin",)
 #: The scripts' retry budgets (CLUSTERPRINT_<NAME>_BUDGET_S), all set to 0 by fail_for_good.
 BUDGETS = ("MOUNT", "MUNGE_KEY", "APT", "DOWNLOAD", "SECRET", "SLURMCTLD", "CONTROLLER",
-           "SLURMD", "NIC")
+           "SLURMD", "NIC", "DB", "SLURMDBD")
 #: What a ready image has: the Slurm daemons, munge and the NFS client.
-IMAGE_COMMANDS = ("slurmd", "slurmctld", "munged", "mount.nfs")
+IMAGE_COMMANDS = ("slurmd", "slurmctld", "munged", "mount.nfs", "slurmdbd", "mariadbd")
 SECRET = "projects/my-project/secrets/cpu-small-munge-key"
 JWT_SECRET = "projects/my-project/secrets/cpu-small-jwt-key"
 #: What Ubuntu 24.04's slurmrestd (23.11) serves: the accounting database's plugins and
 #: slurmctld's (``slurmrestd -s list``, which prints to stderr).
 REST_PLUGINS = ("openapi/slurmctld", "openapi/slurmdbd", "openapi/v0.0.38", "openapi/dbv0.0.38")
+DB_SECRET = "projects/my-project/secrets/cpu-small-db-password"
+#: The controller's state disk, as Compute Engine names the attached device.
+STATE_DEVICE = f"google-{node_metadata.STATE_DISK_DEVICE}"
 
 
 @dataclass(frozen=True)
@@ -88,6 +91,7 @@ class Node:
         self.metadata(node_metadata.MUNGE_SECRET, SECRET)
         self.metadata(node_metadata.JWT_SECRET, JWT_SECRET)
         (self.fake / "internal-ip").write_text("10.0.0.5")
+        self.metadata(node_metadata.DB_SECRET, DB_SECRET)
         self.script_dir = root / "scripts"
         self.script_dir.mkdir()
         self.stubs = root / "stubs"
@@ -113,6 +117,10 @@ class Node:
                         f'else echo "slurmrestd $*" >>"$FAKE/calls"; exit 1; fi\n')
         rest.chmod(0o755)
         shutil.copy(rest, self.bin / "slurmrestd")
+        # The controller's state disk is attached (it is blank until mkfs.ext4 runs).
+        by_id = self.overlay("/dev") / "disk" / "by-id"
+        by_id.mkdir(parents=True, exist_ok=True)
+        (by_id / STATE_DEVICE).touch()
 
     def image_has(self, command: str, slurm_version: str) -> None:
         """Put a command on the image; Slurm's report ``slurm_version`` for -V, and any
@@ -498,10 +506,10 @@ def test_controller_creates_the_jwt_key_once_and_serves_the_rest_api_on_its_addr
     # slurmctld reads it as SlurmUser; auth/jwt refuses a key others may write.
     assert oct(key.stat().st_mode & 0o777) == "0o400" and key.owner() == "slurm"
     unit = node.file(REST_UNIT).read_text()
-    # The internal address only, and the slurmctld plugins only: this slurm.conf names no
-    # slurmdbd, without which the database's plugins stop slurmrestd.
-    assert ("\nExecStart=/usr/sbin/slurmrestd -a rest_auth/jwt -s openapi/slurmctld,"
-            "openapi/v0.0.38 10.0.0.5:6820\n") in unit
+    # The internal address only, and every plugin: this slurm.conf names slurmdbd
+    # (accounting is on by default), so the database's plugins are served too.
+    assert ("\nExecStart=/usr/sbin/slurmrestd -a rest_auth/jwt -s openapi/dbv0.0.38,"
+            "openapi/slurmctld,openapi/slurmdbd,openapi/v0.0.38 10.0.0.5:6820\n") in unit
     assert "\nUser=slurmrestd\nGroup=slurmrestd\n" in unit
     assert "\nEnvironment=SLURM_JWT=daemon\n" in unit
     assert [c for c in calls if c.startswith("useradd")] == [
@@ -520,14 +528,15 @@ def test_controller_creates_the_jwt_key_once_and_serves_the_rest_api_on_its_addr
     assert "JWT key: cpu-small-jwt-key has a version" in node.journal()
 
 
-def test_a_slurm_conf_with_slurmdbd_serves_the_databases_plugins_too(node, files):
-    with_dbd = files["scripts/controller.sh"].replace(
-        "\nAuthType=auth/munge\n",
-        "\nAuthType=auth/munge\nAccountingStorageType=accounting_storage/slurmdbd\n", 1)
-    done = node.boot(with_dbd)
+def test_a_slurm_conf_without_slurmdbd_serves_only_slurmctlds_plugins(node, files):
+    line = "\nAccountingStorageType=accounting_storage/slurmdbd\n"
+    assert line in files["scripts/controller.sh"]
+    without_dbd = files["scripts/controller.sh"].replace(line, "\n", 1)
+    done = node.boot(without_dbd)
     assert done.returncode == 0, node.journal()
-    assert ("-s openapi/dbv0.0.38,openapi/slurmctld,openapi/slurmdbd,openapi/v0.0.38 "
-            "10.0.0.5:6820\n") in node.file(REST_UNIT).read_text()
+    # Without a slurmdbd in slurm.conf the database's plugins would stop slurmrestd.
+    assert "-s openapi/slurmctld,openapi/v0.0.38 10.0.0.5:6820\n" in node.file(
+        REST_UNIT).read_text()
 
 
 def test_controller_installs_the_remediation_loop_its_reboot_program_and_command(node, files):
@@ -792,7 +801,8 @@ def test_the_retry_budgets_default_to_productions(a3mega):
             r"^readonly (\w+)_BUDGET_S=\$\{CLUSTERPRINT_\1_BUDGET_S:-(\d+)\}$", script,
             re.MULTILINE))
     shared = {"MOUNT": "1800", "MUNGE_KEY": "3600", "APT": "1200", "DOWNLOAD": "600"}
-    assert defaults == {"controller": {**shared, "SECRET": "600", "SLURMCTLD": "300"},
+    assert defaults == {"controller": {**shared, "SECRET": "600", "SLURMCTLD": "300",
+                                       "DB": "600", "SLURMDBD": "300"},
                         "login": {**shared, "CONTROLLER": "1800"},
                         "compute-a3mega": {**shared, "SLURMD": "600", "NIC": "300"}}
 
@@ -1004,3 +1014,91 @@ def test_a_cluster_without_a_tensorboard_gets_the_helpers_but_no_uploader(node, 
     assert not node.file(VENV).exists()
     assert all(node.file(path).exists() for path in HELPERS)
     assert json.loads(node.file("/etc/clusterprint/mlops.json").read_text())["buckets"] == []
+
+
+STATE = "/var/lib/clusterprint-state"
+FORMAT = f"mkfs.ext4 -q -L clusterprint-state /dev/disk/by-id/{STATE_DEVICE}"
+REGISTER = "sacctmgr -i add cluster cpu-small"
+
+
+def test_controller_formats_the_state_disk_once_and_starts_accounting_before_slurmctld(
+        node, files):
+    first = node.boot(files["scripts/controller.sh"])
+    assert first.returncode == 0, node.journal()
+    calls = node.calls()
+    assert calls.count(FORMAT) == 1
+    assert f"mount -o defaults /dev/disk/by-id/{STATE_DEVICE} {STATE}" in calls
+    assert sum(c.startswith("mariadb-install-db --user=mysql") for c in calls) == 1
+    # The password: a fresh version of the database secret, which only slurmdbd.conf keeps.
+    password = (node.fake / "secrets" / "cpu-small-db-password" / "1").read_text()
+    assert re.fullmatch(r"[A-Za-z0-9]{32}", password)
+    conf = node.file("/etc/slurm/slurmdbd.conf")
+    assert conf.read_text() == files["slurmdbd.conf"] + f"StoragePass={password}\n"
+    assert oct(conf.stat().st_mode & 0o777) == "0o600" and conf.owner() == "slurm"
+    assert "\nStoragePass=" not in files["slurmdbd.conf"]
+    # The cluster is registered before slurmctld's first start, which needs it.
+    assert calls.index(REGISTER) < calls.index("systemctl restart slurmctld")
+    assert node.file("/etc/slurm/slurm.conf").read_text().count(
+        f"StateSaveLocation={STATE}/slurmctld") == 1
+    assert node.file("/etc/mysql/mariadb.conf.d/60-clusterprint.cnf").read_text().count(
+        f"datadir={STATE}/mysql") == 1
+
+    again = node.boot(files["scripts/controller.sh"])
+    assert again.returncode == 0, node.journal()
+    calls = node.calls()
+    assert FORMAT not in calls and REGISTER not in calls
+    assert not [c for c in calls
+                if c.startswith(("mariadb-install-db", "gcloud secrets versions add"))]
+    assert "systemctl start slurmdbd" in calls and "systemctl restart slurmdbd" not in calls
+
+
+def test_a_state_disk_blkid_cannot_read_is_never_formatted(node, files):
+    (node.stubs / "blkid").write_text("#!/bin/bash\nexit 4\n")
+    done = node.boot(files["scripts/controller.sh"])
+    assert done.returncode != 0
+    assert f"FAILED: state disk /dev/disk/by-id/{STATE_DEVICE}: blkid failed (4)" in node.journal()
+    assert FORMAT not in node.calls()
+
+
+def test_a_missing_db_secret_fails_the_controller_boot_naming_it(node, files):
+    (node.fake / "metadata" / node_metadata.DB_SECRET).unlink()
+    done = node.boot(files["scripts/controller.sh"])
+    assert done.returncode != 0
+    assert f"FAILED: metadata {node_metadata.DB_SECRET}: not set" in node.journal()
+    assert not [c for c in node.calls() if "slurmctld" in c or "slurmdbd" in c]
+
+
+def test_an_unreadable_db_secret_fails_the_controller_boot_naming_it(node, files):
+    node.fail_for_good("--secret=cpu-small-db-password")
+    done = node.boot(files["scripts/controller.sh"])
+    assert done.returncode != 0
+    assert ("FAILED: read database password from secret cpu-small-db-password: still failing"
+            in node.journal())
+    assert not [c for c in node.calls() if c.startswith("systemctl") and "slurm" in c]
+
+
+def test_a_password_the_database_refuses_fails_the_boot_naming_the_secret(node, files):
+    node.fail_for_good("-u slurm -e SELECT 1")
+    done = node.boot(files["scripts/controller.sh"])
+    assert done.returncode != 0
+    assert ("accepting user slurm with the password in secret cpu-small-db-password: still "
+            "failing" in node.journal())
+    assert "systemctl restart slurmctld" not in node.calls()
+
+
+def test_a_canary_db_password_goes_only_to_secret_manager_slurmdbd_conf_and_mariadb(
+        node, files):
+    canary = b"CanaryPassw0rdCanaryPassw0rdXYZ1"
+    (node.fake / "secrets" / "cpu-small-db-password").mkdir(parents=True)
+    (node.fake / "secrets" / "cpu-small-db-password" / "1").write_bytes(canary)
+    done = node.boot(files["scripts/controller.sh"])
+    assert done.returncode == 0, node.journal()
+    places = where_the_key_is(node, done, canary)
+    # MariaDB gets it on stdin (ALTER USER) and in the client file of the check; nothing
+    # else: no argument, no trace, no log, no leftover temp file.
+    assert {p for p in places if not p.startswith("mariadb --defaults-extra-file=")} == {
+        "disk/etc-slurm/slurmdbd.conf", "mariadb: stdin"}
+    assert all(p.endswith(": file 1") for p in places if p.startswith("mariadb --"))
+    assert not list(node.tmp.iterdir())
+    rendered = "\n".join(files.values()).encode()
+    assert not found_in(rendered, canary)

@@ -14,7 +14,16 @@ LONGEST = "35791393"  # minutes: the last one Slurm keeps (tests/slurm/test_slur
 RESERVED = {f"{NS}.provisioning": "reservation", f"{NS}.reservation": RESERVATION}
 BOUND = {**RESERVED, f"{NS}.machine_type": "a4-highgpu-8g", f"{NS}.reservation_bound": True}
 
+ACCT = "slurm.accounting"
+SQL = {"instance": "my-project:us-central1:acct"}
+
 REFUSED = [
+    pytest.param("slurm.accounting", f"{ACCT}.cloud_sql",
+                 {f"{ACCT}.enabled": False, f"{ACCT}.cloud_sql": Here(SQL)}, "error", 1,
+                 id="cloud-sql-with-accounting-off"),
+    pytest.param("slurm.accounting", f"{ACCT}.cloud_sql.instance",
+                 {f"{ACCT}.cloud_sql.instance": Here("my-project:europe-west4:acct")},
+                 "warning", 1, id="cloud-sql-in-another-region"),
     pytest.param("slurm.reservation-placement", f"{NS}.placement",
                  {**RESERVED, f"{NS}.placement": Here("compact")}, "error", 1,
                  id="compact-placement-on-a-reservation"),
@@ -169,6 +178,11 @@ REFUSED += [
                  id="two-single-node-compact-nodesets"),
 ]
 ACCEPTED += [
+    pytest.param("slurm.accounting", {f"{ACCT}.cloud_sql": SQL}, id="cloud-sql-in-the-region"),
+    pytest.param("slurm.accounting", {f"{ACCT}.cloud_sql.instance":
+                                      "projects/my-project/instances/acct"},
+                 id="cloud-sql-by-resource-name"),
+    pytest.param("slurm.accounting", {f"{ACCT}.enabled": False}, id="accounting-off"),
     pytest.param("slurm.max-count", {f"{NS}.max_count": 2}, id="max-count-equal-to-count"),
     pytest.param("slurm.max-count", {f"{NS}.count": 0, f"{NS}.max_count": 1},
                  id="count-0-with-max-count-1"),
