@@ -101,30 +101,25 @@ def test_unknown_recipe_is_refused_by_the_model(rules_check):
     assert hit.finding.hint == "did you mean `gemma-2b-sft`?"
 
 
-def test_mixed_partition_message_says_which_nodes_count(rules_check):
-    hit = rules_check.refused({**MIXED, "recipes": [{"name": "llama3-8b-pretrain",
-                                                     "partition": "debug", "nodes": Here(5)}]},
-                              "recipes.partition", "recipes[0].nodes")
-    assert hit.finding.message == ("5 nodes is more than partition debug holds with at least "
-                                   "8 GPU(s) per node (4)")
-    assert hit.finding.hint == "use at most 4"
-
-
-def test_gpu_message_names_the_numbers(rules_check):
-    hit = rules_check.refused({"recipes": [{"name": "llama3-8b-pretrain",
-                                            "partition": Here("debug")}]},
-                              "recipes.partition", "recipes[0].partition")
-    assert hit.finding.message == ("llama3-8b-pretrain needs at least 8 GPU(s) per node; "
-                                   "partition debug has 0")
-
-
-def test_gpus_message_names_the_numbers(rules_check):
-    hit = rules_check.refused({**GPU, "recipes": [{"name": "llama3-70b-pretrain",
-                                                   "partition": "debug", "nodes": Here(3)}]},
-                              "recipes.gpus", "recipes[0].nodes")
-    assert hit.finding.message == ("llama3-70b-pretrain needs 32 GPUs; 3 node(s) x 8 GPU(s) "
-                                   "of partition debug have 24")
-    assert hit.finding.hint == "use at least 4 nodes"
+@pytest.mark.parametrize(("overrides", "rule", "path", "message", "hint"), [
+    pytest.param({**MIXED, "recipes": [{"name": "llama3-8b-pretrain", "partition": "debug",
+                                        "nodes": Here(5)}]},
+                 "recipes.partition", "recipes[0].nodes",
+                 "5 nodes is more than partition debug holds with at least 8 GPU(s) per node (4)",
+                 "use at most 4", id="mixed-partition-says-which-nodes-count"),
+    pytest.param({"recipes": [{"name": "llama3-8b-pretrain", "partition": Here("debug")}]},
+                 "recipes.partition", "recipes[0].partition",
+                 "llama3-8b-pretrain needs at least 8 GPU(s) per node; partition debug has 0",
+                 "submit it to a GPU partition", id="gpus-per-node"),
+    pytest.param({**GPU, "recipes": [{"name": "llama3-70b-pretrain", "partition": "debug",
+                                      "nodes": Here(3)}]},
+                 "recipes.gpus", "recipes[0].nodes",
+                 "llama3-70b-pretrain needs 32 GPUs; 3 node(s) x 8 GPU(s) of partition debug "
+                 "have 24", "use at least 4 nodes", id="gpus-of-the-job"),
+])
+def test_messages_name_the_numbers(rules_check, overrides, rule, path, message, hint):
+    hit = rules_check.refused(overrides, rule, path)
+    assert (hit.finding.message, hit.finding.hint) == (message, hint)
 
 
 def test_a_relative_data_path_is_refused_by_the_model(rules_check):
