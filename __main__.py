@@ -1,5 +1,5 @@
 """The clusterprint stack: the cluster of the blueprint named by ``clusterprint:blueprint``."""
 
-from components.program import main
+from clusterprint.components.program import main
 
 main()

@@ -245,7 +245,7 @@ def _close(loop: asyncio.AbstractEventLoop, thread_loops: set[asyncio.AbstractEv
 
 def blueprint_program(blueprint: Blueprint) -> Callable[[], object]:
     """The stack program of ``__main__.py`` for one checked blueprint, as a function."""
-    from components.program import declare
+    from clusterprint.components.program import declare
 
     return lambda: declare(blueprint)
 

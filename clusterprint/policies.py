@@ -316,8 +316,9 @@ def _roles(res: PolicyResource) -> list[str]:
         "no VM runs as the default compute service account; no owner or editor role; node "
         "accounts hold only the roles of the allowed table (logging, monitoring, the munge "
         "secret's and the mounted buckets' roles)",
-        "give each VM its own service account (components.identity.NodeServiceAccount) and "
-        "grant only the roles in clusterprint.policies.ALLOWED_ROLES")
+        "give each VM its own service account "
+        "(clusterprint.components.identity.NodeServiceAccount) and grant only the roles in "
+        "clusterprint.policies.ALLOWED_ROLES")
 def least_privilege_identity(res: PolicyResource, settings: Settings) -> Iterator[str]:
     """The default account is Editor on the project in many projects; roles beyond the table
     let one compromised node act on the whole project."""

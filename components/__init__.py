@@ -2,5 +2,5 @@
 
 One module per part of the cluster; each component takes plain typed arguments (or
 parts of the blueprint model) so another stack can reuse it alone, and
-``components.cluster.TrainingCluster`` composes them from one checked blueprint.
+``clusterprint.components.cluster.TrainingCluster`` composes them from one checked blueprint.
 """

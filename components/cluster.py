@@ -5,19 +5,19 @@ from __future__ import annotations
 import pulumi
 
 from clusterprint import naming, node_metadata
+from clusterprint.components.identity import NodeServiceAccount
+from clusterprint.components.login import LoginNodes
+from clusterprint.components.network import ClusterNetwork
+from clusterprint.components.nodeset import GpuNodeset
+from clusterprint.components.observability import Observability
+from clusterprint.components.private_service_access import PrivateServiceAccess
+from clusterprint.components.slurm_controller import SlurmController
+from clusterprint.components.storage import SharedStorage
 from clusterprint.gpu_fabric import gpu_networking, gpu_ranges
 from clusterprint.model import Blueprint
 from clusterprint.policies import MUNGE_READER_ROLES
 from clusterprint.render import node_scripts, remediation
 from clusterprint.render.slurm_config import SLURMRESTD_PORT
-from components.identity import NodeServiceAccount
-from components.login import LoginNodes
-from components.network import ClusterNetwork
-from components.nodeset import GpuNodeset
-from components.observability import Observability
-from components.private_service_access import PrivateServiceAccess
-from components.slurm_controller import SlurmController
-from components.storage import SharedStorage
 
 
 def project_of(blueprint: Blueprint) -> str:

@@ -7,11 +7,11 @@ import pulumi_gcp as gcp
 from pulumi_gcp import hypercomputecluster as hcc
 
 from clusterprint import catalog, naming
+from clusterprint.components.cluster import iap_ssh_command, project_of
+from clusterprint.components.nodeset import FLEX_START_MAX_RUN_S
+from clusterprint.components.observability import Observability
+from clusterprint.components.storage import HOME_SHARE
 from clusterprint.model import Blueprint, Nodeset
-from components.cluster import iap_ssh_command, project_of
-from components.nodeset import FLEX_START_MAX_RUN_S
-from components.observability import Observability
-from components.storage import HOME_SHARE
 
 #: The one network resource's id, by which the API refers to it.
 NETWORK_ID = "network"

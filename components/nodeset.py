@@ -8,9 +8,9 @@ import pulumi
 import pulumi_gcp as gcp
 
 from clusterprint import catalog, naming, node_metadata
+from clusterprint.components.identity import NODE_SCOPES
+from clusterprint.components.images import boot_image
 from clusterprint.model import Nodeset
-from components.identity import NODE_SCOPES
-from components.images import boot_image
 
 #: The longest a flex-start (DWS) VM may run, the API's maximum of 7 days: Slurm, not
 #: the API, ends jobs (gcp-facts: flex-start max run duration 600 to 604800 s).

@@ -4,10 +4,10 @@ from __future__ import annotations
 
 import pulumi
 
+from clusterprint.components.cluster import TrainingCluster
+from clusterprint.components.managed import ManagedTrainingCluster
 from clusterprint.model import Blueprint
 from clusterprint.validate import InvalidBlueprint, load_checked
-from components.cluster import TrainingCluster
-from components.managed import ManagedTrainingCluster
 
 #: The stack config key naming the blueprint file, relative to the project directory.
 BLUEPRINT_KEY = "blueprint"

@@ -8,10 +8,10 @@ import pulumi
 import pulumi_gcp as gcp
 
 from clusterprint import naming, node_metadata
+from clusterprint.components.identity import NodeServiceAccount
+from clusterprint.components.images import boot_image
+from clusterprint.components.vm import private_vm
 from clusterprint.policies import CLOUD_SQL_VIEWER_ROLE, MUNGE_WRITER_ROLES
-from components.identity import NodeServiceAccount
-from components.images import boot_image
-from components.vm import private_vm
 
 
 class SlurmController(pulumi.ComponentResource):

@@ -7,7 +7,7 @@ from collections.abc import Mapping, Sequence
 import pulumi
 import pulumi_gcp as gcp
 
-from components.identity import NODE_SCOPES
+from clusterprint.components.identity import NODE_SCOPES
 
 #: Boot disk of the controller and login VMs.
 SERVICE_DISK_TYPE = "pd-balanced"

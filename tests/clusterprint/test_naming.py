@@ -70,7 +70,7 @@ def longest_blueprint() -> Blueprint:
 
 
 def test_auto_names_of_the_longest_blueprint_fit_63_characters():
-    from components.cluster import TrainingCluster
+    from clusterprint.components.cluster import TrainingCluster
 
     bp = longest_blueprint()
     plan = plan_program(lambda: TrainingCluster(bp.name, bp))

@@ -79,8 +79,8 @@ def blueprints(draw) -> dict:
 
 def plan_of(bp: Blueprint) -> Plan:
     """The blueprint's plan, in-process, whatever the rules say of it."""
-    from components.cluster import TrainingCluster
-    from components.managed import ManagedTrainingCluster
+    from clusterprint.components.cluster import TrainingCluster
+    from clusterprint.components.managed import ManagedTrainingCluster
 
     kind = ManagedTrainingCluster if bp.orchestrator == "managed" else TrainingCluster
     return plan_program(lambda: kind(bp.name, bp))

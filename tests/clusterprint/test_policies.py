@@ -222,7 +222,7 @@ def test_every_policy_has_a_refused_case():
 
 def test_the_allowed_roles_are_the_ones_the_components_grant():
     """One table: the components read their grants from it, so the two cannot drift apart."""
-    from components import cluster, identity, login, slurm_controller
+    from clusterprint.components import cluster, identity, login, slurm_controller
 
     assert identity.NODE_ROLES is policies.NODE_PROJECT_ROLES
     assert identity.BUCKET_ROLE is policies.BUCKET_ROLE

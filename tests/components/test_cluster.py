@@ -6,8 +6,8 @@ import json
 
 import pytest
 
+from clusterprint.components.cluster import TrainingCluster
 from clusterprint.model import Blueprint
-from components.cluster import TrainingCluster
 from tests.components.conftest import reference_blueprint
 
 REFERENCES = ["a3mega", "a3ultra", "a4", "cpu-small"]

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from components.login import LoginNodes
+from clusterprint.components.login import LoginNodes
 
 INSTANCE = "gcp:compute/instance:Instance"
 

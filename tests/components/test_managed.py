@@ -9,10 +9,10 @@ from typing import Any
 import pytest
 
 from clusterprint import node_metadata
+from clusterprint.components import program
+from clusterprint.components.managed import ManagedTrainingCluster, managed_reservation
 from clusterprint.model import Nodeset
 from clusterprint.validate import load_checked
-from components import program
-from components.managed import ManagedTrainingCluster, managed_reservation
 
 CLUSTER = "gcp:hypercomputecluster/cluster:Cluster"
 MANAGED = str(Path(__file__).parent / "blueprints" / "managed.yaml")

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
+from clusterprint.components.nodeset import FLEX_START_MAX_RUN_S, GpuNodeset
 from clusterprint.model import Nodeset
-from components.nodeset import FLEX_START_MAX_RUN_S, GpuNodeset
 
 TEMPLATE = "gcp:compute/instanceTemplate:InstanceTemplate"
 GROUP = "gcp:compute/instanceGroupManager:InstanceGroupManager"

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 
-from components.observability import Observability, dashboard_json
+from clusterprint.components.observability import Observability, dashboard_json
 
 TENSORBOARD = "gcp:vertex/aiTensorboard:AiTensorboard"
 DASHBOARD = "gcp:monitoring/dashboard:Dashboard"

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from components.private_service_access import PrivateServiceAccess
+from clusterprint.components.private_service_access import PrivateServiceAccess
 
 ADDRESS = "gcp:compute/globalAddress:GlobalAddress"
 CONNECTION = "gcp:servicenetworking/connection:Connection"

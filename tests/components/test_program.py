@@ -5,7 +5,7 @@ from __future__ import annotations
 import pulumi
 import pytest
 
-from components import program
+from clusterprint.components import program
 from tests.components.conftest import ROOT
 
 

@@ -3,7 +3,7 @@ database secrets without a key."""
 
 from __future__ import annotations
 
-from components.slurm_controller import SlurmController
+from clusterprint.components.slurm_controller import SlurmController
 
 INSTANCE = "gcp:compute/instance:Instance"
 SECRET = "gcp:secretmanager/secret:Secret"

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
+from clusterprint.components.storage import SharedStorage
 from clusterprint.model import Bucket, FilestoreHome, Lustre
-from components.storage import SharedStorage
 
 FILESTORE = "gcp:filestore/instance:Instance"
 LUSTRE = "gcp:lustre/instance:Instance"
