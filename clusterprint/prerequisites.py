@@ -20,6 +20,8 @@ class Service:
 
     api: str
     deployer_role: str
+    #: APIs the service itself calls in the project to build what the resource holds.
+    uses: tuple[str, ...] = ()
 
 
 _COMPUTE = Service("compute.googleapis.com", "roles/compute.admin")
@@ -70,8 +72,15 @@ RESOURCE_SERVICES: dict[str, Service] = {
                                                       "roles/aiplatform.user"),
     "gcp:monitoring/dashboard:Dashboard": Service("monitoring.googleapis.com",
                                                   "roles/monitoring.editor"),
-    "gcp:hypercomputecluster/cluster:Cluster": Service("hypercomputecluster.googleapis.com",
-                                                       "roles/hypercomputecluster.editor"),
+    # The managed cluster's network, VMs, Filestore, Lustre and buckets are made by the
+    # service in the project, whose APIs must be on too (training-clusters/get-started,
+    # "Enable APIs": compute, servicenetworking, storage, lustre if used, cloudresourcemanager;
+    # "Enable the necessary APIs, including the Compute Engine, Filestore, ...").
+    "gcp:hypercomputecluster/cluster:Cluster": Service(
+        "hypercomputecluster.googleapis.com", "roles/hypercomputecluster.editor",
+        uses=("compute.googleapis.com", "servicenetworking.googleapis.com",
+              "file.googleapis.com", "lustre.googleapis.com", "storage.googleapis.com",
+              "cloudresourcemanager.googleapis.com")),
 }
 
 #: APIs the running cluster calls that no resource of the stack is created through.
@@ -126,7 +135,8 @@ def services_of(resource_types: Iterable[str]) -> list[Service]:
 
 def required_apis(resource_types: Iterable[str]) -> list[str]:
     """Every API a stack with these resource types needs, runtime ones included, sorted."""
-    return sorted({s.api for s in services_of(resource_types)} | RUNTIME_APIS.keys())
+    services = services_of(resource_types)
+    return sorted({api for s in services for api in (s.api, *s.uses)} | RUNTIME_APIS.keys())
 
 
 def deployer_roles(resource_types: Iterable[str]) -> list[str]:

@@ -76,6 +76,8 @@ def test_what_each_blueprint_needs_follows_what_it_creates():
     assert "file.googleapis.com" in apis["cpu-small"]
     assert "lustre.googleapis.com" in apis["a3mega"]
     assert "hypercomputecluster.googleapis.com" in apis["managed"]
+    # The managed service builds the network and VMs itself: their APIs must be on too.
+    assert {"compute.googleapis.com", "servicenetworking.googleapis.com"} <= set(apis["managed"])
     assert not any("hypercomputecluster.googleapis.com" in apis[n] for n in PLANNED
                    if n != "managed")
     # What the running cluster calls is needed whatever the stack creates.
@@ -86,7 +88,8 @@ def test_what_each_blueprint_needs_follows_what_it_creates():
 
 def test_the_names_have_the_form_gcloud_takes():
     services = prerequisites.RESOURCE_SERVICES.values()
-    apis = {s.api for s in services} | prerequisites.RUNTIME_APIS.keys()
+    apis = ({api for s in services for api in (s.api, *s.uses)}
+            | prerequisites.RUNTIME_APIS.keys())
     assert all(re.fullmatch(r"[a-z]+\.googleapis\.com", api) for api in apis)
     roles = ({s.deployer_role for s in services} | prerequisites.DEPLOYER_EXTRA_ROLES.keys()
              | prerequisites.USER_ROLES.keys())
