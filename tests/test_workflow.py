@@ -93,3 +93,34 @@ def test_every_blueprint_is_planned_and_checked_against_the_policy_pack(workflow
     preview = next(step["run"] for job, step in steps(workflow) if job == "preview"
                    and "pulumi preview" in step.get("run", ""))
     assert "--policy-pack policy" in preview and "set -o pipefail" in preview
+
+
+def requirement_lines(path: Path) -> list[str]:
+    """The requirements in a pip requirements file: comments and blank lines left out."""
+    lines = (line.split("#", 1)[0].strip() for line in path.read_text().splitlines())
+    return [line for line in lines if line]
+
+
+def test_the_file_pulumi_installs_from_installs_this_project():
+    """Pulumi's pip toolchain runs ``pip install -r requirements.txt`` in the project
+    directory and installs nothing without one (pulumi/pulumi sdk/python/toolchain/pip.go,
+    ``InstallDependencies``): the file must be there and name this project.
+    """
+    import tomllib
+
+    assert requirement_lines(ROOT / "requirements.txt") == ["-e ."]
+    assert tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]["name"] == \
+        "clusterprint"
+
+
+def test_preview_installs_the_program_into_pulumis_venv_before_previewing(workflow):
+    preview = [step.get("run", "") for step in workflow["jobs"]["preview"]["steps"]]
+    install = next(i for i, run in enumerate(preview) if "pulumi install" in run)
+    previewed = next(i for i, run in enumerate(preview) if "pulumi preview" in run)
+    assert install < previewed
+    venv = YAML(typ="safe").load((ROOT / "Pulumi.yaml").read_text())["runtime"]["options"][
+        "virtualenv"]
+    # The import from Pulumi's venv, isolated from the checkout in the working directory,
+    # fails the step when `pulumi install` installed nothing.
+    assert f"{venv}/bin/python -I -c 'import clusterprint.components.program'" in \
+        preview[install].split("pulumi install", 1)[1]

@@ -1,13 +1,16 @@
 """Pulumi mocks that record every registered resource, for the component tests.
 
 The recording monitor sees what ``MockResourceArgs`` does not carry: each resource's
-parent and its ``protect`` option. Outputs a test needs are resolved inside the same
-``pulumi.runtime.test`` run that declares the resources, so one event loop serves the
-whole test and no SDK thread outlives it (pulumi/pulumi#7663).
+parent and its ``protect`` option; the engine's log records what the program's
+``pulumi.log`` calls sent (the mock engine hands each ``LogRequest`` to a logger at its
+severity, as the real engine shows it in the diagnostics). Outputs a test needs are
+resolved inside the same ``pulumi.runtime.test`` run that declares the resources, so one
+event loop serves the whole test and no SDK thread outlives it (pulumi/pulumi#7663).
 """
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
@@ -112,11 +115,34 @@ class RecordingMonitor(MockMonitor):
         return response
 
 
+class EngineLog(logging.Handler):
+    """Every message the program logged through the engine, with its severity."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.messages: list[tuple[str, str]] = []
+
+    def emit(self, record: logging.LogRecord) -> None:
+        self.messages.append((record.levelname.lower(), record.getMessage()))
+
+
+def engine_logger(log: EngineLog) -> logging.Logger:
+    """A logger of its own (not in logging's registry) that only ``log`` hears."""
+    logger = logging.Logger("pulumi-engine")
+    logger.addHandler(log)
+    return logger
+
+
 class Cloud:
     """The recorded resources of one test, with the lookups the tests need."""
 
-    def __init__(self, monitor: RecordingMonitor) -> None:
+    def __init__(self, monitor: RecordingMonitor, log: EngineLog) -> None:
         self._monitor = monitor
+        self._log = log
+
+    def logged(self, severity: str) -> list[str]:
+        """The messages logged at ``severity`` ("warning", "error", ...), in order."""
+        return [message for level, message in self._log.messages if level == severity]
 
     @property
     def resources(self) -> list[Registered]:
@@ -149,7 +175,7 @@ class Cloud:
 @pytest.fixture
 def cloud() -> Cloud:
     """Fresh mocks for one test: nothing recorded by another test leaks in."""
-    monitor = RecordingMonitor(RecordingMocks())
+    monitor, log = RecordingMonitor(RecordingMocks()), EngineLog()
     pulumi.runtime.set_mocks(monitor.recording, project="clusterprint", stack="test",
-                             preview=False, monitor=monitor)
-    return Cloud(monitor)
+                             preview=False, monitor=monitor, logger=engine_logger(log))
+    return Cloud(monitor, log)

@@ -8,20 +8,56 @@ import pytest
 from clusterprint.components import program
 from tests.components.conftest import ROOT
 
+CPU_SMALL = ROOT / "blueprints" / "cpu-small.yaml"
 
-def test_the_configured_blueprint_is_built_and_exported(cloud, monkeypatch):
+
+@pytest.fixture
+def config(monkeypatch):
+    """The stack's config as ``pulumi up`` passes it, set per test and restored after."""
     monkeypatch.chdir(ROOT)  # `pulumi up` runs the program in the project directory
-    monkeypatch.setitem(pulumi.runtime.config.CONFIG.get(), "clusterprint:blueprint",
-                        "blueprints/cpu-small.yaml")
+    values = pulumi.runtime.config.CONFIG.get()
+
+    def set_key(key: str, value: str) -> None:
+        monkeypatch.setitem(values, key, value)
+
+    for key in ("clusterprint:blueprint", "gcp:project"):
+        monkeypatch.delitem(values, key, raising=False)
+    return set_key
+
+
+def test_the_configured_blueprint_is_built_and_exported(cloud, config):
+    config("clusterprint:blueprint", "blueprints/cpu-small.yaml")
     controller = cloud.run(lambda: program.main().exports["controller"])
     assert controller == "cpu-small-controller"
     assert cloud.one("clusterprint:index:TrainingCluster").name == "cpu-small"
+    assert cloud.logged("warning") == []
+
+
+def test_a_stack_without_a_blueprint_is_refused_with_the_command_that_sets_one(cloud, config):
+    """No default: without the key nothing is declared, and the error says what to run."""
+    with pytest.raises(pulumi.RunError) as refused:
+        cloud.run(program.main)
+    message = str(refused.value)
+    assert "clusterprint:blueprint is not set" in message
+    assert "    pulumi config set clusterprint:blueprint blueprints/cpu-small.yaml\n" in message
+    listed = message.split("reference blueprints: ", 1)[1]
+    reference = sorted(p.relative_to(ROOT).as_posix() for p in (ROOT / "blueprints").glob("*.yaml"))
+    assert listed.startswith(", ".join(reference) + ", or a file of your own")
+    assert not cloud.resources
+
+
+def test_outside_a_project_the_refusal_still_names_the_command(cloud, config, tmp_path,
+                                                                 monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    with pytest.raises(pulumi.RunError) as refused:
+        cloud.run(program.main)
+    assert str(refused.value).endswith(
+        "pulumi config set clusterprint:blueprint PATH/TO/BLUEPRINT.yaml")
 
 
 def test_an_invalid_blueprint_is_refused_with_the_validator_lines(cloud, tmp_path):
     bad = tmp_path / "bad.yaml"
-    text = (ROOT / "blueprints" / "cpu-small.yaml").read_text()
-    bad.write_text(text.replace("capacity_gib: 1024", "capacity_gib: 10"))
+    bad.write_text(CPU_SMALL.read_text().replace("capacity_gib: 1024", "capacity_gib: 10"))
     with pytest.raises(pulumi.RunError) as refused:
         cloud.run(lambda: program.build(str(bad)))
     assert f"{bad}:" in str(refused.value)
@@ -29,17 +65,56 @@ def test_an_invalid_blueprint_is_refused_with_the_validator_lines(cloud, tmp_pat
     assert not cloud.resources
 
 
+def test_a_validator_warning_reaches_pulumis_log_as_validate_prints_it(cloud, config, tmp_path):
+    from clusterprint.validate import check_file
+
+    typo = tmp_path / "typo.yaml"
+    typo.write_text(CPU_SMALL.read_text().replace("machine_type: n2-standard-4",
+                                                  "machine_type: n2-standrd-4"))
+    cloud.run(lambda: program.build(str(typo)).exports["controller"])
+    assert cloud.logged("warning") == check_file(str(typo)).lines()
+    assert cloud.logged("warning") == [
+        f"{typo}:24:21: warning: slurm.nodesets[0].machine_type: n2-standrd-4 is not a "
+        "machine type clusterprint knows; its nodes would get no GPU GRES, no GPU networks "
+        "and the CPU image (did you mean n2-standard-4?)"]
+    assert cloud.one("clusterprint:index:TrainingCluster").name == "cpu-small"
+
+
+def test_a_stack_project_other_than_the_blueprints_is_a_warning(cloud, config):
+    config("clusterprint:blueprint", "blueprints/cpu-small.yaml")
+    config("gcp:project", "other-project")
+    cloud.run(lambda: program.main().exports["controller"])
+    assert cloud.logged("warning") == [
+        "blueprints/cpu-small.yaml: warning: project: my-project differs from the stack's "
+        "gcp:project other-project; every resource is created in my-project, the blueprint's "
+        "project (pulumi config set gcp:project my-project, or remove project from the "
+        "blueprint to use the stack's)"]
+    # The resources really are in the blueprint's project, as the warning says.
+    projects = {r.inputs["project"] for r in cloud.resources if "project" in r.inputs}
+    assert projects == {"my-project"}
+
+
+def test_the_same_project_in_stack_and_blueprint_warns_of_nothing(cloud, config):
+    config("clusterprint:blueprint", "blueprints/cpu-small.yaml")
+    config("gcp:project", "my-project")
+    cloud.run(lambda: program.main().exports["controller"])
+    assert cloud.logged("warning") == []
+
+
 def test_the_project_file_names_what_the_program_reads():
-    """Pulumi.yaml's project name and config key are the ones the program and plan use."""
+    """Pulumi.yaml's project name is the plan's; the blueprint key is not declared there.
+
+    A key declared under ``config:`` without a default is one the CLI requires before the
+    program runs (pulumi/pulumi sdk/go/common/workspace/config.go, ``mergeConfig``): its
+    bare "missing configuration value" would replace the program's refusal, which names
+    the command and the choices.
+    """
     from ruamel.yaml import YAML
 
     from clusterprint import plan
-    from clusterprint.validate import load_checked
 
     project = YAML(typ="safe").load((ROOT / "Pulumi.yaml").read_text())
     assert project["name"] == plan.PROJECT
     assert project["runtime"] == {"name": "python", "options": {"virtualenv": ".venv"}}
-    key = project["config"][program.BLUEPRINT_KEY]
-    assert key["type"] == "string" and key["default"] == program.DEFAULT_BLUEPRINT
-    assert load_checked(str(ROOT / key["default"])).name == "a3mega"
+    assert program.BLUEPRINT_KEY not in project.get("config", {})
     assert (ROOT / "__main__.py").read_text().count("main()") == 1
