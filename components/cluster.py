@@ -21,11 +21,15 @@ from clusterprint.render.slurm_config import SLURMRESTD_PORT
 
 
 def project_of(blueprint: Blueprint) -> str:
-    """The blueprint's project, else the stack's ``gcp:project``."""
+    """The blueprint's project, else the stack's ``gcp:project``.
+
+    Neither is a user's mistake, not a bug: ``RunError`` makes Pulumi print the message
+    and the fix alone, without a Python traceback.
+    """
     project = blueprint.project or pulumi.Config("gcp").get("project")
     if not project:
-        raise ValueError("no project: set `project` in the blueprint or "
-                         "`pulumi config set gcp:project PROJECT`")
+        raise pulumi.RunError("no project: set `project` in the blueprint or run "
+                              "`pulumi config set gcp:project PROJECT`")
     return project
 
 

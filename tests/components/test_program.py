@@ -94,6 +94,21 @@ def test_a_stack_project_other_than_the_blueprints_is_a_warning(cloud, config):
     assert projects == {"my-project"}
 
 
+def test_a_blueprint_without_project_on_a_stack_without_one_is_refused_with_the_fix(
+        cloud, config, tmp_path):
+    bare = tmp_path / "bare.yaml"
+    lines = CPU_SMALL.read_text().splitlines(keepends=True)
+    bare.write_text("".join(line for line in lines if not line.startswith("project:")))
+    with pytest.raises(pulumi.RunError) as refused:
+        cloud.run(lambda: program.build(str(bare)))
+    assert str(refused.value) == ("no project: set `project` in the blueprint or run "
+                                  "`pulumi config set gcp:project PROJECT`")
+    config("gcp:project", "stack-project")
+    cloud.run(lambda: program.build(str(bare)).exports["controller"])
+    assert {r.inputs["project"] for r in cloud.resources if "project" in r.inputs} == {
+        "stack-project"}
+
+
 def test_the_same_project_in_stack_and_blueprint_warns_of_nothing(cloud, config):
     config("clusterprint:blueprint", "blueprints/cpu-small.yaml")
     config("gcp:project", "my-project")
