@@ -6,9 +6,9 @@ credentials, no network, no Pulumi CLI. Values only the cloud knows print as
 
 --json prints {"resources": [{"type", "name", "parent", "inputs", "dependencies",
 "protect"}], "outputs": {...}, "summary": {...}}: type is Pulumi's type token, name the
-logical name, parent the parent's logical name (null at the top), inputs as the engine receives them
-(camelCase), dependencies the logical names of the resources it waits for, protect its
-protect option; outputs are the stack's outputs. Save it for `clusterprint diff`.
+logical name, parent the parent's logical name (null at the top), inputs as the engine
+receives them (camelCase), dependencies the logical names of the resources it waits for,
+protect its protect option; outputs are the stack's outputs. Save it for `clusterprint diff`.
 
 Both forms end with a summary (--json: the "summary" key): nodes per machine type (with
 the max_count ceiling where one is set), GPUs per type and in all, login and controller
