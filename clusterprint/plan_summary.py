@@ -93,9 +93,10 @@ def _cost(bp: Blueprint) -> dict[str, Any]:
              "no discounts (committed or sustained use) and no network egress",
              f"monthly = hourly x {catalog.HOURS_PER_MONTH}",
              "only the nodes kept up (count); nodes added up to max_count cost more"]
-    if any(ns.provisioning == "reservation" for ns in bp.slurm.nodesets):
+    kept_up = {ns.provisioning for ns in bp.slurm.nodesets if ns.count > 0}
+    if "reservation" in kept_up:
         notes.append("reserved nodes are estimated at the on-demand price")
-    if any(ns.provisioning == "spot" for ns in bp.slurm.nodesets):
+    if "spot" in kept_up:
         notes.append("spot prices as of the day read: they change up to once a day")
     notes.append("boot disks of the controller and login nodes and the controller's state "
                  "disk are not counted" if bp.orchestrator == "self-managed"
@@ -158,13 +159,11 @@ def _disk_items(bp: Blueprint) -> list[dict[str, Any]]:
     for ns in bp.slurm.nodesets:
         if ns.count == 0:
             continue
-        price = catalog.DISK_PRICES.get(ns.boot_disk_type)
         items.append(_item(
             f"boot disks of nodeset {ns.name}: {ns.count} x {ns.boot_disk.size_gb} GiB "
             f"{ns.boot_disk_type}", ns.count * ns.boot_disk.size_gb, "GiB-month",
-            _Price(price.per_gib_month, price.source) if price else
-            _Price(None, note=catalog.UNPRICED_DISKS.get(ns.boot_disk_type,
-                                                         "not in the price table"))))
+            _storage_price(catalog.DISK_PRICES.get(ns.boot_disk_type), catalog.UNPRICED_DISKS.get(
+                ns.boot_disk_type, "not in the price table"))))
     return items
 
 
@@ -173,19 +172,24 @@ def _storage_items(bp: Blueprint) -> list[dict[str, Any]]:
     items = []
     home = bp.storage.home.filestore if bp.storage.home.uses_filestore else None
     if home is not None:
-        price = catalog.FILESTORE_PRICES.get(home.tier)
         items.append(_item(
             f"Filestore /home: {home.capacity_gib} GiB {home.tier}", home.capacity_gib,
-            "GiB-month", _Price(price.per_gib_month, price.source) if price else
-            _Price(None, note=catalog.UNPRICED_FILESTORE_TIERS[home.tier])))
+            "GiB-month", _storage_price(catalog.FILESTORE_PRICES.get(home.tier),
+                                        catalog.UNPRICED_FILESTORE_TIERS.get(home.tier, ""))))
     for entry in bp.storage.lustre:
-        price = catalog.LUSTRE_PRICES.get(entry.performance_tier)
+        tier = entry.performance_tier
         items.append(_item(
-            f"Lustre {entry.name}: {entry.capacity_gib} GiB tier {entry.performance_tier}",
-            entry.capacity_gib, "GiB-month",
-            _Price(price.per_gib_month, price.source) if price else
-            _Price(None, note=catalog.UNPRICED_LUSTRE_TIERS[entry.performance_tier])))
+            f"Lustre {entry.name}: {entry.capacity_gib} GiB tier {tier}", entry.capacity_gib,
+            "GiB-month", _storage_price(catalog.LUSTRE_PRICES.get(tier),
+                                        catalog.UNPRICED_LUSTRE_TIERS.get(tier, ""))))
     return items
+
+
+def _storage_price(price: catalog.StoragePrice | None, unpriced_reason: str) -> _Price:
+    """A per GiB-month price from one of the catalog's storage tables, or why there is none."""
+    if price is None:
+        return _Price(None, note=unpriced_reason)
+    return _Price(price.per_gib_month, price.source)
 
 
 def _item(what: str, quantity: int, per: str, price: _Price) -> dict[str, Any]:
