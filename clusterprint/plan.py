@@ -27,6 +27,8 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
+from clusterprint.plan_summary import summarize, summary_text
+
 if TYPE_CHECKING:
     from clusterprint.model import Blueprint
 
@@ -87,10 +89,14 @@ class Plan:
     resources: list[PlannedResource] = field(default_factory=list)
     #: The stack's outputs (``pulumi stack output``), as the stack registers them.
     outputs: dict[str, Any] = field(default_factory=dict)
+    #: What the cluster holds and an estimate of its cost (clusterprint.plan_summary), for a
+    #: plan of a blueprint; None for a plan of another program, or one saved without it.
+    summary: dict[str, Any] | None = None
 
     def as_json(self) -> dict[str, Any]:
-        """The ``plan --json`` object."""
-        return {"resources": [r.as_json() for r in self.resources], "outputs": self.outputs}
+        """The ``plan --json`` object; ``summary`` only where the plan has one."""
+        data = {"resources": [r.as_json() for r in self.resources], "outputs": self.outputs}
+        return data if self.summary is None else {**data, "summary": self.summary}
 
     def json_text(self) -> str:
         """Same plan, same bytes: sorted keys, fixed indentation, trailing newline."""
@@ -105,7 +111,7 @@ class Plan:
         """
         if not isinstance(data, dict) or not isinstance(data.get("resources"), list):
             raise PlanFormatError('a saved plan is an object with a "resources" list')
-        extra = sorted(set(data) - {"resources", "outputs"})
+        extra = sorted(set(data) - {"resources", "outputs", "summary"})
         if extra:
             terraform = " (it looks like a Terraform state)" if "terraform_version" in data else ""
             raise PlanFormatError(f"unexpected top-level key {json.dumps(extra[0])}{terraform}")
@@ -119,7 +125,10 @@ class Plan:
         outputs = data.get("outputs", {})
         if not isinstance(outputs, dict):
             raise PlanFormatError('"outputs" must be an object')
-        return cls(resources, outputs)
+        summary = data.get("summary")
+        if summary is not None and not isinstance(summary, dict):
+            raise PlanFormatError('"summary" must be an object')
+        return cls(resources, outputs, summary)
 
     def tree_text(self) -> str:
         """The readable form: the component hierarchy with each resource's key inputs."""
@@ -128,7 +137,8 @@ class Plan:
         custom = sum(1 for r in self.resources if not r.is_component)
         lines.append(f"\n{custom} resources to create "
                      f"({len(self.resources) - custom} components group them)")
-        return "\n".join(lines) + "\n"
+        text = "\n".join(lines) + "\n"
+        return text if self.summary is None else text + summary_text(self.summary)
 
 
 #: The keys of each resource in ``plan --json``, all of them always written.
@@ -251,8 +261,11 @@ def blueprint_program(blueprint: Blueprint) -> Callable[[], object]:
 
 
 def plan_blueprint(blueprint: Blueprint) -> Plan:
-    """The plan of a blueprint that ``clusterprint validate`` accepts (the caller checks it)."""
-    return plan_program(blueprint_program(blueprint), {"gcp:project": STACK_PROJECT})
+    """The plan of a blueprint that ``clusterprint validate`` accepts (the caller checks it),
+    with its summary: what the cluster holds and what it would cost."""
+    plan = plan_program(blueprint_program(blueprint), {"gcp:project": STACK_PROJECT})
+    plan.summary = summarize(blueprint)
+    return plan
 
 
 class _EchoMocks:

@@ -5,10 +5,17 @@ credentials, no network, no Pulumi CLI. Values only the cloud knows print as
 [unknown], ids as [id of NAME], secrets as [secret]. Same blueprint, same output.
 
 --json prints {"resources": [{"type", "name", "parent", "inputs", "dependencies",
-"protect"}], "outputs": {...}}: type is Pulumi's type token, name the logical name,
-parent the parent's logical name (null at the top), inputs as the engine receives them
-(camelCase), dependencies the logical names of the resources it waits for, protect its
-protect option; outputs are the stack's outputs. Save it for `clusterprint diff`.
+"protect"}], "outputs": {...}, "summary": {...}}: type is Pulumi's type token, name the
+logical name, parent the parent's logical name (null at the top), inputs as the engine
+receives them (camelCase), dependencies the logical names of the resources it waits for,
+protect its protect option; outputs are the stack's outputs. Save it for `clusterprint diff`.
+
+Both forms end with a summary (--json: the "summary" key): nodes per machine type (with
+the max_count ceiling where one is set), GPUs per type and in all, login and controller
+VMs, Filestore and Lustre GiB per tier, buckets, and an estimated cost per hour and per
+month (730 hours) at list prices in one reference region (us-central1): no discounts, no
+network egress, reserved nodes at the on-demand price. Each price names its source and the
+day it was read; what has no price on record is listed as such and left out of the total.
 
 FILE is read once, so it may be a pipe: `clusterprint plan <(git show main:bp.yaml)`.
 
