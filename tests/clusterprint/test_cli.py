@@ -17,7 +17,7 @@ def test_top_level_help_lists_every_command(capsys):
         main(["--help"])
     out = capsys.readouterr().out
     assert exc.value.code == 0
-    assert out.startswith("usage: clusterprint [-h] COMMAND ...")
+    assert out.startswith("usage: clusterprint [-h] [--version] COMMAND ...")
     for name, help_text in COMMANDS.items():
         first_words = r"\s+".join(help_text.split()[:3])
         assert re.search(rf"^\s+{name}\s+{first_words}", out, re.MULTILINE), name
