@@ -12,6 +12,8 @@ import importlib
 import os
 import sys
 
+from clusterprint.version import version
+
 #: Command name -> one-line help. The module ``clusterprint.commands.<name>`` implements it.
 COMMANDS = {
     "validate": "check blueprint files and print every problem, one per line",
@@ -50,6 +52,7 @@ def build_parser(only: str | None = None) -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="clusterprint", description=DESCRIPTION,
         formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--version", action="version", version=f"clusterprint {version()}")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
     for name, help_text in COMMANDS.items():
         if name != only:

@@ -14,7 +14,7 @@ import json
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
-from clusterprint.findings import format_path
+from clusterprint.findings import Located, format_path
 from clusterprint.plan import Plan, mock_id
 from clusterprint.replacements import (
     forces_replacement,
@@ -225,7 +225,15 @@ def _normalise(path: InputPath) -> str:
 
 
 class DiffInputError(Exception):
-    """An OLD or NEW argument that is neither a valid blueprint nor a saved plan."""
+    """An OLD or NEW argument that is neither a valid blueprint nor a saved plan.
+
+    For an invalid blueprint ``findings`` holds the validator's findings (the text is
+    their lines), so the command prints them as ``validate`` does.
+    """
+
+    def __init__(self, message: str, findings: list[Located] | None = None) -> None:
+        super().__init__(message)
+        self.findings = findings or []
 
 
 def load_plan(path: str) -> Plan:
@@ -257,5 +265,5 @@ def load_plan(path: str) -> Plan:
                                  f'(apiVersion: clusterprint/v1)')
     checked = check_text(path, text, is_json=path.lower().endswith(".json"))
     if not checked.ok or checked.blueprint is None:
-        raise DiffInputError("\n".join(checked.lines()))
+        raise DiffInputError("\n".join(checked.lines()), checked.findings)
     return plan_blueprint(checked.blueprint)

@@ -6,8 +6,10 @@ the caller decides what fails (errors do, warnings do not).
 
 from __future__ import annotations
 
+from collections import Counter
+from collections.abc import Iterable
 from dataclasses import dataclass
-from typing import Literal
+from typing import Literal, get_args
 
 Severity = Literal["error", "warning"]
 KeyPath = tuple[str | int, ...]
@@ -76,6 +78,17 @@ def warning(path: KeyPath, message: str, hint: Hint = None, *, rule: str = "") -
     return _finding(path, message, hint, rule, "warning")
 
 
+def count_text(findings: Iterable[Finding]) -> str | None:
+    """How many of each level, ``2 errors, 1 warning``; None when there are none at all.
+
+    A level with none is left out (``1 error``), so the line says only what is there.
+    """
+    counts = Counter(f.severity for f in findings)
+    parts = [f"{n} {level}{'' if n == 1 else 's'}" for level in get_args(Severity)
+             if (n := counts[level])]
+    return ", ".join(parts) or None
+
+
 @dataclass(frozen=True)
 class Located:
     """A finding placed in a file, ready to print."""
@@ -85,13 +98,17 @@ class Located:
     column: int | None
     finding: Finding
 
+    @property
+    def place(self) -> str:
+        """``FILE:LINE:COL``, or ``FILE`` for a finding about the whole file."""
+        return self.file if self.line is None else f"{self.file}:{self.line}:{self.column}"
+
     def line_text(self) -> str:
         """The contract's one-line form: ``FILE:LINE:COL: error: KEY.PATH: message (hint)``."""
         f = self.finding
-        where = self.file if self.line is None else f"{self.file}:{self.line}:{self.column}"
         hint = f" ({f.hint})" if f.hint else ""
         key = f"{format_path(f.path)}: " if f.path else ""
-        return f"{where}: {f.severity}: {key}{f.message}{hint}"
+        return f"{self.place}: {f.severity}: {key}{f.message}{hint}"
 
     def as_json(self) -> dict:
         """The same finding for ``--format json``."""

@@ -103,7 +103,10 @@ class Network(Strict):
         default_factory=lambda: [catalog.IAP_RANGE],
         description="Sources allowed to reach SSH. Default: IAP TCP forwarding only; an empty "
                     "list creates no SSH firewall rule.")
-    private_service_access: PrivateServiceAccess = Field(default_factory=PrivateServiceAccess)
+    private_service_access: PrivateServiceAccess = Field(
+        default_factory=PrivateServiceAccess,
+        description="The range Filestore and Managed Lustre are reached through. Default: a "
+                    "/20 that Google allocates.")
     peerings: list[Peering] = Field(default_factory=list, description="VPC peerings to add.")
     existing: str | None = Field(
         None, pattern=NETWORK_PATTERN,
@@ -169,23 +172,40 @@ class Storage(Strict):
 
     home: Home = Field(default_factory=_default_home,
                        description="Default: Filestore ZONAL, 1024 GiB.")
-    lustre: list[Lustre] = Field(default_factory=list)
-    buckets: list[Bucket] = Field(default_factory=list)
+    lustre: list[Lustre] = Field(
+        default_factory=list,
+        description="Managed Lustre instances, each mounted at /lustre/<name> unless `mount` "
+                    "says otherwise. Default: none.")
+    buckets: list[Bucket] = Field(
+        default_factory=list,
+        description="Cloud Storage buckets mounted with Cloud Storage FUSE, at /gcs/<bucket> "
+                    "unless `mount` says otherwise. Default: none.")
     protect: bool = Field(True, description="Data-bearing resources refuse deletion.")
 
 
 class Controller(Strict):
     """The Slurm controller VM."""
 
-    machine_type: str = Field("c2-standard-8", pattern=MACHINE_TYPE_PATTERN)
-    disk_size_gb: int = Field(100, ge=50, le=65536)
+    machine_type: str = Field(
+        "c2-standard-8", pattern=MACHINE_TYPE_PATTERN,
+        description="Machine type of the controller VM, which runs slurmctld and, with "
+                    "accounting on, slurmdbd. Default c2-standard-8.")
+    disk_size_gb: int = Field(
+        100, ge=50, le=65536,
+        description="Boot disk size of the controller VM in GB, 50 to 65536 (default 100). "
+                    "Slurm's state and the accounting database live on a separate state "
+                    "disk.")
 
 
 class Login(Strict):
     """Login nodes users SSH into (through IAP) to submit jobs."""
 
-    count: int = Field(1, ge=0, le=16)
-    machine_type: str = Field("n2-standard-4", pattern=MACHINE_TYPE_PATTERN)
+    count: int = Field(1, ge=0, le=16,
+                       description="How many login VMs, 0 to 16 (default 1); a managed "
+                                   "cluster needs at least 1.")
+    machine_type: str = Field("n2-standard-4", pattern=MACHINE_TYPE_PATTERN,
+                              description="Machine type of each login VM. Default "
+                                          "n2-standard-4.")
 
 
 class BootDisk(Strict):
@@ -193,14 +213,19 @@ class BootDisk(Strict):
 
     type: Literal["pd-standard", "pd-balanced", "pd-ssd", "hyperdisk-balanced"] | None = Field(
         None, description="Default pd-balanced, or hyperdisk-balanced where the family needs it.")
-    size_gb: int = Field(200, ge=50, le=65536)
+    size_gb: int = Field(200, ge=50, le=65536,
+                         description="Boot disk size in GB, 50 to 65536 (default 200).")
 
 
 class Image(Strict):
     """A custom boot image, by family."""
 
-    project: str = Field(pattern=PROJECT_PATTERN)
-    family: str = Field(pattern=IMAGE_FAMILY_PATTERN)
+    project: str = Field(pattern=PROJECT_PATTERN,
+                         description="The project that holds the image family.")
+    family: str = Field(pattern=IMAGE_FAMILY_PATTERN,
+                        description="The image family: VMs boot its newest image that is not "
+                                    "deprecated, which must match the machine's CPU "
+                                    "architecture (arm64 for A4X).")
 
 
 Provisioning = Literal["on-demand", "spot", "flex-start", "reservation"]
@@ -210,14 +235,24 @@ class Nodeset(Strict):
     """A group of identical compute VMs: one instance template and one instance group."""
 
     name: str = Field(pattern=LIST_NAME_PATTERN, description="Also the Slurm node feature.")
-    machine_type: str = Field(pattern=MACHINE_TYPE_PATTERN)
+    machine_type: str = Field(
+        pattern=MACHINE_TYPE_PATTERN,
+        description="Machine type of every VM in the nodeset, e.g. a3-megagpu-8g or "
+                    "n2-standard-4; a GPU machine type brings its GPUs, GPU NICs and GPU "
+                    "networks.")
     count: int = Field(ge=0, le=16384, description="Nodes kept up (static).")
     max_count: int | None = Field(
         None, ge=1, le=16384,
         description="Upper bound for dynamic nodes (Slurm's MaxNodeCount counts it): resize the "
                     "instance group up to it and the extra VMs join Slurm on their own; "
                     "`pulumi up --refresh` sets the group back to `count`. Default `count`.")
-    provisioning: Provisioning = Field("on-demand")
+    provisioning: Provisioning = Field(
+        "on-demand",
+        description="How Compute Engine supplies the VMs: on-demand (the default); spot "
+                    "(cheaper, but Compute Engine may reclaim them at any time); flex-start "
+                    "(Dynamic Workload Scheduler: the VMs come when capacity is found and run "
+                    "at most 7 days); reservation (they consume the one named in "
+                    "`reservation`).")
     reservation: str | None = Field(
         None, pattern=RESERVATION_PATTERN,
         description="[projects/P/reservations/]NAME[/reservationBlocks/B[/reservationSubBlocks/S]]"
@@ -231,7 +266,10 @@ class Nodeset(Strict):
         "none", description="compact: a placement policy keeps the nodes close. Not with a "
                             "reservation: reserved VMs are placed by the reservation (its own "
                             "compact policy, or the block or sub-block named).")
-    boot_disk: BootDisk = Field(default_factory=BootDisk)
+    boot_disk: BootDisk = Field(
+        default_factory=BootDisk,
+        description="Type and size of each VM's boot disk. Default: pd-balanced (or "
+                    "hyperdisk-balanced where the machine family needs it), 200 GB.")
     image: Image | None = Field(None, description="Default: the clusterprint Slurm image.")
 
     @property
@@ -264,7 +302,8 @@ class Nodeset(Strict):
 class Partition(Strict):
     """A Slurm partition over one or more nodesets."""
 
-    name: str = Field(pattern=PARTITION_NAME_PATTERN)
+    name: str = Field(pattern=PARTITION_NAME_PATTERN,
+                      description="The Slurm partition name jobs ask for (`sbatch -p NAME`).")
     nodesets: list[str] = Field(min_length=1, description="Names of `slurm.nodesets` entries.")
     default: bool | None = Field(None, description="Default partition; the first one when "
                                                    "none is marked.")
@@ -346,12 +385,25 @@ class Accounting(Strict):
 class Slurm(Strict):
     """The Slurm cluster: controller, login nodes, nodesets and partitions."""
 
-    controller: Controller = Field(default_factory=Controller)
-    login: Login = Field(default_factory=Login)
-    nodesets: list[Nodeset] = Field(min_length=1)
-    partitions: list[Partition] = Field(min_length=1)
-    health_checks: HealthChecks = Field(default_factory=HealthChecks)
-    accounting: Accounting = Field(default_factory=Accounting)
+    controller: Controller = Field(
+        default_factory=Controller,
+        description="The controller VM. Default: c2-standard-8 with a 100 GB boot disk.")
+    login: Login = Field(default_factory=Login,
+                         description="The login VMs. Default: one n2-standard-4.")
+    nodesets: list[Nodeset] = Field(
+        min_length=1, description="Groups of identical compute VMs; at least one.")
+    partitions: list[Partition] = Field(
+        min_length=1,
+        description="Slurm partitions over the nodesets; at least one. Jobs that name none "
+                    "go to the one marked `default`, else the first.")
+    health_checks: HealthChecks = Field(
+        default_factory=HealthChecks,
+        description="GPU health checks and what happens to a failing node. Default: quick "
+                    "checks every 300 s; a failing node is drained.")
+    accounting: Accounting = Field(
+        default_factory=Accounting,
+        description="Job accounting for sacct. Default: on, slurmdbd with MariaDB on the "
+                    "controller.")
 
     @property
     def default_partition(self) -> Partition:
@@ -371,9 +423,14 @@ RecipeName = Literal["llama3-8b-pretrain", "llama3-70b-pretrain", "gemma-2b-sft"
 class RecipeJob(Strict):
     """A training job from the recipe catalog, staged onto the login node."""
 
-    name: RecipeName
+    name: RecipeName = Field(
+        description="A recipe of the catalog: Llama 3 8B or 70B pretraining, Gemma "
+                    "supervised fine-tuning (gemma-2b, gemma-7b, gemma3-1b) or GRPO "
+                    "reinforcement learning (gemma-2b, gemma3-1b, gemma3-27b).")
     partition: str = Field(description="The partition it is submitted to.")
-    nodes: int = Field(1, ge=1, le=16384)
+    nodes: int = Field(1, ge=1, le=16384,
+                       description="Nodes the job runs on (default 1); the partition must "
+                                   "hold that many with the GPUs the recipe needs.")
     data_path: str | None = Field(
         None, pattern=NODE_PATH_PATTERN,
         description="Pretraining only: a Megatron indexed dataset's path prefix on a shared "
@@ -396,8 +453,10 @@ class Blueprint(Strict):
         json_schema_extra={"$schema": "https://json-schema.org/draft/2020-12/schema",
                            "$id": "https://clusterprint.dev/schemas/blueprint.schema.json"})
 
-    api_version: Literal["clusterprint/v1"] = Field(alias="apiVersion")
-    kind: Literal["TrainingCluster"]
+    api_version: Literal["clusterprint/v1"] = Field(
+        alias="apiVersion", description="The blueprint format: clusterprint/v1.")
+    kind: Literal["TrainingCluster"] = Field(
+        description="What the file describes: a TrainingCluster.")
     name: str = Field(pattern=NAME_PATTERN,
                       description="Prefixes every resource; the Slurm ClusterName.")
     labels: dict[Annotated[str, Field(pattern=LABEL_KEY_PATTERN)],
@@ -411,17 +470,31 @@ class Blueprint(Strict):
         json_schema_extra={"additionalProperties": False})
     project: str | None = Field(None, pattern=PROJECT_PATTERN,
                                 description="Default: the stack's gcp:project.")
-    region: str = Field(pattern=REGION_PATTERN)
+    region: str = Field(pattern=REGION_PATTERN,
+                        description="The Google Cloud region, e.g. us-central1, of the "
+                                    "subnets, Cloud NAT and every regional part.")
     zone: str = Field(pattern=ZONE_PATTERN, description="The one zone of every zonal part; "
                                                        "must lie in `region`.")
     orchestrator: Literal["self-managed", "managed"] = Field(
         "self-managed", description="self-managed: Slurm on Compute Engine; managed: the "
                                     "Cluster Director API.")
-    network: Network = Field(default_factory=Network)
-    storage: Storage = Field(default_factory=Storage)
-    slurm: Slurm
-    recipes: list[RecipeJob] = Field(default_factory=list)
-    observability: Observability = Field(default_factory=Observability)
+    network: Network = Field(
+        default_factory=Network,
+        description="The system VPC, the GPU VPCs and egress; every key has a default.")
+    storage: Storage = Field(
+        default_factory=Storage,
+        description="Shared file systems: /home (default: a 1024 GiB ZONAL Filestore), "
+                    "Lustre scratch and bucket mounts.")
+    slurm: Slurm = Field(description="The Slurm cluster: controller, login nodes, nodesets "
+                                     "of compute VMs and partitions.")
+    recipes: list[RecipeJob] = Field(
+        default_factory=list,
+        description="Training jobs from the recipe catalog, staged onto the login node. "
+                    "Default: none.")
+    observability: Observability = Field(
+        default_factory=Observability,
+        description="Where training runs report to: a Vertex AI TensorBoard and a Cloud "
+                    "Monitoring dashboard, both off by default.")
 
     @property
     def mtu(self) -> int:

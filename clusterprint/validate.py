@@ -122,8 +122,11 @@ def rule_findings_despite(data: dict, exc: ValidationError) -> list[Finding]:
     different stand-ins: the default or a first valid value, then a second valid value
     (see ``_stand_in``); unknown keys are dropped. The rules run on both repairs, and a
     finding stands only when both give it: one that a stand-in causes changes with the
-    stand-in. Findings at a repaired value, or inside a mapping that holds one, are
-    dropped too, since any stand-in could be what they complain about.
+    stand-in. Findings at a repaired value are dropped too, since any stand-in could be
+    what they complain about, and so are those in the rest of a repaired scalar's mapping
+    (its siblings are what rules compare it with). A repaired section (a mapping, or a
+    list of them such as a missing ``slurm.partitions``) hides only itself: the problems
+    of its sibling sections (``slurm.nodesets``) still show.
     """
     from clusterprint import rules
 
@@ -166,7 +169,7 @@ STAND_INS: dict[str | None, tuple[str, str]] = {
 
 def _repaired(data: dict, errors: list, which: int) -> tuple[dict, list[KeyPath]]:
     """A copy of ``data`` with each refused value replaced, and the paths rules must skip."""
-    from clusterprint.model_errors import clean_loc
+    from clusterprint.model_errors import clean_loc, model_at
 
     repaired = copy.deepcopy(data)
     shaken: list[KeyPath] = []
@@ -188,7 +191,7 @@ def _repaired(data: dict, errors: list, which: int) -> tuple[dict, list[KeyPath]
                 parent.pop(path[-1], None)
             else:
                 parent[path[-1]] = value
-            shaken.append(path[:-1] if path[:-1] else path)
+            shaken.append(path if len(path) == 1 or model_at(path) else path[:-1])
         else:
             raise _NoStandIn
     return repaired, shaken

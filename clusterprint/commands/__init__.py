@@ -4,9 +4,10 @@ from __future__ import annotations
 
 import argparse
 import sys
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, TextIO
 
 if TYPE_CHECKING:
+    from clusterprint.findings import Located
     from clusterprint.model import Blueprint
 
 
@@ -21,11 +22,30 @@ def checked_blueprint(path: str) -> tuple[Blueprint | None, int]:
     """The valid blueprint in ``path`` and exit 0, or None and validate's exit status.
 
     Commands that need a valid blueprint print its findings to stderr exactly as
-    ``validate`` prints them, warnings included, so their stdout stays their output.
+    ``validate`` prints them, warnings and the count line included, so their stdout
+    stays their output.
     """
     from clusterprint.validate import check_file
 
     checked = check_file(path)
-    for line in checked.lines():
-        print(line, file=sys.stderr)
+    print_findings(checked.findings, sys.stderr)
+    print_count(checked.findings, sys.stderr)
     return (checked.blueprint, 0) if checked.ok else (None, checked.exit_code)
+
+
+def print_findings(located: list[Located], stream: TextIO) -> None:
+    """Each finding as its one line, the level word coloured when ``stream`` is a terminal."""
+    from clusterprint.terminal import colour_wanted, finding_line
+
+    colour = colour_wanted(stream)
+    for finding in located:
+        print(finding_line(finding, colour), file=stream)
+
+
+def print_count(located: list[Located], stream: TextIO) -> None:
+    """The line that ends a list of findings, ``2 errors, 1 warning``; nothing for none."""
+    from clusterprint.findings import count_text
+
+    text = count_text(f.finding for f in located)
+    if text:
+        print(text, file=stream)

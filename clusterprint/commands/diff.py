@@ -21,7 +21,7 @@ import argparse
 import json
 import sys
 
-from clusterprint.commands import file_argument
+from clusterprint.commands import file_argument, print_count, print_findings
 
 #: Exit status when a data-bearing resource would be replaced or deleted.
 EXIT_DATA_LOSS = 3
@@ -51,7 +51,11 @@ def run(args: argparse.Namespace) -> int:
     try:
         old, new = load_plan(args.old), load_plan(args.new)
     except DiffInputError as exc:
-        print(exc, file=sys.stderr)
+        if exc.findings:
+            print_findings(exc.findings, sys.stderr)
+            print_count(exc.findings, sys.stderr)
+        else:
+            print(exc, file=sys.stderr)
         return EXIT_BAD_INPUT
     diff = diff_plans(old, new)
     if args.format == "json":

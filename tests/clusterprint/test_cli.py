@@ -17,7 +17,7 @@ def test_top_level_help_lists_every_command(capsys):
         main(["--help"])
     out = capsys.readouterr().out
     assert exc.value.code == 0
-    assert out.startswith("usage: clusterprint [-h] COMMAND ...")
+    assert out.startswith("usage: clusterprint [-h] [--version] COMMAND ...")
     for name, help_text in COMMANDS.items():
         first_words = r"\s+".join(help_text.split()[:3])
         assert re.search(rf"^\s+{name}\s+{first_words}", out, re.MULTILINE), name
@@ -48,7 +48,7 @@ def test_whole_process_never_prints_a_traceback(tmp_path):
     assert result.stdout.splitlines() == [
         f"{bad}:6:1: error: invalid YAML: expected ',' or ']', but got '<stream end>'",
         f"{missing}: error: no such file"]
-    assert result.stderr == "blueprints/a4.yaml: ok\n"
+    assert result.stderr == "blueprints/a4.yaml: ok\n2 errors\n"
 
 
 def test_validate_does_not_import_pulumi(tmp_path):
@@ -123,7 +123,9 @@ def test_validate_and_plan_of_an_invalid_pipe_print_the_same_lines():
     planned = clusterprint("plan", "/dev/stdin", stdin=text)
     assert validated.returncode == planned.returncode == 1
     assert validated.stdout.startswith("/dev/stdin:12:7: error: zone: zone us-east1-b is not in")
-    assert planned.stderr == validated.stdout and planned.stdout == ""
+    # validate's findings (stdout) and its count line (stderr), all on plan's stderr.
+    assert validated.stderr == "1 error\n"
+    assert planned.stderr == validated.stdout + validated.stderr and planned.stdout == ""
 
 
 @pytest.mark.parametrize("argv", [
@@ -171,7 +173,7 @@ def test_unreadable_values_are_one_line_in_a_real_process(tmp_path, text, line):
     path.write_text(text)
     result = clusterprint("validate", str(path))
     assert (result.returncode, result.stdout, result.stderr) == (
-        1, line.format(f=path) + "\n", "")
+        1, line.format(f=path) + "\n", "1 error\n")
 
 
 def test_a_key_with_a_newline_or_escape_prints_escaped_on_one_line(tmp_path):

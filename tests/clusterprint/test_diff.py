@@ -393,6 +393,10 @@ def test_an_invalid_blueprint_exits_1_with_the_validator_lines(tmp_path, capsys,
     assert main(["diff", a3mega_plan, bad]) == 1
     err = capsys.readouterr().err
     assert "error: storage.lustre[0].capacity_gib" in err and "Traceback" not in err
+    assert main(["validate", bad]) == 1
+    validated = capsys.readouterr()
+    assert err == validated.out + validated.err  # the same lines, and the count line last
+    assert err.splitlines()[-1] == "1 error"
 
 
 def storage_edit(name, edits, storages, nodesets):

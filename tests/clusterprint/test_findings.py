@@ -2,7 +2,7 @@
 
 import pytest
 
-from clusterprint.findings import Finding, Located, error, format_path, warning
+from clusterprint.findings import Finding, Located, count_text, error, format_path, warning
 
 
 @pytest.mark.parametrize(("path", "text"), [
@@ -44,3 +44,17 @@ def test_json_form_has_every_field():
         "file": "bp.yaml", "line": 5, "column": 7, "path": "zone",
         "rule": "location.zone-in-region", "severity": "error",
         "message": "zone us-east1-b is not in region us-central1", "hint": "try us-central1-a"}
+
+
+@pytest.mark.parametrize(("errors", "warnings", "text"), [
+    (0, 0, None),
+    (1, 0, "1 error"),
+    (2, 0, "2 errors"),
+    (0, 1, "1 warning"),
+    (0, 3, "3 warnings"),
+    (2, 1, "2 errors, 1 warning"),
+    (1, 2, "1 error, 2 warnings"),
+])
+def test_count_text_says_each_level_in_its_number(errors, warnings, text):
+    findings = [error(("zone",), "e")] * errors + [warning(("network", "mtu"), "w")] * warnings
+    assert count_text(reversed(findings)) == text

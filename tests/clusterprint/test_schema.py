@@ -1,11 +1,14 @@
 """The committed JSON Schema is the model's, a valid 2020-12 schema, and agrees with it."""
 
 import json
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 from jsonschema import Draft202012Validator
+from pydantic import BaseModel
 
+from clusterprint import model
 from clusterprint.loader import parse
 from clusterprint.schema import blueprint_schema, schema_text
 from tests.clusterprint.blueprint_texts import DROP, MINIMAL, apply_overrides, blueprint_text
@@ -71,3 +74,48 @@ def test_model_and_schema_refuse_the_same_mistakes(validator, check, overrides):
     data = apply_overrides(MINIMAL, overrides)
     assert list(validator.iter_errors(data)), "the JSON Schema accepts it"
     assert check(blueprint_text(overrides)).exit_code == 1, "the model accepts it"
+
+
+def undescribed(node, where: str = "#") -> Iterator[str]:
+    """Every property, anywhere in ``node`` (defs, items, anyOf branches), without a description."""
+    if isinstance(node, list):
+        for index, item in enumerate(node):
+            yield from undescribed(item, f"{where}/{index}")
+        return
+    if not isinstance(node, dict):
+        return
+    for key, value in node.get("properties", {}).items():
+        if not (isinstance(value, dict) and str(value.get("description", "")).strip()):
+            yield f"{where}/properties/{key}"
+    for key, value in node.items():
+        yield from undescribed(value, f"{where}/{key}")
+
+
+def properties(node) -> int:
+    """How many properties ``node`` declares, anywhere in it."""
+    if isinstance(node, list):
+        return sum(properties(item) for item in node)
+    if not isinstance(node, dict):
+        return 0
+    return len(node.get("properties", {})) + sum(properties(v) for v in node.values())
+
+
+def test_every_key_of_the_schema_has_a_description():
+    schema = blueprint_schema()
+    assert list(undescribed(schema)) == []
+    # The walk reached every key: one property for each field of each model class.
+    fields = sum(len(cls.model_fields) for cls in vars(model).values()
+                 if isinstance(cls, type) and issubclass(cls, BaseModel) and cls is not BaseModel)
+    assert properties(schema) == fields
+
+
+def test_the_description_walk_reaches_defs_items_and_any_of_branches():
+    schema = {"properties": {"a": {"description": "top", "type": "array",
+                                   "items": {"properties": {"b": {"type": "string"}}}},
+                             "c": {"anyOf": [{"type": "null"},
+                                             {"properties": {"d": {"description": " "}}}]}},
+              "$defs": {"E": {"properties": {"f": {"$ref": "#/$defs/E"},
+                                             "g": {"description": "fine"}}}}}
+    assert sorted(undescribed(schema)) == [
+        "#/$defs/E/properties/f", "#/properties/a/items/properties/b",
+        "#/properties/c", "#/properties/c/anyOf/1/properties/d"]

@@ -1,12 +1,18 @@
 """load_checked: what the stack program and plan use, refusing exactly as validate does."""
 
 import re
+from collections.abc import Iterator
 from pathlib import Path
+from typing import get_origin
 
 import pytest
+from pydantic import BaseModel
 
+from clusterprint.findings import format_path
+from clusterprint.model import Blueprint
+from clusterprint.model_errors import model_at
 from clusterprint.validate import InvalidBlueprint, check_file, check_text, load_checked
-from tests.clusterprint.blueprint_texts import DROP, blueprint_text
+from tests.clusterprint.blueprint_texts import DROP, MINIMAL, apply_overrides, blueprint_text
 
 A3MEGA = str(Path(__file__).resolve().parents[2] / "blueprints" / "a3mega.yaml")
 
@@ -124,3 +130,76 @@ def test_every_required_string_pattern_has_two_stand_ins_that_match_it():
     for pattern, values in STAND_INS.items():
         assert len(set(values)) == 2
         assert pattern is None or all(re.match(pattern, v) for v in values), pattern
+
+
+#: The minimal blueprint with every optional mapping that has required keys of its own
+#: present once, so that each required key of the model can be removed from it.
+EVERY_SECTION = apply_overrides(MINIMAL, {
+    "network.peerings": [{"name": "hub",
+                          "peer_network": "projects/other-project/global/networks/hub"}],
+    "storage.lustre": [{"name": "scratch", "filesystem": "scratch", "capacity_gib": 18000}],
+    "storage.buckets": [{"bucket": "my-ckpts"}],
+    "slurm.nodesets[0].image": {"project": "my-images", "family": "slurm-cpu"},
+    "slurm.nodesets[1]": {"name": "gpu", "machine_type": "a3-megagpu-8g", "count": 2},
+    "slurm.partitions[1]": {"name": "train", "nodesets": ["gpu"]},
+    "slurm.accounting.cloud_sql": {"instance": "projects/my-project/instances/acct"},
+    "recipes": [{"name": "gemma-2b-sft", "partition": "train"}],
+})
+
+#: One rule finding planted in each section, in entries of their own.
+PLANTED = apply_overrides(EVERY_SECTION, {
+    "labels": {"clusterprint-team": "ml"},
+    "network.private_service_access": {"prefix_length": 20, "range": "10.200.0.0/20"},
+    "storage.lustre[1]": {"name": "big", "filesystem": "big", "capacity_gib": 20000},
+    "slurm.nodesets[2]": {"name": "spare", "machine_type": "n2-standard-4", "count": 4,
+                          "max_count": 2},
+    "slurm.partitions[0].nodesets[1]": "spare",
+    "recipes[1]": {"name": "gemma3-1b-sft", "partition": "train", "data_path": "/lustre/x"},
+})
+PLANTED_FINDINGS = {
+    ("labels.reserved", "labels.clusterprint-team"),
+    ("network.psa", "network.private_service_access"),
+    ("storage.lustre-capacity", "storage.lustre[1].capacity_gib"),
+    ("slurm.max-count", "slurm.nodesets[2].max_count"),
+    ("recipes.data-path", "recipes[1].data_path"),
+}
+
+#: What the removal itself makes true of the file, beyond the missing key.
+CONSEQUENCES = {
+    # The partition still lists `cpu`, and no nodeset is called that any more.
+    "slurm.nodesets[0].name": {("names.partition-nodesets", "slurm.partitions[0].nodesets[0]")},
+    # Without partitions (or the first one's nodesets) a nodeset is in no partition.
+    "slurm.partitions": {("names.unused-nodeset", f"slurm.nodesets[{i}].name") for i in range(3)},
+    "slurm.partitions[0].nodesets": {("names.unused-nodeset", "slurm.nodesets[0].name"),
+                                     ("names.unused-nodeset", "slurm.nodesets[2].name")},
+}
+
+
+def required_keys(cls: type[BaseModel], prefix: str = "") -> Iterator[str]:
+    """Every required key of ``cls`` as a dotted path, nested models and list items too."""
+    for name, field in cls.model_fields.items():
+        key = f"{prefix}.{field.alias or name}" if prefix else field.alias or name
+        if field.is_required():
+            yield key
+        inner = model_at(tuple(re.findall(r"[^.\[\]]+", key.replace("[0]", ""))))
+        if inner is not None:
+            yield from required_keys(inner, key + ("[0]" if get_origin(field.annotation) is list
+                                                   else ""))
+
+
+def test_every_required_key_is_in_the_blueprint_with_every_section():
+    text = blueprint_text(base=PLANTED)
+    found = {(f.finding.rule, format_path(f.finding.path))
+             for f in check_text("bp.yaml", text).findings}
+    assert found == PLANTED_FINDINGS
+    assert "slurm.nodesets[0].image.family" in set(required_keys(Blueprint))
+
+
+@pytest.mark.parametrize("key", list(required_keys(Blueprint)))
+def test_a_missing_required_key_hides_no_other_problem(key):
+    """The removed key is reported, and every planted problem outside it still is."""
+    text = blueprint_text({key: DROP}, base=PLANTED)
+    found = {(f.finding.rule, format_path(f.finding.path))
+             for f in check_text("bp.yaml", text).findings}
+    outside = {p for p in PLANTED_FINDINGS if not re.match(rf"{re.escape(key)}(?:[.\[]|$)", p[1])}
+    assert found == {("schema.required", key)} | outside | CONSEQUENCES.get(key, set())

@@ -153,6 +153,7 @@ def test_invalid_blueprint_prints_the_validators_lines_and_writes_nothing(tmp_pa
     assert cli.main(["render", str(bad), "--out", str(out)]) == 1
     err = capsys.readouterr().err
     assert f"{bad}:" in err and "error: storage.lustre[0].capacity_gib" in err
+    assert err.splitlines()[-1] == "1 error"
     assert sorted(p.name for p in tmp_path.iterdir()) == ["bad.yaml"]
 
 

@@ -56,10 +56,11 @@ def test_valid_file(capsys, files):
 
 
 def test_warnings_print_but_do_not_fail(capsys, files):
-    code, out, _ = run(capsys, files["warning"])
+    code, out, err = run(capsys, files["warning"])
     assert code == 0
     assert len(out) == 1 and ": warning: slurm.nodesets[1].name: " in out[0]
     assert LINE_FORMAT.match(out[0])
+    assert err == f"{files['warning']}: ok\n1 warning\n"
 
 
 def test_invalid_file_prints_every_problem(capsys, files):
@@ -68,12 +69,12 @@ def test_invalid_file_prints_every_problem(capsys, files):
     assert [line.split(": ")[2] for line in out] == ["zone", "storage.home.filestore.capacity_gib"]
     assert all(LINE_FORMAT.match(line) for line in out)
     assert out[0].startswith(f"{files['invalid']}:5:7: error: zone: zone us-east1-b is not in")
-    assert err == ""
+    assert err == "2 errors\n"
 
 
 def test_missing_file_exits_2(capsys, tmp_path):
     missing = str(tmp_path / "missing.yaml")
-    assert run(capsys, missing) == (2, [f"{missing}: error: no such file"], "")
+    assert run(capsys, missing) == (2, [f"{missing}: error: no such file"], "1 error\n")
 
 
 @pytest.mark.parametrize(("names", "code"), [
@@ -90,7 +91,20 @@ def test_several_files_worst_wins(capsys, files, tmp_path, names, code):
 def test_several_files_report_each(capsys, files):
     _, out, err = run(capsys, files["invalid"], files["warning"], files["valid"])
     assert {line.split(":")[0] for line in out} == {files["invalid"], files["warning"]}
-    assert err.splitlines() == [f"{files['warning']}: ok", f"{files['valid']}: ok"]
+    assert err.splitlines() == [f"{files['warning']}: ok", f"{files['valid']}: ok",
+                                "2 errors, 1 warning"]
+
+
+def test_the_count_line_counts_every_file_and_ends_the_output(capsys, files, tmp_path):
+    missing = str(tmp_path / "missing.yaml")
+    _, out, err = run(capsys, files["invalid"], missing, files["warning"], files["warning"])
+    assert len(out) == 5
+    assert err.splitlines()[-1] == "3 errors, 2 warnings"
+
+
+def test_json_format_has_no_count_line(capsys, files):
+    code, _, err = run(capsys, "--format", "json", files["invalid"])
+    assert (code, err) == (1, "")
 
 
 def test_json_format(capsys, files):
