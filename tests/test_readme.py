@@ -1,0 +1,29 @@
+"""The README's examples are what the commands really print, not what they printed once."""
+
+from __future__ import annotations
+
+import re
+import subprocess
+import sys
+
+from tests.paths import BLUEPRINTS, ROOT
+
+README = ROOT / "README.md"
+
+
+def test_the_validate_sample_is_what_validate_prints(tmp_path):
+    block = re.search(r"```\n\$ clusterprint validate blueprints/bad\.yaml\n(.*?)```",
+                      README.read_text(), re.S)
+    assert block, "README lost its validate sample"
+    (tmp_path / "blueprints").mkdir()
+    text = (BLUEPRINTS / "a3mega.yaml").read_text()
+    bad = text.replace("mtu: 8244 ", "mtu: 8000 ", 1).replace(
+        "capacity_gib: 18000 ", "capacity_gib: 20000 ", 1)
+    assert "mtu: 8000 " in bad and "capacity_gib: 20000 " in bad
+    (tmp_path / "blueprints/bad.yaml").write_text(bad)
+    done = subprocess.run([sys.executable, "-m", "clusterprint.cli", "validate",
+                           "blueprints/bad.yaml"], cwd=tmp_path, capture_output=True,
+                          text=True, check=False, env={"PYTHONPATH": str(ROOT),
+                                                       "PATH": "/usr/bin:/bin"})
+    assert done.returncode == 1
+    assert done.stdout + done.stderr == block.group(1)
