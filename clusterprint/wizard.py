@@ -77,7 +77,7 @@ OFFERED = {o.machine_type: o for o in OFFERS}
 FAMILIES: tuple[str, ...] = tuple(dict.fromkeys(o.family for o in OFFERS))
 
 PROVISIONING_CHOICES: tuple[tuple[str, str], ...] = (
-    ("on-demand", "on-demand: pay per second, no commitment; capacity is not guaranteed"),
+    ("on-demand", "on-demand: no commitment; capacity is not guaranteed"),
     ("spot", "spot: much cheaper, but Compute Engine can stop the VMs at any time"),
     ("flex-start", "flex-start: the VMs start once Compute Engine finds the capacity"),
     ("reservation", "reservation: capacity you reserved (you name the reservation next)"),
@@ -287,11 +287,11 @@ def gather(ask: Ask) -> Answers:
 
 def _scalar(text: str) -> str:
     """``text`` as a YAML scalar that reads back as the same string (``null`` is quoted)."""
-    from clusterprint.loader import parse
+    from clusterprint.loader import LoadError, parse
 
     try:
         plain = parse(f"k: {text}\n", False).data == {"k": text}
-    except Exception:  # any text YAML cannot take plain is written quoted instead
+    except LoadError:  # text YAML cannot take plain is written quoted instead
         plain = False
     return text if plain else '"' + text.replace("\\", "\\\\").replace('"', '\\"') + '"'
 

@@ -1,8 +1,8 @@
 """Write a first blueprint: a wizard on a terminal, or the same questions answered by flags.
 
-Asks the machine type and node count, how to get the VMs (on demand, spot, flex-start or
-a reservation), the region and zone (only those where the machine type exists), /home,
-Lustre scratch and a bucket, then the cluster's name, project and where to write it. Each
+Asks the cluster's name and project, the machine type and node count, how to get the VMs
+(on demand, spot, flex-start or a reservation), the region and zone (only those where the
+machine type exists), /home, Lustre scratch, a bucket, and where to write the file. Each
 question has a flag. With every needed flag (--name, --project, --machine-type, --count,
 one of --on-demand/--spot/--flex-start/--reservation, --zone) it never prompts and takes
 the default answer for the rest; without them it asks on the terminal, or, when stdin is
@@ -58,14 +58,18 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     """One flag per question, and --force."""
     cluster = parser.add_argument_group("the cluster")
     cluster.add_argument("--name", help="cluster name: prefixes every resource")
-    cluster.add_argument("--project", help="Google Cloud project id")
+    from clusterprint.wizard import OFFERED
+
+    cluster.add_argument("--project", metavar="ID", help="Google Cloud project id")
     cluster.add_argument("--machine-type", dest="machine_type", metavar="TYPE",
-                         help="compute node machine type (the wizard lists them)")
+                         help="compute node machine type: " + ", ".join(OFFERED))
     cluster.add_argument("--count", metavar="N", help="compute nodes kept up")
     how = cluster.add_mutually_exclusive_group()
-    for flag in ("on-demand", "spot", "flex-start"):
+    for flag, help_text in (("on-demand", "on-demand VMs: no commitment"),
+                            ("spot", "spot VMs: cheaper; Compute Engine can stop them"),
+                            ("flex-start", "flex-start VMs: they start once capacity is found")):
         how.add_argument(f"--{flag}", dest="provisioning", action="store_const", const=flag,
-                         help=f"get the VMs {flag}")
+                         help=help_text)
     how.add_argument("--reservation", metavar="NAME",
                      help="consume this reservation: NAME or projects/P/reservations/NAME")
     cluster.add_argument("--region", help="region (follows from --zone when left out)")
