@@ -2,7 +2,7 @@
 PYTHON ?= python3
 VENV := .venv
 BIN := $(VENV)/bin
-SLURM_PACKAGES := slurmctld slurmd slurm-client slurmrestd munge shellcheck slurmdbd mariadb-server
+SLURM_PACKAGES := slurmctld slurmd slurm-client slurmrestd munge shellcheck slurmdbd mariadb-server tmux
 
 .PHONY: demo test venv system-packages lint bench mutation
 

@@ -510,6 +510,86 @@ def bundled_local_ssds(machine_type: str) -> int:
     return BUNDLED_LOCAL_SSDS.get(machine_type, 0)
 
 
+def _zones(spec: str) -> tuple[str, ...]:
+    """``"us-central1:abc europe-west4:b"`` as its zones: us-central1-a, -b, -c, europe-west4-b."""
+    return tuple(f"{region}-{letter}" for part in spec.split()
+                 for region, letters in [part.split(":")] for letter in letters)
+
+
+#: Where the zone table below comes from, and when it was read. Google's own "GPU regions
+#: and zones" page (cloud.google.com/compute/docs/gpus/gpu-regions-zones) could not be read
+#: here; this is SkyPilot's catalog of Compute Engine machine types per zone, generated from
+#: the Compute Engine API (machineTypes.aggregatedList): skypilot-org/skypilot-catalog
+#: catalogs/v8/gcp/vms.csv at commit 006059e0f18acb1341e22a27751e9f80df6ba92f
+#: (https://github.com/skypilot-org/skypilot-catalog/blob/006059e0f18acb1341e22a27751e9f80df6ba92f/catalogs/v8/gcp/vms.csv),
+#: read 2026-12-01. Its reference blueprints' zones agree (a3mega us-central1-a, a3ultra
+#: europe-west1-b, a4 us-central1-b). Not in that copy, so not offered: A4X and G2 (G2's
+#: rows were not read). AI zones such as us-south1-ai1b are left out: a blueprint's zone
+#: is a region plus one letter.
+MACHINE_ZONES_SOURCE = ("skypilot-org/skypilot-catalog catalogs/v8/gcp/vms.csv at 006059e0, "
+                        "from the Compute Engine API; read 2026-12-01")
+
+_A2_HIGH_ZONES = _zones("asia-northeast1:ac asia-northeast3:ab asia-southeast1:abc "
+                        "europe-west4:ab me-west1:ac us-central1:abcf us-east1:b us-west1:b "
+                        "us-west3:b us-west4:b")
+_A2_ULTRA_ZONES = _zones("asia-southeast1:c europe-west4:a us-central1:ac us-east4:c "
+                         "us-east5:ab")
+# a3-highgpu-8g is in every zone of its smaller shapes but europe-west8-c.
+_A3_HIGH_8G_ZONES = _zones(
+    "asia-east1:c asia-northeast1:b asia-south1:c asia-south2:b asia-southeast1:bc "
+    "australia-southeast1:c europe-north1:c europe-west1:bc europe-west3:c europe-west4:bc "
+    "europe-west9:c us-central1:abc us-east4:abc us-east5:a us-west1:ab us-west4:a")
+_A3_HIGH_ZONES = tuple(sorted((*_A3_HIGH_8G_ZONES, "europe-west8-c")))
+
+#: Zones where each machine type exists: GPU types by name, CPU types by series (every
+#: shape of N2 and C2 is in its series' zones). Source and date: MACHINE_ZONES_SOURCE.
+MACHINE_ZONES: dict[str, tuple[str, ...]] = {
+    **{f"a2-highgpu-{n}g": _A2_HIGH_ZONES for n in (1, 2, 4, 8)},
+    "a2-megagpu-16g": _zones("asia-southeast1:ac europe-west4:ab us-central1:abcf"),
+    **{f"a2-ultragpu-{n}g": _A2_ULTRA_ZONES for n in (1, 2, 4, 8)},
+    **{f"a3-highgpu-{n}g": _A3_HIGH_ZONES for n in (1, 2, 4)},
+    "a3-highgpu-8g": _A3_HIGH_8G_ZONES,
+    "a3-edgegpu-8g": _zones(
+        "asia-northeast1:b asia-northeast3:ac asia-south1:c asia-southeast1:bc europe-west2:b "
+        "europe-west3:ac europe-west4:bc europe-west9:c northamerica-northeast2:c "
+        "us-central1:abc us-east4:abc us-east5:a us-west1:ab us-west4:a"),
+    "a3-megagpu-8g": _zones(
+        "asia-east1:c asia-northeast1:b asia-southeast1:bc australia-southeast1:c "
+        "europe-north1:c europe-west1:bc europe-west3:c europe-west4:bc us-central1:abc "
+        "us-east4:abc us-east5:a us-west1:ab us-west4:a"),
+    "a3-ultragpu-8g": _zones(
+        "asia-south1:b asia-south2:c europe-west1:b europe-west4:a us-central1:b us-east4:b "
+        "us-east5:a us-south1:b us-west1:c"),
+    "a4-highgpu-8g": _zones(
+        "asia-northeast1:b asia-southeast1:b europe-north1:b europe-west4:b us-central1:b "
+        "us-east1:b us-east4:b us-south1:b us-west2:c us-west3:bc"),
+    "c2": _zones(
+        "asia-east1:abc asia-east2:abc asia-northeast1:abc asia-northeast2:abc "
+        "asia-northeast3:abc asia-south1:abc asia-south2:abc asia-southeast1:abc "
+        "australia-southeast1:abc europe-north1:abc europe-west1:bcd europe-west2:abc "
+        "europe-west3:abc europe-west4:abc europe-west6:abc me-central2:abc me-west1:abc "
+        "northamerica-northeast1:abc southamerica-east1:abc southamerica-west1:abc "
+        "us-central1:abcf us-east1:bcd us-east4:abc us-east5:abc us-west1:abc us-west2:abc "
+        "us-west3:abc us-west4:abc"),
+    "n2": _zones(
+        "africa-south1:abc asia-east1:abc asia-east2:abc asia-northeast1:abc "
+        "asia-northeast2:abc asia-northeast3:abc asia-south1:abc asia-south2:abc "
+        "asia-southeast1:abc asia-southeast2:abc australia-southeast1:abc "
+        "australia-southeast2:abc europe-central2:abc europe-north1:abc "
+        "europe-southwest1:abc europe-west1:bcd europe-west10:abc europe-west12:abc "
+        "europe-west2:abc europe-west3:abc europe-west4:abc europe-west6:abc "
+        "europe-west8:abc europe-west9:abc me-central1:abc me-central2:abc me-west1:abc "
+        "northamerica-northeast1:abc northamerica-northeast2:abc southamerica-east1:abc "
+        "southamerica-west1:abc us-central1:abcf us-east1:bcd us-east4:abc us-east5:abc "
+        "us-south1:abc us-west1:abc us-west2:abc us-west3:abc us-west4:abc"),
+}
+
+
+def machine_zones(machine_type: str) -> tuple[str, ...]:
+    """The zones where ``machine_type`` exists, or () where the catalog does not know them."""
+    return MACHINE_ZONES.get(machine_type) or MACHINE_ZONES.get(machine_type.split("-")[0], ())
+
+
 # =========================================================================================
 # List prices for the cost estimate of `clusterprint plan`. Kept apart from the cloud facts
 # above: prices change from week to week, limits rarely. Every row names its source and the

@@ -1,4 +1,4 @@
-"""The ``clusterprint`` command: validate, schema, render, plan and diff.
+"""The ``clusterprint`` command: validate, new, schema, render, plan and diff.
 
 Each command lives in ``clusterprint.commands.<name>`` with ``add_arguments`` and
 ``run``; this module imports only the one being run, so ``validate`` never pays for
@@ -17,6 +17,7 @@ from clusterprint.version import version
 #: Command name -> one-line help. The module ``clusterprint.commands.<name>`` implements it.
 COMMANDS = {
     "validate": "check blueprint files and print every problem, one per line",
+    "new": "write a first blueprint: a wizard on a terminal, or the same questions as flags",
     "schema": "print the blueprint JSON Schema (the one committed in schemas/)",
     "render": "write slurm.conf, gres.conf, cgroup.conf and node scripts for a blueprint",
     "plan": "list the resources `pulumi up` would create, offline under Pulumi's mocks",

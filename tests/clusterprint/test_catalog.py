@@ -1,8 +1,15 @@
 """The catalog's tables match reference/gcp-facts.md, number for number."""
 
+import re
+from pathlib import Path
+
 import pytest
 
 from clusterprint import catalog
+from clusterprint.model import ZONE_PATTERN
+from clusterprint.validate import load_checked
+
+ROOT = Path(__file__).resolve().parents[2]
 
 
 @pytest.mark.parametrize(("tier", "minimum", "step", "threshold", "step_above", "maximum"), [
@@ -113,3 +120,37 @@ def test_bundled_local_ssds_are_of_gpu_machine_types_the_catalog_knows():
     assert catalog.bundled_local_ssds("a4-highgpu-8g") == 32
     assert catalog.bundled_local_ssds("g2-standard-8") == catalog.bundled_local_ssds(
         "n2-standard-4") == 0
+
+
+def test_machine_zones_are_zone_names_each_listed_once():
+    for key, zones in catalog.MACHINE_ZONES.items():
+        assert zones and all(re.fullmatch(ZONE_PATTERN, z) for z in zones), key
+        assert len(set(zones)) == len(zones), key
+
+
+@pytest.mark.parametrize("path", sorted((ROOT / "blueprints").glob("*.yaml")), ids=lambda p: p.name)
+def test_every_reference_blueprint_zone_holds_its_machine_types(path):
+    """The reference blueprints and the zone table come from different sources; they agree."""
+    blueprint = load_checked(str(path))
+    for nodeset in blueprint.slurm.nodesets:
+        assert blueprint.zone in catalog.machine_zones(nodeset.machine_type), nodeset.name
+
+
+@pytest.mark.parametrize(("machine_type", "zone", "there"), [
+    ("a3-megagpu-8g", "us-central1-a", True),
+    ("a3-megagpu-8g", "us-central1-f", False),
+    ("a3-highgpu-4g", "europe-west8-c", True),   # the smaller A3 High shapes only
+    ("a3-highgpu-8g", "europe-west8-c", False),
+    ("a3-ultragpu-8g", "europe-west1-b", True),
+    ("a4-highgpu-8g", "us-west3-c", True),
+    ("n2-highmem-64", "africa-south1-b", True),  # CPU types by series
+    ("c2-standard-8", "africa-south1-b", False),
+])
+def test_machine_zones(machine_type, zone, there):
+    assert (zone in catalog.machine_zones(machine_type)) is there
+
+
+def test_machine_types_without_a_zone_table_have_no_zones():
+    assert catalog.machine_zones("a4x-highgpu-4g") == ()
+    assert catalog.machine_zones("g2-standard-4") == ()
+    assert catalog.machine_zones("a3-highgpu-3g") == ()
