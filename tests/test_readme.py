@@ -27,3 +27,19 @@ def test_the_validate_sample_is_what_validate_prints(tmp_path):
                                                        "PATH": "/usr/bin:/bin"})
     assert done.returncode == 1
     assert done.stdout + done.stderr == block.group(1)
+
+
+def test_the_apis_to_enable_are_those_the_plans_need():
+    from clusterprint import prerequisites
+    from tests.clusterprint.test_prerequisites import PLANNED, planned_types
+
+    command = re.search(r"gcloud services enable (.*?) --project", README.read_text(), re.S)
+    assert command, "README lost its `gcloud services enable` line"
+    listed = command.group(1).replace("\\\n", " ").split()
+    types = frozenset().union(*(planned_types(name) for name in PLANNED))
+    assert listed == sorted({*prerequisites.required_apis(types), *prerequisites.RUNTIME_APIS})
+    small = re.search(r"`cpu-small` needs only `([a-z\s]+)`", README.read_text())
+    assert small, "README lost the list of cpu-small's APIs"
+    needed = {*prerequisites.required_apis(planned_types("cpu-small")),
+              *prerequisites.RUNTIME_APIS}
+    assert small.group(1).split() == sorted(api.split(".")[0] for api in needed)
