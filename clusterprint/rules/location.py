@@ -4,9 +4,11 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
-from clusterprint.findings import Finding, error
+from clusterprint import catalog
+from clusterprint.findings import Finding, error, warning
 from clusterprint.model import Blueprint
 from clusterprint.rules.registry import rule
+from clusterprint.rules.slurm import machine_types
 
 
 def zone_region(zone: str) -> str:
@@ -29,3 +31,23 @@ def check_existing_subnetwork_region(bp: Blueprint) -> Iterator[Finding]:
     if sub and sub.split("/")[3] != bp.region:
         yield error(("network", "existing_subnetwork"),
                     f"subnetwork is in region {sub.split('/')[3]}, the cluster in {bp.region}")
+
+
+@rule("location.machine-zone")
+def check_machine_in_zone(bp: Blueprint) -> Iterator[Finding]:
+    """A machine type the zone does not offer fails only at ``pulumi up``, after the
+    network and storage exist; the catalog's zone table says so offline.
+
+    A warning, not an error: the table is a dated copy (``catalog.MACHINE_ZONES_SOURCE``)
+    and Google adds zones; a type the table does not list is not checked at all.
+    """
+    for path, machine_type in machine_types(bp):
+        zones = catalog.machine_zones(machine_type)
+        if not zones or bp.zone in zones:
+            continue
+        here = [z for z in zones if zone_region(z) == bp.region]
+        hint = (f"zones of {bp.region} that offer it: {', '.join(here)}" if here else
+                f"{bp.region} has none; regions that do: "
+                f"{', '.join(sorted({zone_region(z) for z in zones}))}")
+        yield warning(path, f"{machine_type} is not offered in zone {bp.zone}, as far as the "
+                            f"catalog's zone table knows", hint)

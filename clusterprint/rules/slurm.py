@@ -87,7 +87,8 @@ def close_machine_type(machine_type: str) -> str | None:
     return close[0] if close else None
 
 
-def _machine_types(bp: Blueprint) -> list[tuple[KeyPath, str]]:
+def machine_types(bp: Blueprint) -> list[tuple[KeyPath, str]]:
+    """Every machine type of the blueprint at its key path: controller, login, nodesets."""
     return [(("slurm", "controller", "machine_type"), bp.slurm.controller.machine_type),
             (("slurm", "login", "machine_type"), bp.slurm.login.machine_type),
             *((("slurm", "nodesets", i, "machine_type"), ns.machine_type)
@@ -103,7 +104,7 @@ def check_machine_known(bp: Blueprint) -> Iterator[Finding]:
     """
     series = sorted(set(catalog.CPU_MACHINE_SERIES)
                     | {t.split("-")[0] for t in catalog.GPU_MACHINES})
-    for path, machine_type in _machine_types(bp):
+    for path, machine_type in machine_types(bp):
         if catalog.machine_known(machine_type):
             continue
         close = close_machine_type(machine_type)

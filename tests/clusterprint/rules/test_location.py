@@ -6,6 +6,7 @@ from tests.clusterprint.blueprint_texts import Here, table_tests
 
 SUBNET = "projects/my-project/regions/{}/subnetworks/sub"
 EXISTING = {"network.existing": "projects/my-project/global/networks/net"}
+NS = "slurm.nodesets[0]"
 
 REFUSED = [
     pytest.param("location.zone-in-region", "zone", {"zone": Here("us-east1-b")}, "error", 1,
@@ -15,6 +16,19 @@ REFUSED = [
     pytest.param("location.existing-subnetwork-region", "network.existing_subnetwork",
                  {**EXISTING, "network.existing_subnetwork": Here(SUBNET.format("europe-west1"))},
                  "error", 1, id="subnetwork-in-another-region"),
+    pytest.param("location.machine-zone", f"{NS}.machine_type",
+                 {f"{NS}.machine_type": Here("a4-highgpu-8g")}, "warning", 1,
+                 id="a4-in-a-zone-of-its-region-without-it"),
+    pytest.param("location.machine-zone", f"{NS}.machine_type",
+                 {"region": "us-east1", "zone": "us-east1-c",
+                  f"{NS}.machine_type": Here("a3-megagpu-8g")}, "warning", 1,
+                 id="a3mega-in-a-region-without-it"),
+    pytest.param("location.machine-zone", "slurm.nodesets[1].machine_type",
+                 {f"{NS}.machine_type": "a4-highgpu-8g",
+                  "slurm.nodesets[1]": {"name": "ultra", "count": 1,
+                                        "machine_type": Here("a3-ultragpu-8g")},
+                  "slurm.partitions[0].nodesets": ["cpu", "ultra"]}, "warning", 2,
+                 id="two-gpu-nodesets-neither-in-the-zone"),
 ]
 
 ACCEPTED = [
@@ -22,6 +36,11 @@ ACCEPTED = [
     pytest.param("location.existing-subnetwork-region",
                  {**EXISTING, "network.existing_subnetwork": SUBNET.format("us-central1")},
                  id="subnetwork-in-region"),
+    pytest.param("location.machine-zone", {"zone": "us-central1-b",
+                                           f"{NS}.machine_type": "a4-highgpu-8g"},
+                 id="a4-in-the-one-zone-of-its-region"),
+    pytest.param("location.machine-zone", {"slurm.controller.machine_type": "e2-standard-8"},
+                 id="a-type-the-zone-table-does-not-list-is-not-checked"),
 ]
 
 test_refused, test_accepted = table_tests(REFUSED, ACCEPTED)
@@ -31,3 +50,17 @@ def test_zone_hint_names_both_ways_out(rules_check):
     hit = rules_check.refused({"zone": Here("us-east1-b")}, "location.zone-in-region", "zone")
     assert hit.finding.message == "zone us-east1-b is not in region us-central1"
     assert hit.finding.hint == "try us-central1-a, or region us-east1"
+
+
+def test_machine_zone_hint_names_the_zones_of_the_region_or_the_regions(rules_check):
+    hit = rules_check.refused({f"{NS}.machine_type": Here("a4-highgpu-8g")},
+                              "location.machine-zone", f"{NS}.machine_type", "warning")
+    assert hit.finding.message == ("a4-highgpu-8g is not offered in zone us-central1-a, as far "
+                                   "as the catalog's zone table knows")
+    assert hit.finding.hint == "zones of us-central1 that offer it: us-central1-b"
+    far = rules_check.refused({"region": "us-east1", "zone": "us-east1-c",
+                               f"{NS}.machine_type": Here("a3-ultragpu-8g")},
+                              "location.machine-zone", f"{NS}.machine_type", "warning")
+    assert far.finding.hint == ("us-east1 has none; regions that do: asia-south1, asia-south2, "
+                                "europe-west1, europe-west4, us-central1, us-east4, us-east5, "
+                                "us-south1, us-west1")
