@@ -320,9 +320,9 @@ class Node:
         version = self.version()
         restart = named(keys, restart_keys(version))
         if restart:
-            log(f"{', '.join(restart)} changed, which Slurm "
-                f"{'.'.join(map(str, version)) if version else '(version unknown)'} applies "
-                "only on a restart: restarting slurmctld (it saves its state; jobs go on)")
+            said = f"{version[0]}.{version[1]:02d}" if version else "(version unknown)"
+            log(f"{', '.join(restart)} changed, which Slurm {said} applies only on a "
+                "restart: restarting slurmctld (it saves its state; jobs go on)")
             ok = self.restart()
         else:
             done = self._run(self.commands.reconfigure)
