@@ -551,6 +551,75 @@ def test_a_slurm_conf_without_slurmdbd_serves_only_slurmctlds_plugins(node, file
         REST_UNIT).read_text()
 
 
+SYNC_UNIT = "/etc/systemd/system/clusterprint-config-sync.service"
+SYNC_PROGRAM = "/usr/local/sbin/clusterprint-config-sync"
+
+
+@pytest.mark.parametrize("role", ["controller", "login"])
+def test_the_slurm_files_come_from_metadata_and_the_service_follows_them(node, files, role):
+    (node.fake / "secret" / "1").write_text("key from the controller")
+    assert node.boot_from(files, role).returncode == 0, node.journal()
+    for name in config_sync.ROLE_FILES[role]:
+        path = node.file(f"/etc/slurm/{name}")
+        assert path.exists() == (name in files), name
+        if name in files:
+            assert path.read_text() == files[name]
+            assert oct(path.stat().st_mode & 0o777) == "0o644"
+    program = node.file(SYNC_PROGRAM)
+    assert program.read_text() == config_sync.program_text()
+    assert program.stat().st_mode & 0o111
+    unit = node.file(SYNC_UNIT).read_text()
+    assert f"\nExecStart=/usr/bin/python3 {SYNC_PROGRAM} --role {role}\n" in unit
+    assert "\nSyslogIdentifier=clusterprint-config-sync\nRestart=always\n" in unit
+    calls = node.calls()
+    assert "systemctl enable clusterprint-config-sync.service" in calls
+    assert "systemctl restart clusterprint-config-sync.service" in calls
+    if role == "controller":
+        # It follows a running slurmctld: started after it, ordered after it at boot.
+        assert calls.index("systemctl restart slurmctld") < calls.index(
+            "systemctl restart clusterprint-config-sync.service")
+        assert "\nAfter=network-online.target slurmctld.service\n" in unit
+    # A reboot with the same metadata rewrites nothing and restarts nothing.
+    assert node.boot_from(files, role).returncode == 0, node.journal()
+    calls = node.calls()
+    assert "systemctl start clusterprint-config-sync.service" in calls
+    assert not [c for c in calls if c.startswith("systemctl restart")]
+
+
+def test_a_reboot_with_changed_slurm_files_restarts_slurmctld_with_them(node, files):
+    assert node.boot_from(files, "controller").returncode == 0, node.journal()
+    node.calls()
+    grown = {**files, "slurm.conf": files["slurm.conf"].replace("MaxNodeCount=4",
+                                                                "MaxNodeCount=8")}
+    assert grown["slurm.conf"] != files["slurm.conf"]
+    assert node.boot_from(grown, "controller").returncode == 0, node.journal()
+    assert node.file("/etc/slurm/slurm.conf").read_text() == grown["slurm.conf"]
+    calls = node.calls()
+    assert "systemctl restart slurmctld" in calls
+    assert "systemctl start clusterprint-config-sync.service" in calls
+
+
+def test_slurm_files_the_program_refuses_fail_the_boot_before_slurmctld(node, files):
+    node.metadata(node_metadata.SLURM_CONFIG, json.dumps({"slurm.conf": "", "x.conf": ""}))
+    done = node.boot(files["scripts/controller.sh"])
+    assert done.returncode != 0
+    journal = node.journal()
+    assert ("<3>ERROR: REFUSED the Slurm files of metadata clusterprint-slurm-config: unknown "
+            "files ['x.conf']") in journal
+    assert journal.splitlines()[-1] == ("<3>FAILED: metadata clusterprint-slurm-config: the "
+                                        "Slurm files were refused (the line before says why)")
+    assert daemon_starts(node.calls()) == []
+    assert not node.file("/etc/slurm/slurm.conf").exists()
+
+
+def test_a_node_without_its_slurm_files_metadata_fails_naming_the_key(node, files):
+    (node.fake / "secret" / "1").write_text("key from the controller")
+    done = node.boot(files["scripts/login.sh"])
+    assert done.returncode != 0
+    assert ("<3>FAILED: metadata clusterprint-slurm-config: not set on this VM"
+            in node.journal())
+
+
 def test_controller_installs_the_remediation_loop_its_reboot_program_and_command(node, files):
     assert node.boot_from(files, "controller").returncode == 0, node.journal()
     program = node.file("/etc/slurm/clusterprint/remediate.py")
