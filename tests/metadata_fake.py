@@ -108,4 +108,7 @@ class FakeMetadata:
         if etag:
             handler.send_header("ETag", etag)
         handler.end_headers()
-        handler.wfile.write(data)
+        try:
+            handler.wfile.write(data)
+        except (BrokenPipeError, ConnectionResetError):  # the client gave up (stopped)
+            handler.close_connection = True
