@@ -363,3 +363,8 @@ def test_every_reference_blueprints_files_pass_the_check_on_a_fresh_node(path, t
         changed, before = config_sync.Node(tmp_path / role, role).install(text)
         assert before == {} and [Path(p).name for p in changed] == [
             name for name in config_sync.KNOWN_FILES if name in json.loads(text)]
+
+
+def test_the_program_never_holds_the_heredoc_terminator():
+    # The boot script writes it from a heredoc ending at this word.
+    assert "CLUSTERPRINT_EOF" not in Path(config_sync.__file__).read_text()
