@@ -12,7 +12,7 @@ from clusterprint.cli import main
 from clusterprint.diff import diff_plans
 from clusterprint.diff_report import markdown_report, text_report
 from clusterprint.plan import Plan, plan_blueprint
-from clusterprint.validate import check_text, load_checked
+from clusterprint.validate import check_text
 from tests.paths import BLUEPRINTS
 
 CPU_SMALL = BLUEPRINTS / "cpu-small.yaml"
@@ -22,9 +22,9 @@ EXTRA_PARTITION = "  partitions:\n    - name: extra\n      nodesets: [cpu]\n"
 @pytest.fixture(scope="module")
 def cpu_small_plan(tmp_path_factory) -> str:
     """The reference blueprint's plan, saved as `plan --json` writes it."""
-    path = tmp_path_factory.mktemp("plans") / "cpu-small.json"
-    path.write_text(plan_blueprint(load_checked(str(CPU_SMALL))).json_text())
-    return str(path)
+    saved = tmp_path_factory.mktemp("plans") / "cpu-small.json"
+    saved.write_text(plan_of(CPU_SMALL.read_text()).json_text())
+    return str(saved)
 
 
 def rollouts(tmp_path, capsys, plan: str, *edits: tuple[str, str]) -> list[dict]:
@@ -88,7 +88,7 @@ def test_resizing_a_nodeset_needs_no_recreated_vm(tmp_path, capsys, cpu_small_pl
 
 
 def test_both_reports_list_them_after_the_changes():
-    old = plan_blueprint(load_checked(str(CPU_SMALL)))
+    old = plan_of(CPU_SMALL.read_text())
     new_text = CPU_SMALL.read_text().replace("max_count: 4", "max_count: 8")
     diff = diff_plans(old, plan_of(new_text))
     text = text_report(diff, "old", "new", False)

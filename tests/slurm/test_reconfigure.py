@@ -97,10 +97,9 @@ class ConfigSync:
 
 
 @pytest.fixture
-def metadata():
-    fake = FakeMetadata()
-    yield fake
-    fake.stop()
+def metadata(fake_metadata: FakeMetadata) -> FakeMetadata:
+    """The VM's metadata server."""
+    return fake_metadata
 
 
 @pytest.fixture

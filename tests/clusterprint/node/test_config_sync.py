@@ -99,10 +99,9 @@ def node(etc: Path, slurm: FakeSlurm, role: str = "controller") -> config_sync.N
 
 
 @pytest.fixture
-def metadata():
-    fake = FakeMetadata()
-    yield fake
-    fake.stop()
+def metadata(fake_metadata: FakeMetadata) -> FakeMetadata:
+    """The VM's metadata server."""
+    return fake_metadata
 
 
 @pytest.fixture
