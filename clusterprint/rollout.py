@@ -7,6 +7,7 @@ reads most of what it is given only when it boots:
   ``clusterprint-slurm-config``): their clusterprint-config-sync service installs a new
   value and reconfigures Slurm (restarting slurmctld where a changed key needs it), and
   the compute nodes follow through configless slurmd.
+  The TensorBoard's name is live too: its upload command reads it at each run.
 - ``next-boot``: any other metadata of the controller or a login node, the startup script
   first: it runs at boot only.
 - ``recreate``: a nodeset's changed instance template (its image, startup script,
@@ -34,8 +35,12 @@ KIND_ORDER: tuple[Kind, ...] = ("recreate", "next-boot", "live")
 INSTANCE = "gcp:compute/instance:Instance"
 TEMPLATE = "gcp:compute/instanceTemplate:InstanceTemplate"
 GROUP = "gcp:compute/instanceGroupManager:InstanceGroupManager"
-#: The one input of a VM that its running node follows.
+#: The input of a VM that its running node follows with clusterprint-config-sync.
 LIVE_INPUT = f"metadata.{node_metadata.SLURM_CONFIG}"
+#: Other metadata a running VM reads whenever it is used, not at boot.
+READ_WHEN_USED = {f"metadata.{node_metadata.TENSORBOARD}":
+                  "clusterprint-tensorboard-upload reads it from the metadata server at each "
+                  "run"}
 #: What a running VM does with a new value of LIVE_INPUT, by its role.
 LIVE = {"controller": "its clusterprint-config-sync service installs the new Slurm files and "
                       "reconfigures slurmctld (or restarts it where a changed key needs "
@@ -87,7 +92,9 @@ def _vm_rollouts(change: ResourceChange, inputs: dict[str, Any]) -> list[Rollout
         role = inputs.get("metadata", {}).get(node_metadata.ROLE)
         found.append(Rollout("live", change.name, (LIVE_INPUT,), LIVE[
             "controller" if role == "controller" else "login"]))
-    at_boot = tuple(p for p in paths if p != LIVE_INPUT)
+    found += [Rollout("live", change.name, (p,), READ_WHEN_USED[p]) for p in paths
+              if p in READ_WHEN_USED]
+    at_boot = tuple(p for p in paths if p != LIVE_INPUT and p not in READ_WHEN_USED)
     if at_boot:
         vm, zone = inputs.get("name", change.name), inputs.get("zone", "ZONE")
         found.append(Rollout(

@@ -109,3 +109,16 @@ def plan_of(text: str) -> Plan:
     checked = check_text("changed.yaml", text)
     assert checked.ok and checked.blueprint is not None
     return plan_blueprint(checked.blueprint)
+
+
+def test_metadata_read_at_each_use_is_live_and_the_rest_waits_for_a_boot():
+    old = plan_of(CPU_SMALL.read_text())
+    new = Plan.from_json(json.loads(old.json_text()))
+    login = next(r for r in new.resources if r.name == "cpu-small-login-0")
+    login.inputs["metadata"]["clusterprint-tensorboard"] = "projects/p/locations/r/tensorboards/7"
+    login.inputs["metadata"]["clusterprint-home-source"] = "nfs:10.9.9.9:/home"
+    found = diff_plans(old, new).rollouts
+    assert [(r.kind, r.inputs) for r in found] == [
+        ("next-boot", ("metadata.clusterprint-home-source",)),
+        ("live", ("metadata.clusterprint-tensorboard",))]
+    assert found[1].how.startswith("clusterprint-tensorboard-upload reads it")
