@@ -168,7 +168,8 @@ def test_a_larger_max_count_restarts_slurmctld_which_keeps_its_jobs_and_nodes(
         local_slurm, metadata, config_sync):
     cluster, slurmd, program = booted(local_slurm, metadata, config_sync, max_count=2)
     before = program.slurmctld()
-    job = cluster.run("sbatch", "--parsable", "-p", "debug", "--wrap", "sleep 120").strip()
+    job = cluster.run("sbatch", "--parsable", "-p", "debug", "-o", "/dev/null", "--wrap",
+                      "sleep 120").strip()
     wait_until(lambda: cluster.run("squeue", "-h", "-j", job, "-o", "%T").strip() == "RUNNING",
                "the job running")
     # The node table holds MaxNodeCount nodes: a third one does not fit.
