@@ -22,6 +22,7 @@ from clusterprint.replacements import (
     keyed_lists,
     replaced_on_any_change,
 )
+from clusterprint.rollout import Rollout, rollouts
 
 Action = Literal["create", "update", "replace", "delete"]
 #: The order changes are listed in: what destroys data reads first.
@@ -84,10 +85,12 @@ class ResourceChange:
 
 @dataclass
 class PlanDiff:
-    """Every change between two plans, data-losing changes first."""
+    """Every change between two plans, data-losing changes first, and how the changes
+    reach the VMs already running (clusterprint.rollout)."""
 
     changes: list[ResourceChange] = field(default_factory=list)
     unchanged: int = 0
+    rollouts: list[Rollout] = field(default_factory=list)
 
     @property
     def data_loss(self) -> list[ResourceChange]:
@@ -103,7 +106,8 @@ class PlanDiff:
     def as_json(self) -> dict[str, Any]:
         """The ``diff --json`` object."""
         return {"summary": self.counts(), "dataLoss": bool(self.data_loss),
-                "changes": [c.as_json() for c in self.changes]}
+                "changes": [c.as_json() for c in self.changes],
+                "rollouts": [r.as_json() for r in self.rollouts]}
 
 
 def diff_plans(old: Plan, new: Plan) -> PlanDiff:
@@ -135,7 +139,7 @@ def diff_plans(old: Plan, new: Plan) -> PlanDiff:
     ordered = sorted(changes.values(), key=lambda c: (ACTION_ORDER.index(c.action),
                                                       not c.data_loss, c.type, c.name))
     return PlanDiff(ordered, len(new_by_key) - sum(
-        1 for c in ordered if c.action != "delete"))
+        1 for c in ordered if c.action != "delete"), rollouts(ordered, new))
 
 
 def _propagate_replacements(new: Plan, changes: dict[tuple[str, str], ResourceChange]) -> None:

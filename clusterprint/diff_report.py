@@ -1,7 +1,8 @@
 """How a plan diff reads: in a terminal, and as the comment a CI job posts on a PR.
 
 Both forms lead with what loses data, because that is the change a reviewer must
-not miss, and both end by naming `pulumi preview --diff` as the authority.
+not miss, then say which changes reach the running VMs by themselves and which wait for a
+reboot or a recreated VM, and end by naming `pulumi preview --diff` as the authority.
 """
 
 from __future__ import annotations
@@ -44,6 +45,10 @@ def text_report(diff: PlanDiff, old: str, new: str, allow_data_loss: bool) -> st
         lines += [f"      {_input_text(c)}" for c in change.inputs]
         if change.replaced_dependencies:
             lines.append(f"      (depends on replaced {', '.join(change.replaced_dependencies)})")
+    if diff.rollouts:
+        lines += ["", "How the changes reach the running VMs:"]
+        lines += [f"  {r.kind:<9} {r.name} ({', '.join(r.inputs)}): {r.how}"
+                  for r in diff.rollouts]
     lines += ["", AUTHORITY]
     return "\n".join(lines) + "\n"
 
@@ -74,6 +79,10 @@ def markdown_report(diff: PlanDiff, old: str, new: str, allow_data_loss: bool) -
         lines += [_table_row(c) for c in diff.changes]
     else:
         lines.append("No changes.")
+    if diff.rollouts:
+        lines += ["", "#### How the changes reach the running VMs", ""]
+        lines += [f"- **{r.kind}** `{r.name}` ({', '.join(f'`{i}`' for i in r.inputs)}): "
+                  f"{r.how}" for r in diff.rollouts]
     lines += ["", f"_{AUTHORITY}_"]
     return "\n".join(lines) + "\n"
 

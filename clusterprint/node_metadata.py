@@ -7,6 +7,13 @@ components write these keys, the scripts read them from the metadata server.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+
+#: Compute API ``Metadata.items``: each value at most 262144 bytes (256 KiB), and "the
+#: total size of all keys and values must be less than 512 KB".
+VALUE_LIMIT_BYTES = 262_144
+TOTAL_LIMIT_BYTES = 512 * 1024
+
 #: controller | login | compute
 ROLE = "clusterprint-role"
 #: The nodeset a compute VM belongs to.
@@ -22,6 +29,10 @@ JWT_SECRET = "clusterprint-jwt-secret"
 TENSORBOARD = "clusterprint-tensorboard"
 #: Secret Manager secret (projects/P/secrets/S) holding the accounting database's password.
 DB_SECRET = "clusterprint-db-secret"
+#: The Slurm files of the controller or a login node, one JSON object of file name to text
+#: (clusterprint/render/config_sync.py): their one source. The boot installs them, and the
+#: clusterprint-config-sync service installs every change to it on the running VM.
+SLURM_CONFIG = "clusterprint-slurm-config"
 #: The device name the controller's state disk is attached under (/dev/disk/by-id/google-...).
 STATE_DISK_DEVICE = "clusterprint-state"
 
@@ -39,3 +50,24 @@ def controller_hostname(cluster: str) -> str:
 def login_hostname(cluster: str, index: int) -> str:
     """The name (and hostname) of login node ``index``, counted from 0."""
     return f"{cluster}-login-{index}"
+
+
+class MetadataTooLarge(ValueError):
+    """A VM's metadata Compute Engine would refuse: the message names the key and sizes."""
+
+
+def check_size(vm: str, metadata: Mapping[str, object]) -> None:
+    """MetadataTooLarge where a value, or all of them with their keys, is over the Compute
+    API's limits; only the values known now (strings) count, since an address that only
+    the cloud knows is short. Raised before ``pulumi up`` asks for the VM, and failing."""
+    sizes = {key: len(value.encode()) for key, value in metadata.items()
+             if isinstance(value, str)}
+    over = {key: size for key, size in sizes.items() if size > VALUE_LIMIT_BYTES}
+    if over:
+        key, size = max(over.items(), key=lambda item: item[1])
+        raise MetadataTooLarge(f"{vm}: metadata {key} is {size} bytes; Compute Engine takes "
+                               f"at most {VALUE_LIMIT_BYTES} bytes per value")
+    total = sum(sizes.values()) + sum(len(key.encode()) for key in metadata)
+    if total >= TOTAL_LIMIT_BYTES:
+        raise MetadataTooLarge(f"{vm}: its metadata is {total} bytes in all; Compute Engine "
+                               f"takes less than {TOTAL_LIMIT_BYTES}")

@@ -88,6 +88,7 @@ class TrainingCluster(pulumi.ComponentResource):
 
         controller = SlurmController(
             f"{name}-controller", cluster=cluster, startup_script=scripts.controller,
+            slurm_config=scripts.slurm_config["controller"],
             machine_type=bp.slurm.controller.machine_type,
             disk_size_gb=bp.slurm.controller.disk_size_gb, metadata=metadata, **shared,
             read_permissions=remediation.READ_PERMISSIONS,
@@ -104,7 +105,8 @@ class TrainingCluster(pulumi.ComponentResource):
             labels=labels, opts=child)
         login = LoginNodes(
             f"{name}-login", cluster=cluster, munge_secret=controller.munge_secret_id,
-            startup_script=scripts.login, count=bp.slurm.login.count,
+            startup_script=scripts.login, slurm_config=scripts.slurm_config["login"],
+            count=bp.slurm.login.count,
             machine_type=bp.slurm.login.machine_type, metadata=metadata,
             tensorboard=observability.tensorboard, **shared, opts=child)
 

@@ -21,11 +21,14 @@ class LoginNodes(pulumi.ComponentResource):
 
     Plain instances rather than an instance group: their names are what users ssh to,
     and the count is small and fixed (at most 16), so it never grows with the cluster.
+    Their Slurm client files are metadata ``clusterprint-slurm-config`` (``slurm_config``),
+    which their clusterprint-config-sync service follows while they run.
     """
 
     def __init__(self, name: str, *, cluster: str, project: str, zone: str,
                  subnetwork: pulumi.Input[str], munge_secret: pulumi.Input[str],
-                 startup_script: str, count: int = 1, machine_type: str = "n2-standard-4",
+                 startup_script: str, slurm_config: str, count: int = 1,
+                 machine_type: str = "n2-standard-4",
                  image: str | None = None, metadata: Mapping[str, pulumi.Input[str]] | None = None,
                  tags: Sequence[str] = (), labels: Mapping[str, str] | None = None,
                  buckets: Mapping[str, pulumi.Input[str]] | None = None,
@@ -52,6 +55,7 @@ class LoginNodes(pulumi.ComponentResource):
                 disk_size_gb=LOGIN_DISK_GB, subnetwork=subnetwork,
                 service_account_email=identity.email,
                 metadata={**(metadata or {}), **extra, "startup-script": startup_script,
+                          node_metadata.SLURM_CONFIG: slurm_config,
                           node_metadata.ROLE: "login", node_metadata.MUNGE_SECRET: munge_secret},
                 tags=tags, labels=labels or {},
                 opts=pulumi.ResourceOptions(parent=self, depends_on=identity.grants))

@@ -137,6 +137,9 @@ class GpuNodeset(pulumi.ComponentResource):
                 naming.child(name, naming.PLACEMENT), project=project, region=region,
                 group_placement_policy=gcp.compute.ResourcePolicyGroupPlacementPolicyArgs(
                     collocation="COLLOCATED"), opts=child).self_link)
+        template_metadata = {**(metadata or {}), "startup-script": startup_script,
+                             node_metadata.ROLE: "compute", node_metadata.NODESET: nodeset.name}
+        node_metadata.check_size(f"nodeset {nodeset.name}", template_metadata)
         self.template = gcp.compute.InstanceTemplate(
             naming.child(name, naming.TEMPLATE), project=project, region=region,
             machine_type=nodeset.machine_type,
@@ -151,9 +154,7 @@ class GpuNodeset(pulumi.ComponentResource):
             resource_policies=placement,
             service_account=gcp.compute.InstanceTemplateServiceAccountArgs(
                 email=service_account_email, scopes=NODE_SCOPES),
-            metadata={**(metadata or {}), "startup-script": startup_script,
-                      node_metadata.ROLE: "compute", node_metadata.NODESET: nodeset.name},
-            tags=list(tags), labels=labels, opts=child)
+            metadata=template_metadata, tags=list(tags), labels=labels, opts=child)
         self.base_instance_name = naming.base_instance_name(cluster, nodeset.name)
         flex = nodeset.provisioning == "flex-start"
         self.group = gcp.compute.InstanceGroupManager(

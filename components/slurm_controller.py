@@ -19,6 +19,11 @@ class SlurmController(pulumi.ComponentResource):
     state disk, and the secrets that will hold the cluster's munge key, the key of its REST
     API's JSON Web Tokens and (with accounting) the database password.
 
+    Its Slurm files are metadata ``clusterprint-slurm-config`` (``slurm_config``), apart from
+    the startup script: Compute Engine updates a running VM's metadata in place, and the
+    controller's clusterprint-config-sync service installs a changed value and reconfigures
+    Slurm, while a changed startup script runs only at the next boot.
+
     Pulumi creates each secret without any version: the controller generates the key on
     first boot and adds it as the first version; nodes read the munge key from Secret
     Manager, and only the controller reads the JWT key. So no key ever appears in Pulumi
@@ -36,7 +41,7 @@ class SlurmController(pulumi.ComponentResource):
     """
 
     def __init__(self, name: str, *, cluster: str, project: str, zone: str,
-                 subnetwork: pulumi.Input[str], startup_script: str,
+                 subnetwork: pulumi.Input[str], startup_script: str, slurm_config: str,
                  machine_type: str = "c2-standard-8", disk_size_gb: int = 100,
                  image: str | None = None, metadata: Mapping[str, pulumi.Input[str]] | None = None,
                  tags: Sequence[str] = (), labels: Mapping[str, str] | None = None,
@@ -101,6 +106,7 @@ class SlurmController(pulumi.ComponentResource):
             disk_size_gb=disk_size_gb, subnetwork=subnetwork,
             service_account_email=identity.email,
             metadata={**(metadata or {}), "startup-script": startup_script,
+                      node_metadata.SLURM_CONFIG: slurm_config,
                       node_metadata.ROLE: "controller",
                       node_metadata.MUNGE_SECRET: self.munge_secret_id,
                       node_metadata.JWT_SECRET: self.jwt_secret_id, **db_metadata},

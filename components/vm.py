@@ -7,6 +7,7 @@ from collections.abc import Mapping, Sequence
 import pulumi
 import pulumi_gcp as gcp
 
+from clusterprint import node_metadata
 from clusterprint.components.identity import NODE_SCOPES
 
 #: Boot disk of the controller and login VMs.
@@ -21,7 +22,9 @@ def private_vm(logical: str, *, instance_name: str, project: str, zone: str, mac
     """A VM with no external IP (reached through IAP, egress through NAT).
 
     ``instance_name`` is fixed, not auto-named: it is the hostname Slurm and users know.
+    Metadata over Compute Engine's limits is refused here, before any resource exists.
     """
+    node_metadata.check_size(instance_name, metadata)
     return gcp.compute.Instance(
         logical, project=project, zone=zone, name=instance_name, machine_type=machine_type,
         boot_disk=gcp.compute.InstanceBootDiskArgs(

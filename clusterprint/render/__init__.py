@@ -1,6 +1,7 @@
 """Rendering what the nodes run from a checked blueprint (jinja2, pure: same bytes every time).
 
-``node_scripts`` is what the components put in each VM's ``startup-script`` metadata;
+``node_scripts`` is what the components put in each VM's ``startup-script`` metadata (and
+the controller's and login nodes' ``clusterprint-slurm-config``);
 ``rendered_files`` is every file by the path ``clusterprint render`` writes it to: the Slurm
 files, the scripts, ``jobs/`` (the NCCL proof of each GPU partition), ``recipes/`` and the
 node programs.
@@ -11,6 +12,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from clusterprint.model import Blueprint
+from clusterprint.render.config_sync import ROLE_FILES, slurm_config_value
 from clusterprint.render.healthcheck import healthcheck_files
 from clusterprint.render.nccl_job import render_nccl_jobs
 from clusterprint.render.node_scripts import (
@@ -25,12 +27,15 @@ from clusterprint.render.slurm_config import render_slurm_configs
 
 @dataclass(frozen=True)
 class NodeScripts:
-    """The startup script of each role: what the components put in VM metadata."""
+    """The startup script of each role, and the Slurm files of the controller and login
+    nodes: what the components put in VM metadata."""
 
     controller: str
     login: str
     #: nodeset name -> its compute nodes' startup script
     compute: dict[str, str]
+    #: role (controller, login) -> its metadata ``clusterprint-slurm-config``
+    slurm_config: dict[str, str]
 
 
 def node_scripts(blueprint: Blueprint) -> NodeScripts:
@@ -39,7 +44,8 @@ def node_scripts(blueprint: Blueprint) -> NodeScripts:
     return NodeScripts(
         controller=render_controller_script(blueprint, slurm_files),
         login=render_login_script(blueprint, slurm_files, staged_files(blueprint)),
-        compute={n.name: render_compute_script(blueprint, n) for n in blueprint.slurm.nodesets})
+        compute={n.name: render_compute_script(blueprint, n) for n in blueprint.slurm.nodesets},
+        slurm_config={role: slurm_config_value(slurm_files, role) for role in ROLE_FILES})
 
 
 def staged_files(blueprint: Blueprint) -> dict[str, str]:

@@ -14,7 +14,7 @@ from types import ModuleType
 from clusterprint import node_metadata
 from clusterprint.model import Blueprint, Nodeset
 from clusterprint.node import register_model, tensorboard_upload
-from clusterprint.render import gpu_node, healthcheck, remediation
+from clusterprint.render import config_sync, gpu_node, healthcheck, remediation
 from clusterprint.render.environment import render
 from clusterprint.render.gpu_fabric import fabric_context
 from clusterprint.render.nccl_job import STAGED_JOBS, STAGED_RECIPES, staged_job_path
@@ -78,8 +78,10 @@ def _common(blueprint: Blueprint, role: str, software: Software) -> dict[str, ob
 
 def render_controller_script(blueprint: Blueprint, slurm_files: dict[str, str]) -> str:
     """The controller's script: /home, the munge and JWT keys (created on first boot), the
-    state disk, accounting (the database, its password's secret, slurmdbd), slurmctld,
-    slurmrestd on the cluster network, the remediation loop."""
+    state disk, accounting (the database, its password's secret, slurmdbd), the Slurm files
+    from metadata and the service that follows them, slurmctld, slurmrestd on the cluster
+    network, the remediation loop. ``slurm_files`` gives slurmdbd.conf (written with its
+    password at boot); the others reach the VM as metadata only."""
     accounting = blueprint.slurm.accounting
     state = {"device": f"/dev/disk/by-id/google-{node_metadata.STATE_DISK_DEVICE}",
              "mount": STATE_MOUNT, "slurmctld": STATE_SAVE_LOCATION, "datadir": MARIADB_DATADIR}
@@ -87,17 +89,20 @@ def render_controller_script(blueprint: Blueprint, slurm_files: dict[str, str]) 
                   rest_port=SLURMRESTD_PORT, remediation=remediation.script_context(blueprint),
                   state=state, accounting=accounting if accounting.enabled else None,
                   storage_user=STORAGE_USER, database=accounting_database(blueprint),
+                  config_sync=config_sync.script_context("controller"),
                   **_common(blueprint, "controller", controller_software(blueprint)))
 
 
 def render_login_script(blueprint: Blueprint, slurm_files: dict[str, str],
                         jobs: dict[str, str]) -> str:
-    """A login node's script: storage, munge, the client configuration and the jobs and
-    recipes (``{rendered path: text}``) it stages for every user under ``STAGED_ROOT``."""
+    """A login node's script: storage, munge, the client configuration (from metadata, and
+    the service that follows it) and the jobs and recipes (``{rendered path: text}``) it
+    stages for every user under ``STAGED_ROOT``."""
     staged = {staged_job_path(path): text for path, text in jobs.items()}
     return render("scripts/login.sh.j2", files=slurm_files, jobs=staged, jobs_dir=STAGED_JOBS,
                   recipes_dir=STAGED_RECIPES, staged_folders=(STAGED_JOBS, STAGED_RECIPES),
                   pyxis=gpu_node.pyxis(), mlops=mlops_context(blueprint),
+                  config_sync=config_sync.script_context("login"),
                   **_common(blueprint, "login", login_software(blueprint)))
 
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 from clusterprint.components.login import LoginNodes
 
 INSTANCE = "gcp:compute/instance:Instance"
+SLURM_CONFIG = '{"slurm.conf": "ClusterName=c1\\n"}'
 
 
 def login(cloud, count: int) -> list[str]:
@@ -13,7 +14,7 @@ def login(cloud, count: int) -> list[str]:
         "login", cluster="c1", project="p-roject", zone="us-central1-a",
         subnetwork="projects/p-roject/regions/us-central1/subnetworks/s",
         munge_secret="projects/p-roject/secrets/c1-munge-key", startup_script="#!/bin/bash\n",
-        count=count).instance_names)
+        slurm_config=SLURM_CONFIG, count=count).instance_names)
 
 
 def test_login_nodes_are_named_and_private(cloud):
@@ -25,6 +26,8 @@ def test_login_nodes_are_named_and_private(cloud):
         assert vm.inputs["metadata"]["clusterprint-role"] == "login"
         assert vm.inputs["metadata"]["clusterprint-munge-secret"] == (
             "projects/p-roject/secrets/c1-munge-key")
+        # The Slurm files travel apart from the startup script: a running VM follows them.
+        assert vm.inputs["metadata"]["clusterprint-slurm-config"] == SLURM_CONFIG
 
 
 def test_login_nodes_only_read_the_munge_key(cloud):
@@ -47,7 +50,7 @@ def test_a_login_node_with_a_tensorboard_gets_its_name_and_vertex_ai_user(cloud)
         "login", cluster="c1", project="p-roject", zone="us-central1-a",
         subnetwork="projects/p-roject/regions/us-central1/subnetworks/s",
         munge_secret="projects/p-roject/secrets/c1-munge-key", startup_script="#!/bin/bash\n",
-        tensorboard=tensorboard).instance_names)
+        slurm_config=SLURM_CONFIG, tensorboard=tensorboard).instance_names)
     assert cloud.one(INSTANCE).inputs["metadata"]["clusterprint-tensorboard"] == tensorboard
     assert {r.inputs["role"] for r in cloud.of_type("gcp:projects/iAMMember:IAMMember")} == {
         "roles/logging.logWriter", "roles/monitoring.metricWriter", "roles/aiplatform.user"}

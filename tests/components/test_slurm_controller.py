@@ -3,18 +3,23 @@ database secrets without a key."""
 
 from __future__ import annotations
 
+import pytest
+
+from clusterprint import node_metadata
 from clusterprint.components.slurm_controller import SlurmController
 
 INSTANCE = "gcp:compute/instance:Instance"
 SECRET = "gcp:secretmanager/secret:Secret"
+SLURM_CONFIG = '{"slurm.conf": "ClusterName=c1\\n"}'
 
 
-def controller(cloud) -> str:
+def controller(cloud, slurm_config: str = SLURM_CONFIG) -> str:
     """Declare a controller; return its munge secret's name."""
     return cloud.run(lambda: SlurmController(
         "ctl", cluster="c1", project="p-roject", zone="us-central1-a",
         subnetwork="projects/p-roject/regions/us-central1/subnetworks/s",
-        startup_script="#!/bin/bash\n", machine_type="n2-standard-2", disk_size_gb=50,
+        startup_script="#!/bin/bash\n", slurm_config=slurm_config,
+        machine_type="n2-standard-2", disk_size_gb=50,
         tags=["c1"], buckets={"ckpt": "ckpt"}).munge_secret_id)
 
 
@@ -26,6 +31,8 @@ def test_the_controller_vm_is_named_private_and_in_the_zone(cloud):
     assert vm["bootDisk"]["initializeParams"]["size"] == 50
     assert all("accessConfigs" not in nic for nic in vm["networkInterfaces"])
     assert vm["metadata"]["clusterprint-role"] == "controller"
+    # The Slurm files travel apart from the startup script: the running VM follows them.
+    assert vm["metadata"]["clusterprint-slurm-config"] == SLURM_CONFIG
 
 
 def test_the_secrets_have_no_version_and_only_their_names_travel(cloud):
@@ -66,3 +73,12 @@ def test_the_controller_may_write_the_key_and_nothing_in_compute(cloud):
     assert cloud.one(INSTANCE).inputs["serviceAccount"]["email"] == email
     bucket = cloud.one("gcp:storage/bucketIAMMember:BucketIAMMember").inputs
     assert bucket["bucket"] == "ckpt" and bucket["role"] == "roles/storage.objectUser"
+
+
+def test_slurm_files_over_compute_engines_metadata_limit_are_refused_before_any_vm(cloud):
+    # A value of 256 KiB + 1 byte: the Compute API would refuse the VM at `pulumi up`.
+    too_large = "x" * (node_metadata.VALUE_LIMIT_BYTES + 1)
+    with pytest.raises(node_metadata.MetadataTooLarge,
+                       match="c1-controller: metadata clusterprint-slurm-config is 262145 "
+                             "bytes; Compute Engine takes at most 262144"):
+        controller(cloud, too_large)

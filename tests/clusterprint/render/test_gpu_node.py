@@ -283,17 +283,17 @@ def test_login_and_controller_name_pyxis_in_plugstack_conf(bare, blueprint):
     node = storage_ready(bare, blueprint)
     files = files_of(blueprint)
     assert files["plugstack.conf"] == gpu_software.plugstack_conf()
-    assert node.boot(files["scripts/login.sh"]).returncode == 0, node.journal()
+    assert node.boot_from(files, "login").returncode == 0, node.journal()
     assert node.file("/etc/slurm/plugstack.conf").read_text() == files["plugstack.conf"]
     calls = node.calls()
     assert f"make -C {DOWNLOADS}/pyxis-0.24.0.tar.gz.d install" in calls
     assert not started(calls, "mdadm", "dpkg -i", "sysctl", "apt-mark")
-    assert node.boot(files["scripts/login.sh"]).returncode == 0, node.journal()
+    assert node.boot_from(files, "login").returncode == 0, node.journal()
     assert not started(node.calls(), "make", "curl -fsSL", "apt-get install")
 
     shutil.rmtree(node.fake / "secret")
     (node.fake / "secret").mkdir()
-    assert node.boot(files["scripts/controller.sh"]).returncode == 0, node.journal()
+    assert node.boot_from(files, "controller").returncode == 0, node.journal()
     assert node.file("/etc/slurm/plugstack.conf").read_text() == files["plugstack.conf"]
     assert not started(node.calls(), "make", "mdadm")
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import re
 import shutil
 import subprocess
@@ -10,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from clusterprint.model import Blueprint
-from clusterprint.render import rendered_files
+from clusterprint.render import node_scripts, rendered_files
 from clusterprint.validate import check_text, load_checked
 from tests.clusterprint.blueprint_texts import blueprint_text
 from tests.paths import blueprint_path, reference_blueprints
@@ -80,13 +81,19 @@ def test_cpu_nodes_register_without_gres():
     assert "readonly NODE_CONF=Feature=cpu\n" in scripts_of("cpu-small")["scripts/compute-cpu.sh"]
 
 
-def test_only_controller_and_login_carry_slurm_conf():
-    files = scripts_of("a3mega")
-    assert files["slurm.conf"] in files["scripts/controller.sh"]
-    assert files["gres.conf"] in files["scripts/controller.sh"]
-    assert files["cgroup.conf"] in files["scripts/controller.sh"]
-    assert files["slurm.conf"] in files["scripts/login.sh"]
-    assert "ClusterName" not in files["scripts/compute-a3mega.sh"]
+def test_the_slurm_files_reach_the_controller_and_login_nodes_as_metadata_only():
+    bp = load_checked(blueprint_path("a4"))
+    files, values = rendered_files(bp), node_scripts(bp).slurm_config
+    assert json.loads(values["controller"]) == {
+        name: files[name] for name in ("slurm.conf", "gres.conf", "cgroup.conf",
+                                       "plugstack.conf")}
+    assert json.loads(values["login"]) == {name: files[name]
+                                           for name in ("slurm.conf", "plugstack.conf")}
+    # One source: no startup script holds a copy that could disagree with the key (compute
+    # nodes fetch theirs from slurmctld).
+    for name, text in files.items():
+        if name.endswith(".sh"):
+            assert "\nPartitionName=" not in text and "\nSlurmctldHost=" not in text, name
 
 
 def test_storage_mounts_follow_the_blueprint():

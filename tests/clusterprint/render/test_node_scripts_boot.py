@@ -33,7 +33,7 @@ import pytest
 
 from clusterprint import catalog, node_metadata
 from clusterprint.node import register_model, tensorboard_upload
-from clusterprint.render import healthcheck, rendered_files
+from clusterprint.render import config_sync, healthcheck, rendered_files
 from clusterprint.validate import load_checked
 from tests.paths import blueprint_path
 
@@ -221,6 +221,18 @@ class Node:
     def metadata(self, key: str, value: str) -> None:
         """Set an instance metadata value."""
         (self.fake / "metadata" / key).write_text(value)
+
+    def serve_slurm_config(self, files: dict[str, str], role: str) -> None:
+        """Metadata clusterprint-slurm-config as the components set it on a VM of ``role``,
+        from a blueprint's rendered Slurm files."""
+        self.metadata(node_metadata.SLURM_CONFIG, config_sync.slurm_config_value(files, role))
+
+    def boot_from(self, files: dict[str, str], script: str) -> subprocess.CompletedProcess:
+        """Boot ``scripts/{script}.sh`` of a blueprint's rendered files; the controller and
+        login nodes get their Slurm files as metadata, as the components set it."""
+        if script in config_sync.ROLE_FILES:
+            self.serve_slurm_config(files, script)
+        return self.boot(files[f"scripts/{script}.sh"])
 
     def boot(self, script: str) -> subprocess.CompletedProcess:
         """Run a script as the VM's startup would, with the node's folders in place."""
@@ -468,7 +480,7 @@ def test_a_failed_plugin_build_fails_the_boot_naming_it_before_slurmd(gpu_node, 
 
 
 def test_controller_creates_munge_key_once_and_is_unchanged_after_reboot(node, files):
-    first = node.boot(files["scripts/controller.sh"])
+    first = node.boot_from(files, "controller")
     assert first.returncode == 0, node.journal()
     calls = node.calls()
     assert "mount -t nfs -o hard,timeo=600,retrans=3,_netdev 10.1.2.3:/home /home" in calls
@@ -481,7 +493,7 @@ def test_controller_creates_munge_key_once_and_is_unchanged_after_reboot(node, f
     assert not [c for c in calls if c.startswith("apt-get")]
     assert "software: the image has every package this role needs" in node.journal()
 
-    again = node.boot(files["scripts/controller.sh"])
+    again = node.boot_from(files, "controller")
     assert again.returncode == 0, node.journal()
     calls = node.calls()
     assert not [c for c in calls if c.startswith(("mount", "gcloud secrets versions add"))]
@@ -495,7 +507,7 @@ REST_UNIT = "/etc/systemd/system/slurmrestd.service"
 
 def test_controller_creates_the_jwt_key_once_and_serves_the_rest_api_on_its_address(
         node, files):
-    first = node.boot(files["scripts/controller.sh"])
+    first = node.boot_from(files, "controller")
     assert first.returncode == 0, node.journal()
     calls = node.calls()
     assert sum(c.startswith("gcloud secrets versions add cpu-small-jwt-key") for c in calls) == 1
@@ -519,7 +531,7 @@ def test_controller_creates_the_jwt_key_once_and_serves_the_rest_api_on_its_addr
         "systemctl restart slurmrestd")
     assert "systemctl enable slurmrestd" in calls
 
-    again = node.boot(files["scripts/controller.sh"])
+    again = node.boot_from(files, "controller")
     assert again.returncode == 0, node.journal()
     calls = node.calls()
     assert not [c for c in calls if c.startswith(("gcloud secrets versions add", "useradd"))]
@@ -530,17 +542,86 @@ def test_controller_creates_the_jwt_key_once_and_serves_the_rest_api_on_its_addr
 
 def test_a_slurm_conf_without_slurmdbd_serves_only_slurmctlds_plugins(node, files):
     line = "\nAccountingStorageType=accounting_storage/slurmdbd\n"
-    assert line in files["scripts/controller.sh"]
-    without_dbd = files["scripts/controller.sh"].replace(line, "\n", 1)
-    done = node.boot(without_dbd)
+    assert line in files["slurm.conf"]
+    without_dbd = {**files, "slurm.conf": files["slurm.conf"].replace(line, "\n", 1)}
+    done = node.boot_from(without_dbd, "controller")
     assert done.returncode == 0, node.journal()
     # Without a slurmdbd in slurm.conf the database's plugins would stop slurmrestd.
     assert "-s openapi/slurmctld,openapi/v0.0.38 10.0.0.5:6820\n" in node.file(
         REST_UNIT).read_text()
 
 
+SYNC_UNIT = "/etc/systemd/system/clusterprint-config-sync.service"
+SYNC_PROGRAM = "/usr/local/sbin/clusterprint-config-sync"
+
+
+@pytest.mark.parametrize("role", ["controller", "login"])
+def test_the_slurm_files_come_from_metadata_and_the_service_follows_them(node, files, role):
+    (node.fake / "secret" / "1").write_text("key from the controller")
+    assert node.boot_from(files, role).returncode == 0, node.journal()
+    for name in config_sync.ROLE_FILES[role]:
+        path = node.file(f"/etc/slurm/{name}")
+        assert path.exists() == (name in files), name
+        if name in files:
+            assert path.read_text() == files[name]
+            assert oct(path.stat().st_mode & 0o777) == "0o644"
+    program = node.file(SYNC_PROGRAM)
+    assert program.read_text() == config_sync.program_text()
+    assert program.stat().st_mode & 0o111
+    unit = node.file(SYNC_UNIT).read_text()
+    assert f"\nExecStart=/usr/bin/python3 {SYNC_PROGRAM} --role {role}\n" in unit
+    assert "\nSyslogIdentifier=clusterprint-config-sync\nRestart=always\n" in unit
+    calls = node.calls()
+    assert "systemctl enable clusterprint-config-sync.service" in calls
+    assert "systemctl restart clusterprint-config-sync.service" in calls
+    if role == "controller":
+        # It follows a running slurmctld: started after it, ordered after it at boot.
+        assert calls.index("systemctl restart slurmctld") < calls.index(
+            "systemctl restart clusterprint-config-sync.service")
+        assert "\nAfter=network-online.target slurmctld.service\n" in unit
+    # A reboot with the same metadata rewrites nothing and restarts nothing.
+    assert node.boot_from(files, role).returncode == 0, node.journal()
+    calls = node.calls()
+    assert "systemctl start clusterprint-config-sync.service" in calls
+    assert not [c for c in calls if c.startswith("systemctl restart")]
+
+
+def test_a_reboot_with_changed_slurm_files_restarts_slurmctld_with_them(node, files):
+    assert node.boot_from(files, "controller").returncode == 0, node.journal()
+    node.calls()
+    grown = {**files, "slurm.conf": files["slurm.conf"].replace("MaxNodeCount=4",
+                                                                "MaxNodeCount=8")}
+    assert grown["slurm.conf"] != files["slurm.conf"]
+    assert node.boot_from(grown, "controller").returncode == 0, node.journal()
+    assert node.file("/etc/slurm/slurm.conf").read_text() == grown["slurm.conf"]
+    calls = node.calls()
+    assert "systemctl restart slurmctld" in calls
+    assert "systemctl start clusterprint-config-sync.service" in calls
+
+
+def test_slurm_files_the_program_refuses_fail_the_boot_before_slurmctld(node, files):
+    node.metadata(node_metadata.SLURM_CONFIG, json.dumps({"slurm.conf": "", "x.conf": ""}))
+    done = node.boot(files["scripts/controller.sh"])
+    assert done.returncode != 0
+    journal = node.journal()
+    assert ("<3>ERROR: REFUSED the Slurm files of metadata clusterprint-slurm-config: unknown "
+            "files ['x.conf']") in journal
+    assert journal.splitlines()[-1] == ("<3>FAILED: metadata clusterprint-slurm-config: the "
+                                        "Slurm files were refused (the line before says why)")
+    assert daemon_starts(node.calls()) == []
+    assert not node.file("/etc/slurm/slurm.conf").exists()
+
+
+def test_a_node_without_its_slurm_files_metadata_fails_naming_the_key(node, files):
+    (node.fake / "secret" / "1").write_text("key from the controller")
+    done = node.boot(files["scripts/login.sh"])
+    assert done.returncode != 0
+    assert ("<3>FAILED: metadata clusterprint-slurm-config: not set on this VM"
+            in node.journal())
+
+
 def test_controller_installs_the_remediation_loop_its_reboot_program_and_command(node, files):
-    assert node.boot(files["scripts/controller.sh"]).returncode == 0, node.journal()
+    assert node.boot_from(files, "controller").returncode == 0, node.journal()
     program = node.file("/etc/slurm/clusterprint/remediate.py")
     assert program.read_text() == files["scripts/remediate.py"]
     assert node.file("/etc/slurm/clusterprint/remediate.json").read_text() == (
@@ -557,7 +638,7 @@ def test_controller_installs_the_remediation_loop_its_reboot_program_and_command
     assert "systemctl enable clusterprint-remediate.service" in calls
     assert "systemctl restart clusterprint-remediate.service" in calls
     # The next boot changes nothing: the loop is started, not restarted (its state stays).
-    assert node.boot(files["scripts/controller.sh"]).returncode == 0, node.journal()
+    assert node.boot_from(files, "controller").returncode == 0, node.journal()
     assert "systemctl start clusterprint-remediate.service" in node.calls()
     assert "systemctl restart clusterprint-remediate.service" not in node.calls()
 
@@ -579,7 +660,7 @@ def test_compute_waits_for_home_then_starts_slurmd_as_dynamic_node(node, files):
 
 def test_a_missing_metadata_value_fails_loudly(node, files):
     (node.fake / "metadata" / node_metadata.HOME_SOURCE).unlink()
-    done = node.boot(files["scripts/login.sh"])
+    done = node.boot_from(files, "login")
     assert done.returncode != 0
     assert f"<3>FAILED: metadata {node_metadata.HOME_SOURCE}: not set on this VM" in node.journal()
     assert not [c for c in node.calls() if c.startswith("mount")]
@@ -589,7 +670,7 @@ def test_a_missing_lustre_address_fails_at_once_naming_its_key(node, a3mega):
     (node.fake / "secret" / "1").write_text("key from the controller")
     key = node_metadata.lustre_source("scratch")
     started = time.monotonic()
-    done = node.boot(a3mega["scripts/login.sh"])
+    done = node.boot_from(a3mega, "login")
     assert done.returncode != 0
     assert time.monotonic() - started < 30
     assert f"<3>FAILED: metadata {key}: not set on this VM" in node.journal()
@@ -616,7 +697,7 @@ def test_a_bare_image_gets_what_the_node_lacks_once(node, files):
 
 def test_an_image_with_slurm_older_than_22_05_is_refused(node, files):
     node.image_has("slurmctld", "21.08.5")
-    done = node.boot(files["scripts/controller.sh"])
+    done = node.boot_from(files, "controller")
     assert done.returncode != 0
     assert "FAILED: software: Slurm 21.08.5 is too old" in node.journal()
     calls = node.calls()
@@ -627,7 +708,7 @@ def test_lustre_and_buckets_come_from_googles_repositories_for_this_release(node
     (node.fake / "secret" / "1").write_text("key from the controller")
     node.metadata(node_metadata.lustre_source("scratch"), "10.9.8.7@tcp:/scratch")
     node.image_lacks("gcsfuse")
-    first = node.boot(a3mega["scripts/login.sh"])
+    first = node.boot_from(a3mega, "login")
     assert first.returncode == 0, node.journal()
     codename = next(line.split("=", 1)[1].strip('"') for line in
                     Path("/etc/os-release").read_text().splitlines()
@@ -646,7 +727,7 @@ def test_lustre_and_buckets_come_from_googles_repositories_for_this_release(node
     assert ("gcsfuse --implicit-dirs --file-mode=666 --dir-mode=777 -o allow_other"
             " my-project-a3mega-ckpts /gcs/checkpoints") in calls
 
-    again = node.boot(a3mega["scripts/login.sh"])
+    again = node.boot_from(a3mega, "login")
     assert again.returncode == 0, node.journal()
     # Metadata is read at every boot; signing keys are downloaded (curl -fsSL) only once.
     assert not [c for c in node.calls() if c.startswith(("apt-get", "curl -fsSL", "modprobe"))]
@@ -655,7 +736,7 @@ def test_lustre_and_buckets_come_from_googles_repositories_for_this_release(node
 def test_a_kernel_without_lustre_modules_fails_naming_the_package(node, a3mega):
     module = f"lustre-client-modules-{os.uname().release}"
     (node.fake / "absent").write_text(module + "\n")
-    done = node.boot(a3mega["scripts/login.sh"])
+    done = node.boot_from(a3mega, "login")
     assert done.returncode != 0
     assert f"FAILED: software: no package {module} in this image's apt sources" in node.journal()
     assert not [c for c in node.calls() if " install " in c or c.startswith("mount")]
@@ -779,7 +860,7 @@ def test_a_required_step_that_fails_for_good_fails_the_boot_naming_it(
     node.image_lacks(*lacks)
     node.fail_for_good(call)
     started = time.monotonic()
-    done = node.boot(files[f"scripts/{script}.sh"])
+    done = node.boot_from(files, script)
     assert done.returncode != 0, node.journal()
     assert time.monotonic() - started < 30
     journal = node.journal().splitlines()
@@ -843,7 +924,7 @@ MUNGE_KEY_FILE = "disk/etc-munge/munge.key"
 
 def test_the_munge_key_the_controller_creates_goes_only_to_secret_manager_and_munge(
         node, a3mega):
-    first = node.boot(a3mega["scripts/controller.sh"])
+    first = node.boot_from(a3mega, "controller")
     assert first.returncode == 0, node.journal()
     key = (node.fake / "secret" / "1").read_bytes()
     assert len(base64.b64decode(key, validate=True)) == 768
@@ -851,7 +932,7 @@ def test_the_munge_key_the_controller_creates_goes_only_to_secret_manager_and_mu
         MUNGE_KEY_FILE, "gcloud secrets versions add: file 1"}
     assert not list(node.tmp.iterdir())
 
-    again = node.boot(a3mega["scripts/controller.sh"])
+    again = node.boot_from(a3mega, "controller")
     assert again.returncode == 0, node.journal()
     assert where_the_key_is(node, again, key) == {
         MUNGE_KEY_FILE, "gcloud secrets versions add: file 1"}
@@ -860,7 +941,7 @@ def test_the_munge_key_the_controller_creates_goes_only_to_secret_manager_and_mu
 def test_the_jwt_key_the_controller_creates_goes_only_to_secret_manager_and_slurmctld(
         node, a3mega):
     for boot in ("first boot", "reboot"):
-        done = node.boot(a3mega["scripts/controller.sh"])
+        done = node.boot_from(a3mega, "controller")
         assert done.returncode == 0, node.journal()
         (version,) = (node.fake / "secrets" / "cpu-small-jwt-key").iterdir()
         key = version.read_bytes()
@@ -880,7 +961,7 @@ def test_a_node_keeps_the_munge_key_it_fetches_only_for_munge(node, a3mega, scri
     (node.fake / "secret" / "1").write_bytes(key)
     ready(node, "a3mega")
     for _ in ("first boot", "reboot"):
-        done = node.boot(a3mega[f"scripts/{script}.sh"])
+        done = node.boot_from(a3mega, script)
         assert done.returncode == 0, node.journal()
         assert where_the_key_is(node, done, key) == {MUNGE_KEY_FILE}
         assert not list(node.tmp.iterdir())
@@ -898,7 +979,7 @@ def test_the_login_node_stages_exactly_the_rendered_jobs_and_recipes_for_every_u
     for old in stale:
         old.parent.mkdir(parents=True)
         old.write_text("what an earlier blueprint had")
-    first = node.boot(a4["scripts/login.sh"])
+    first = node.boot_from(a4, "login")
     assert first.returncode == 0, node.journal()
 
     for name in ("jobs", "recipes"):
@@ -930,14 +1011,14 @@ def test_the_login_node_stages_exactly_the_rendered_jobs_and_recipes_for_every_u
                               env={"PATH": "/usr/bin:/bin", "HOME": str(node.root)})
         assert done.stdout.splitlines() == shown, shell
 
-    again = node.boot(a4["scripts/login.sh"])
+    again = node.boot_from(a4, "login")
     assert again.returncode == 0, node.journal()
     assert "wrote /opt" not in node.journal() and "removed" not in node.journal()
 
 
 def test_a_cluster_without_gpu_partitions_stages_no_job(node, files):
     (node.fake / "secret" / "1").write_text("key from the controller")
-    done = node.boot(files["scripts/login.sh"])
+    done = node.boot_from(files, "login")
     assert done.returncode == 0, node.journal()
     assert list(node.file("/opt/clusterprint/jobs").iterdir()) == []
 
@@ -966,7 +1047,7 @@ VENV = "/opt/clusterprint/venv"
 
 def test_the_login_node_installs_the_helpers_and_the_uploader_venv_once(node, a3mega, tmp_path):
     ready(node, "a3mega")
-    first = node.boot(a3mega["scripts/login.sh"])
+    first = node.boot_from(a3mega, "login")
     assert first.returncode == 0, node.journal()
     calls = node.calls()
     assert [c for c in calls if c.startswith(("python3", "pip"))] == [
@@ -996,7 +1077,7 @@ def test_the_login_node_installs_the_helpers_and_the_uploader_venv_once(node, a3
         "clusterprint-register-model: gcloud storage rsync --recursive "
         f"{checkpoint} gs://my-project-a3mega-ckpts/models/llama")
 
-    again = node.boot(a3mega["scripts/login.sh"])
+    again = node.boot_from(a3mega, "login")
     assert again.returncode == 0, node.journal()
     calls = node.calls()
     assert not [c for c in calls if c.startswith(("python3", "pip")) or "python3-venv" in c]
@@ -1008,7 +1089,7 @@ def test_the_login_node_installs_the_helpers_and_the_uploader_venv_once(node, a3
 
 def test_a_cluster_without_a_tensorboard_gets_the_helpers_but_no_uploader(node, files):
     (node.fake / "secret" / "1").write_text("key from the controller")
-    done = node.boot(files["scripts/login.sh"])
+    done = node.boot_from(files, "login")
     assert done.returncode == 0, node.journal()
     assert not [c for c in node.calls() if c.startswith(("python3", "pip"))]
     assert not node.file(VENV).exists()
@@ -1023,7 +1104,7 @@ REGISTER = "sacctmgr -i add cluster cpu-small"
 
 def test_controller_formats_the_state_disk_once_and_starts_accounting_before_slurmctld(
         node, files):
-    first = node.boot(files["scripts/controller.sh"])
+    first = node.boot_from(files, "controller")
     assert first.returncode == 0, node.journal()
     calls = node.calls()
     assert calls.count(FORMAT) == 1
@@ -1043,7 +1124,7 @@ def test_controller_formats_the_state_disk_once_and_starts_accounting_before_slu
     assert node.file("/etc/mysql/mariadb.conf.d/60-clusterprint.cnf").read_text().count(
         f"datadir={STATE}/mysql") == 1
 
-    again = node.boot(files["scripts/controller.sh"])
+    again = node.boot_from(files, "controller")
     assert again.returncode == 0, node.journal()
     calls = node.calls()
     assert FORMAT not in calls and REGISTER not in calls
@@ -1054,7 +1135,7 @@ def test_controller_formats_the_state_disk_once_and_starts_accounting_before_slu
 
 def test_a_state_disk_blkid_cannot_read_is_never_formatted(node, files):
     (node.stubs / "blkid").write_text("#!/bin/bash\nexit 4\n")
-    done = node.boot(files["scripts/controller.sh"])
+    done = node.boot_from(files, "controller")
     assert done.returncode != 0
     assert f"FAILED: state disk /dev/disk/by-id/{STATE_DEVICE}: blkid failed (4)" in node.journal()
     assert FORMAT not in node.calls()
@@ -1062,7 +1143,7 @@ def test_a_state_disk_blkid_cannot_read_is_never_formatted(node, files):
 
 def test_a_missing_db_secret_fails_the_controller_boot_naming_it(node, files):
     (node.fake / "metadata" / node_metadata.DB_SECRET).unlink()
-    done = node.boot(files["scripts/controller.sh"])
+    done = node.boot_from(files, "controller")
     assert done.returncode != 0
     assert f"FAILED: metadata {node_metadata.DB_SECRET}: not set" in node.journal()
     assert not [c for c in node.calls() if "slurmctld" in c or "slurmdbd" in c]
@@ -1070,7 +1151,7 @@ def test_a_missing_db_secret_fails_the_controller_boot_naming_it(node, files):
 
 def test_an_unreadable_db_secret_fails_the_controller_boot_naming_it(node, files):
     node.fail_for_good("--secret=cpu-small-db-password")
-    done = node.boot(files["scripts/controller.sh"])
+    done = node.boot_from(files, "controller")
     assert done.returncode != 0
     assert ("FAILED: read database password from secret cpu-small-db-password: still failing"
             in node.journal())
@@ -1079,7 +1160,7 @@ def test_an_unreadable_db_secret_fails_the_controller_boot_naming_it(node, files
 
 def test_a_password_the_database_refuses_fails_the_boot_naming_the_secret(node, files):
     node.fail_for_good("-u slurm -e SELECT 1")
-    done = node.boot(files["scripts/controller.sh"])
+    done = node.boot_from(files, "controller")
     assert done.returncode != 0
     assert ("accepting user slurm with the password in secret cpu-small-db-password: still "
             "failing" in node.journal())
@@ -1091,7 +1172,7 @@ def test_a_canary_db_password_goes_only_to_secret_manager_slurmdbd_conf_and_mari
     canary = b"CanaryPassw0rdCanaryPassw0rdXYZ1"
     (node.fake / "secrets" / "cpu-small-db-password").mkdir(parents=True)
     (node.fake / "secrets" / "cpu-small-db-password" / "1").write_bytes(canary)
-    done = node.boot(files["scripts/controller.sh"])
+    done = node.boot_from(files, "controller")
     assert done.returncode == 0, node.journal()
     places = where_the_key_is(node, done, canary)
     # MariaDB gets it on stdin (ALTER USER) and in the client file of the check; nothing

@@ -1,0 +1,369 @@
+"""clusterprint-config-sync: a changed metadata value reaches a running node's Slurm files.
+
+The metadata server is a local fake that waits for changes as Compute Engine's does
+(tests/metadata_fake.py). Slurm's commands are recorded by a fake, except ``scontrol -V``,
+which is the installed Slurm's: it parses every slurm.conf before it is swapped in.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import threading
+import time
+from pathlib import Path
+
+import pytest
+
+from clusterprint import node_metadata
+from clusterprint.node import config_sync
+from clusterprint.render import node_scripts
+from clusterprint.render.config_sync import ROLE_FILES, slurm_config_value
+from clusterprint.validate import load_checked
+from tests.metadata_fake import FakeMetadata, etag_of
+from tests.paths import reference_blueprints
+
+KEY = node_metadata.SLURM_CONFIG
+SLURM_CONF = ("ClusterName=demo\nSlurmctldHost=demo-controller\nSelectType=select/cons_tres\n"
+              "MaxNodeCount=4\n"
+              "NodeSet=cpu Feature=cpu\nPartitionName=debug Nodes=cpu Default=YES State=UP\n")
+FILES = {"slurm.conf": SLURM_CONF, "gres.conf": "AutoDetect=nvml\n",
+         "cgroup.conf": "ConstrainCores=yes\n"}
+
+
+def value(**changes: str | None) -> str:
+    """The controller's metadata value, with files changed (None: left out)."""
+    files = {**FILES, **changes}
+    return slurm_config_value({k: v for k, v in files.items() if v is not None}, "controller")
+
+
+def with_lines(*lines: str) -> str:
+    """slurm.conf with lines added (or, for a key it has, replacing that key's line)."""
+    conf = SLURM_CONF
+    for line in lines:
+        key = line.split("=", 1)[0]
+        kept = [x for x in conf.splitlines() if not x.startswith(key + "=")
+                or key == "PartitionName"]
+        conf = "\n".join([*kept, line]) + "\n"
+    return conf
+
+
+class FakeSlurm:
+    """slurmctld and systemctl as the program sees them: each call recorded; ``scontrol -V``
+    is the installed one, which parses SLURM_CONF."""
+
+    def __init__(self, version: str = "22.05.8", up: bool = True) -> None:
+        self.version, self.up = version, up
+        self.calls: list[list[str]] = []
+        self.reconfigure_fails = False
+
+    def __call__(self, argv: list[str], **kwargs: object) -> subprocess.CompletedProcess:
+        if argv == ["scontrol", "-V"]:
+            return subprocess.run(argv, **kwargs)
+        self.calls.append(argv)
+        out, rc, err = "", 0, ""
+        if argv == ["slurmctld", "-V"]:
+            out = f"slurm-wlm {self.version}\n"
+        elif argv == ["scontrol", "ping"]:
+            out = f"Slurmctld(primary) at demo-controller is {'UP' if self.up else 'DOWN'}\n"
+            rc = 0 if self.up else 1
+        elif argv == ["scontrol", "reconfigure"] and self.reconfigure_fails:
+            rc, err = 1, "slurm_reconfigure error: Unspecified error\n"
+        return subprocess.CompletedProcess(argv, rc, out, err)
+
+    def actions(self) -> list[str]:
+        """What changed slurmctld: reconfigures and restarts, in order."""
+        return [" ".join(c) for c in self.calls
+                if c in (["scontrol", "reconfigure"], ["systemctl", "restart", "slurmctld"])]
+
+
+@pytest.fixture
+def slurm() -> FakeSlurm:
+    return FakeSlurm()
+
+
+@pytest.fixture
+def etc(tmp_path) -> Path:
+    """The node's /etc/slurm as the boot left it: the files of ``value()``."""
+    folder = tmp_path / "etc-slurm"
+    folder.mkdir()
+    for name, text in FILES.items():
+        (folder / name).write_text(text)
+    return folder
+
+
+def node(etc: Path, slurm: FakeSlurm, role: str = "controller") -> config_sync.Node:
+    return config_sync.Node(etc, role, run=slurm, sleep=lambda _: None)
+
+
+@pytest.fixture
+def metadata(fake_metadata: FakeMetadata) -> FakeMetadata:
+    """The VM's metadata server."""
+    return fake_metadata
+
+
+@pytest.fixture
+def service(metadata):
+    """Starts serve() threads against the fake; stops every one after the test."""
+    started: list[Service] = []
+
+    def start(target: config_sync.Node) -> Service:
+        started.append(Service(target, metadata))
+        return started[-1]
+
+    yield start
+    for one in started:
+        one.stop()
+
+
+class Service:
+    """serve() in a thread against the fake metadata server, until the test ends."""
+
+    def __init__(self, target: config_sync.Node, metadata: FakeMetadata) -> None:
+        self.stopping = threading.Event()
+        self.sleeps: list[float] = []
+        self.thread = threading.Thread(target=config_sync.serve, kwargs=dict(
+            node=target, url=metadata.url, wait_s=1, sleep=self.sleep,
+            keep_going=lambda: not self.stopping.is_set()), daemon=True)
+        self.thread.start()
+
+    def sleep(self, seconds: float) -> None:
+        """Record the backoff; wait only a moment."""
+        self.sleeps.append(seconds)
+        time.sleep(0.01)
+
+    def stop(self) -> None:
+        self.stopping.set()
+        self.thread.join(timeout=10)
+
+
+def eventually(check, what: str, timeout: float = 10) -> None:
+    deadline = time.monotonic() + timeout
+    while not check():
+        assert time.monotonic() < deadline, what
+        time.sleep(0.05)
+
+
+def test_the_key_and_files_are_the_ones_the_components_write():
+    assert config_sync.KEY == node_metadata.SLURM_CONFIG
+    assert {n for names in ROLE_FILES.values() for n in names} == set(config_sync.KNOWN_FILES)
+
+
+def test_a_changed_value_is_written_and_reconfigures_slurmctld_once(etc, slurm, metadata,
+                                                                     service, capsys):
+    metadata.set(KEY, value())
+    running = service(node(etc, slurm))
+    # The value the boot installed: nothing to do, and the service waits on its ETag.
+    eventually(lambda: len(metadata.waits()) >= 1, "the service waits for a change")
+    assert slurm.actions() == []
+    metadata.set(KEY, value(**{"slurm.conf": with_lines(
+        "PartitionName=extra Nodes=cpu Default=NO State=UP")}))
+    eventually(lambda: slurm.actions(), "reconfigure after the change")
+    time.sleep(1.5)  # another wait times out unchanged: nothing more happens
+    running.stop()
+    assert slurm.actions() == ["scontrol reconfigure"]
+    assert "PartitionName=extra" in (etc / "slurm.conf").read_text()
+    wait = metadata.waits()[0]
+    assert wait["wait_for_change"] == ["true"] and wait["timeout_sec"] == ["1"]
+    assert wait["last_etag"] == [etag_of(value())]
+    err = capsys.readouterr().err
+    assert f"wrote {etc / 'slurm.conf'}" in err and f"wrote {etc / 'gres.conf'}" not in err
+    assert "scontrol reconfigure: slurmctld and the configless nodes read the new files" in err
+
+
+def test_the_same_files_under_a_new_etag_change_nothing(etc, slurm):
+    stamp = (etc / "slurm.conf").stat().st_mtime_ns
+    # Another spelling of the same object (its keys in another order): a new ETag.
+    same = json.dumps(dict(reversed(list(json.loads(value()).items()))))
+    assert same != value()
+    assert node(etc, slurm).apply(same)
+    assert slurm.actions() == [] and (etc / "slurm.conf").stat().st_mtime_ns == stamp
+
+
+@pytest.mark.parametrize(("version", "line", "action"), [
+    ("22.05.8", "PartitionName=extra Nodes=cpu State=UP", "scontrol reconfigure"),
+    ("22.05.8", "MaxNodeCount=8", "systemctl restart slurmctld"),
+    ("22.05.8", "SelectTypeParameters=CR_Core", "systemctl restart slurmctld"),
+    ("23.11.4", "MaxNodeCount=8", "scontrol reconfigure"),
+    ("23.11.4", "SlurmctldPort=6900", "systemctl restart slurmctld"),
+    ("23.11.4", "PartitionName=extra Nodes=cpu State=UP", "scontrol reconfigure"),
+])
+def test_a_key_that_needs_a_restart_restarts_slurmctld_per_slurm_version(
+        etc, version, line, action, capsys):
+    slurm = FakeSlurm(version)
+    assert node(etc, slurm).apply(value(**{"slurm.conf": with_lines(line)}))
+    assert slurm.actions() == [action]
+    if action.startswith("systemctl"):
+        key = line.split("=")[0]
+        assert (f"{key} changed, which Slurm {version[:5]} applies only on a restart: "
+                "restarting slurmctld") in capsys.readouterr().err
+
+
+def test_an_unknown_slurm_version_restarts_for_either_versions_keys(etc):
+    slurm = FakeSlurm("unknown")
+    assert node(etc, slurm).apply(value(**{"slurm.conf": with_lines("MaxNodeCount=8")}))
+    assert slurm.actions() == ["systemctl restart slurmctld"]
+
+
+def test_a_slurm_conf_slurm_cannot_parse_keeps_the_old_files(etc, slurm, capsys):
+    before = {p.name: p.read_text() for p in etc.iterdir()}
+    broken = with_lines("PartitionName=extra Nodes=cpu MaxTime=soon")
+    assert not node(etc, slurm).apply(value(**{"slurm.conf": broken}))
+    assert {p.name: p.read_text() for p in etc.iterdir()} == before
+    assert slurm.actions() == []
+    err = capsys.readouterr().err
+    assert ("<3>ERROR: REFUSED the new Slurm files of metadata clusterprint-slurm-config, "
+            "keeping the ones in place: Slurm cannot parse the new slurm.conf: ") in err
+    assert 'Bad value "soon" for MaxTime' in err
+
+
+@pytest.mark.parametrize(("bad", "said"), [
+    ("not json", "not JSON"),
+    (json.dumps(["slurm.conf"]), "not an object of file names to their text"),
+    (json.dumps({"slurm.conf": SLURM_CONF, "../passwd": "x"}), "unknown files ['../passwd']"),
+    (json.dumps({"gres.conf": "x"}), "no slurm.conf"),
+    (value(**{"slurm.conf": SLURM_CONF.replace("demo", "other")}),
+     "ClusterName changes from demo to other"),
+])
+def test_a_value_that_is_not_this_clusters_files_is_refused(etc, slurm, bad, said, capsys):
+    assert not node(etc, slurm).apply(bad)
+    assert said in capsys.readouterr().err
+    assert (etc / "slurm.conf").read_text() == SLURM_CONF and slurm.actions() == []
+
+
+def test_files_slurmctld_refuses_are_put_back(etc, capsys):
+    slurm = FakeSlurm("23.11.4")
+    slurm.reconfigure_fails = True
+    assert not node(etc, slurm).apply(value(**{"slurm.conf": with_lines(
+        "PartitionName=extra Nodes=cpu State=UP"), "plugstack.conf": "required x.so\n"}))
+    assert (etc / "slurm.conf").read_text() == SLURM_CONF
+    assert not (etc / "plugstack.conf").exists()
+    assert "slurmctld did not take the new files: putting the old ones back" in (
+        capsys.readouterr().err)
+
+
+def test_a_controller_whose_slurmctld_is_down_gets_the_files_for_its_next_start(etc, capsys):
+    slurm = FakeSlurm(up=False)
+    assert node(etc, slurm).apply(value(**{"slurm.conf": with_lines("MaxNodeCount=8")}))
+    assert "MaxNodeCount=8" in (etc / "slurm.conf").read_text() and slurm.actions() == []
+    assert "slurmctld does not answer: it reads the new files when it starts" in (
+        capsys.readouterr().err)
+
+
+def test_a_key_compute_nodes_apply_only_on_a_slurmd_restart_says_how(etc, slurm, capsys):
+    node(etc, slurm).apply(value(**{"slurm.conf": with_lines("GresTypes=gpu,shard")}))
+    assert slurm.actions() == ["systemctl restart slurmctld"]
+    assert ("<4>WARNING: GresTypes changed: compute nodes apply it only when slurmd restarts; "
+            "reboot them once idle with `scontrol reboot ASAP nextstate=RESUME ALL`"
+            ) in capsys.readouterr().err
+
+
+def test_files_are_replaced_whole_with_the_boot_scripts_mode_and_a_dropped_one_removed(
+        etc, slurm):
+    (etc / "plugstack.conf").write_text("required /usr/local/lib/slurm/spank_pyxis.so\n")
+    (etc / "slurmdbd.conf").write_text("not ours\n")
+    (etc / "gres.conf").chmod(0o600)
+    node(etc, slurm).apply(value(**{"gres.conf": "AutoDetect=off\n"}))
+    assert (etc / "gres.conf").read_text() == "AutoDetect=off\n"
+    assert oct((etc / "gres.conf").stat().st_mode & 0o777) == "0o644"
+    assert not (etc / "plugstack.conf").exists()
+    # Only its own files: the rest of /etc/slurm is left alone, and no temp file stays.
+    assert sorted(p.name for p in etc.iterdir()) == ["cgroup.conf", "gres.conf", "slurm.conf",
+                                                     "slurmdbd.conf"]
+
+
+def test_a_login_node_only_writes_the_files_client_commands_read(etc, slurm, capsys):
+    login = {"slurm.conf": with_lines("MaxNodeCount=8")}
+    assert node(etc, slurm, "login").apply(slurm_config_value(login, "login"))
+    assert "MaxNodeCount=8" in (etc / "slurm.conf").read_text() and slurm.calls == []
+    assert "the client commands read the new files from their next run" in (
+        capsys.readouterr().err)
+
+
+def test_metadata_server_errors_are_retried_with_backoff_and_never_stop_it(
+        etc, slurm, metadata, service, capsys):
+    metadata.failures = [503, 429, "drop", 500]
+    running = service(node(etc, slurm))
+    eventually(lambda: len(running.sleeps) >= 5, "four failures and a missing key")
+    metadata.set(KEY, value(**{"slurm.conf": with_lines("PartitionName=x Nodes=cpu")}))
+    eventually(lambda: slurm.actions(), "the value once the server answers")
+    running.stop()
+    assert running.sleeps[:5] == [1, 2, 4, 8, 16]
+    err = capsys.readouterr().err
+    assert "<4>WARNING: metadata server: HTTP 503; retrying in 1s" in err
+    assert "<4>WARNING: metadata server: HTTP 429; retrying in 2s" in err
+    assert "<4>WARNING: metadata clusterprint-slurm-config is not set on this VM; retrying" in err
+
+
+def test_the_backoff_stops_doubling_at_a_minute(etc, slurm, metadata, service):
+    metadata.failures = [503] * 9
+    metadata.set(KEY, value())
+    running = service(node(etc, slurm))
+    eventually(lambda: len(metadata.waits()) >= 1, "waiting once the server answers")
+    running.stop()
+    assert running.sleeps == [1, 2, 4, 8, 16, 32, 60, 60, 60]
+
+
+def run_program(*args: str, stdin: str = "") -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-m", "clusterprint.node.config_sync", *args],
+                          input=stdin, capture_output=True, text=True, timeout=60)
+
+
+def test_install_prints_what_it_changed_and_nothing_when_unchanged(tmp_path):
+    etc = tmp_path / "etc-slurm"
+    first = run_program("--role", "controller", "--dir", str(etc), "--install", stdin=value())
+    assert first.returncode == 0, first.stderr
+    assert first.stdout.split() == [str(etc / n) for n in ("slurm.conf", "gres.conf",
+                                                           "cgroup.conf")]
+    again = run_program("--role", "controller", "--dir", str(etc), "--install", stdin=value())
+    assert (again.returncode, again.stdout.strip()) == (0, "")
+
+
+def test_install_of_a_refused_value_exits_1_naming_why(etc):
+    done = run_program("--role", "controller", "--dir", str(etc), "--install",
+                       stdin=value(**{"slurm.conf": "ClusterName=demo\n"}))
+    assert done.returncode == 1
+    assert "<3>ERROR: REFUSED the Slurm files of metadata clusterprint-slurm-config" in done.stderr
+    assert "No SlurmctldHost defined" in done.stderr
+    assert (etc / "slurm.conf").read_text() == SLURM_CONF
+
+
+def test_the_service_process_follows_the_key_and_reconfigures(etc, metadata, tmp_path):
+    record = tmp_path / "reconfigured"
+    metadata.set(KEY, value())
+    process = subprocess.Popen(
+        [sys.executable, "-m", "clusterprint.node.config_sync", "--role", "controller",
+         "--dir", str(etc), "--metadata-url", metadata.url, "--wait-s", "1",
+         "--ping-command", "echo Slurmctld is UP", "--version-command", "echo slurm 22.05.8",
+         "--reconfigure-command", f"touch {record}"],
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        eventually(lambda: len(metadata.waits()) >= 2, "waiting, twice")
+        assert not record.exists()
+        metadata.set(KEY, value(**{"slurm.conf": with_lines("PartitionName=x Nodes=cpu")}))
+        eventually(record.exists, "the reconfigure command")
+        assert "PartitionName=x" in (etc / "slurm.conf").read_text()
+        assert process.poll() is None
+    finally:
+        process.terminate()
+        _, err = process.communicate(timeout=10)
+    assert f"following metadata clusterprint-slurm-config into {etc} (controller)" in err
+    assert not [p for p in etc.iterdir() if p.name.startswith(".")]
+    assert os.stat(etc / "slurm.conf").st_mode & 0o777 == 0o644
+
+
+@pytest.mark.parametrize("path", reference_blueprints(), ids=lambda p: p.stem)
+def test_every_reference_blueprints_files_pass_the_check_on_a_fresh_node(path, tmp_path):
+    # The installed Slurm parses what clusterprint renders: the check never refuses it.
+    values = node_scripts(load_checked(str(path))).slurm_config
+    for role, text in values.items():
+        changed, before = config_sync.Node(tmp_path / role, role).install(text)
+        assert before == {} and [Path(p).name for p in changed] == [
+            name for name in config_sync.KNOWN_FILES if name in json.loads(text)]
+
+
+def test_the_program_never_holds_the_heredoc_terminator():
+    # The boot script writes it from a heredoc ending at this word.
+    assert "CLUSTERPRINT_EOF" not in Path(config_sync.__file__).read_text()

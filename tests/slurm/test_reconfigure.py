@@ -1,0 +1,207 @@
+"""A changed blueprint reaches a running cluster: real slurmctld and a configless slurmd.
+
+The cluster boots from the rendered files; then the blueprint changes and the new files
+reach the controller the way a VM gets them: the value the component writes to metadata
+``clusterprint-slurm-config``, served by a fake metadata server that waits for changes,
+read by clusterprint-config-sync running as its service does. As in every test here, the
+served slurm.conf differs from the rendered one only in its local lines (host, ports,
+paths, auth, process tracking: tests/slurm/conftest.py LOCAL_KEYS).
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import subprocess
+import sys
+import threading
+from pathlib import Path
+
+import pytest
+
+from clusterprint import node_metadata
+from clusterprint.model import Blueprint
+from clusterprint.render import node_scripts
+from clusterprint.render.config_sync import slurm_config_value
+from tests.metadata_fake import FakeMetadata
+from tests.slurm.conftest import LOCAL_KEYS, Daemon, LocalSlurm, localize, wait_until
+
+KEY = node_metadata.SLURM_CONFIG
+
+
+def blueprint(max_count: int, partitions: tuple[str, ...]) -> Blueprint:
+    """One CPU nodeset growing to ``max_count`` nodes, and ``partitions`` over it."""
+    return Blueprint.model_validate({
+        "apiVersion": "clusterprint/v1", "kind": "TrainingCluster", "name": "demo",
+        "region": "us-central1", "zone": "us-central1-a",
+        "slurm": {"nodesets": [{"name": "cpu", "machine_type": "n2-standard-4", "count": 1,
+                                "max_count": max_count}],
+                  "partitions": [{"name": p, "nodesets": ["cpu"]} for p in partitions]}})
+
+
+def served_value(cluster: LocalSlurm, changed: Blueprint) -> str:
+    """What the component writes to the controller's metadata for ``changed``, with its
+    slurm.conf's local lines as this cluster has them."""
+    written = json.loads(node_scripts(changed).slurm_config["controller"])
+    lines = [line.split("=", 1) for line in cluster.conf.read_text().splitlines()
+             if re.match(r"^\w+=", line)]
+    # In the order this cluster's slurm.conf has them, so the same blueprint serves the
+    # very bytes installed; a local key the rendered file has and this one not is dropped.
+    local: dict[str, str | None] = {key: value for key, value in lines if key in LOCAL_KEYS}
+    local |= {key: None for key in LOCAL_KEYS if key not in local}
+    served = {**written, "slurm.conf": localize(written["slurm.conf"], local)}
+    rendered_lines = set(written["slurm.conf"].splitlines())
+    assert {line.split("=", 1)[0] for line in served["slurm.conf"].splitlines()
+            if line not in rendered_lines} <= set(LOCAL_KEYS)
+    return slurm_config_value(served, "controller")
+
+
+class ConfigSync:
+    """clusterprint-config-sync as its unit runs it, against the fake metadata server; the
+    cluster's folder is its /etc/slurm. ``systemctl restart slurmctld`` is SIGTERM to the
+    running slurmctld (it saves its state) and a new one from the same files, started by
+    the test so that it is stopped with the cluster."""
+
+    def __init__(self, cluster: LocalSlurm, metadata: FakeMetadata, log: Path) -> None:
+        self.cluster, self.log = cluster, log
+        self.restarted = threading.Event()
+        ctld = self.slurmctld()
+        watcher = threading.Thread(target=self._start_again, args=(ctld,), daemon=True)
+        watcher.start()
+        self.out = log.open("w")
+        self.process = subprocess.Popen(
+            [sys.executable, "-m", "clusterprint.node.config_sync", "--role", "controller",
+             "--dir", str(cluster.root), "--metadata-url", metadata.url, "--wait-s", "2",
+             "--restart-command", f"kill -TERM {ctld.process.pid}"],
+            env=cluster.env, stdout=self.out, stderr=subprocess.STDOUT)
+
+    def slurmctld(self) -> Daemon:
+        """The slurmctld running now."""
+        (ctld,) = [d for d in self.cluster.daemons if d.process.args[0] == "slurmctld"
+                   and d.running()]
+        return ctld
+
+    def _start_again(self, ctld: Daemon) -> None:
+        ctld.process.wait()
+        if self.process.poll() is None:
+            self.cluster.start_controller()
+            self.restarted.set()
+
+    def said(self) -> str:
+        return self.log.read_text()
+
+    def stop(self) -> None:
+        self.process.terminate()
+        self.process.wait(timeout=10)
+        self.out.close()
+
+
+@pytest.fixture
+def metadata(fake_metadata: FakeMetadata) -> FakeMetadata:
+    """The VM's metadata server."""
+    return fake_metadata
+
+
+@pytest.fixture
+def config_sync(metadata, tmp_path):
+    """Starts the program for a running cluster; stops it after the test."""
+    started: list[ConfigSync] = []
+
+    def start(cluster: LocalSlurm) -> ConfigSync:
+        started.append(ConfigSync(cluster, metadata, tmp_path / f"config-sync-{len(started)}"))
+        return started[-1]
+
+    yield start
+    for program in started:
+        program.stop()
+
+
+def booted(local_slurm, metadata, config_sync, max_count: int):
+    """A running cluster of one ``debug`` partition with a configless node, the program
+    following its metadata (which holds what it was booted with)."""
+    cluster = local_slurm(blueprint(max_count, ("debug",)), start=False)
+    # Every file the controller installs from metadata, gres.conf too, as its boot does.
+    (cluster.root / "gres.conf").write_text(cluster.files["gres.conf"])
+    cluster.start_controller()
+    slurmd = cluster.start_configless_node("demo-cpu-0001", "cpu")
+    metadata.set(KEY, served_value(cluster, cluster.blueprint))
+    program = config_sync(cluster)
+    wait_until(lambda: len(metadata.waits()) >= 2, "the program waiting for a change")
+    # The value it was booted with is unchanged: nothing was rewritten or reconfigured.
+    assert "wrote" not in program.said() and "reconfigure" not in program.said()
+    return cluster, slurmd, program
+
+
+def node_names(cluster: LocalSlurm) -> set[str]:
+    """Every node slurmctld holds, FUTURE ones (which sinfo leaves out) too."""
+    shown = cluster.run("scontrol", "--future", "show", "nodes", "-o")
+    return set(re.findall(r"^NodeName=(\S+)", shown, re.MULTILINE))
+
+
+def partition_nodes(cluster: LocalSlurm, partition: str) -> list[str]:
+    return cluster.run("sinfo", "-h", "-p", partition, "-N", "-o", "%N").split()
+
+
+def test_a_new_partition_reaches_slurmctld_and_its_node_without_a_restart(
+        local_slurm, metadata, config_sync):
+    cluster, slurmd, program = booted(local_slurm, metadata, config_sync, max_count=4)
+    ctld = program.slurmctld()
+    assert "extra" not in cluster.partitions()
+
+    metadata.set(KEY, served_value(cluster, blueprint(4, ("debug", "extra"))))
+    wait_until(lambda: "extra" in cluster.run("sinfo", "-h", "-o", "%P"),
+               "the new partition in sinfo", program.log)
+    assert partition_nodes(cluster, "extra") == ["demo-cpu-0001"]
+    # Neither daemon restarted: the same processes run, and the node runs a job there.
+    assert ctld.running() and slurmd.running() and program.slurmctld() is ctld
+    assert cluster.run("srun", "-p", "extra", "-N1", "printenv", "SLURMD_NODENAME",
+                       "SLURM_JOB_PARTITION").split() == ["demo-cpu-0001", "extra"]
+    # reconfigure pushed the new files to the configless node.
+    cache = cluster.root / "spool-demo-cpu-0001" / "conf-cache" / "slurm.conf"
+    wait_until(lambda: "PartitionName=extra" in cache.read_text(), "the node's new files")
+    said = program.said()
+    assert "scontrol reconfigure: slurmctld and the configless nodes read the new files" in said
+    assert "restart" not in said
+
+
+def test_a_larger_max_count_restarts_slurmctld_which_keeps_its_jobs_and_nodes(
+        local_slurm, metadata, config_sync):
+    cluster, slurmd, program = booted(local_slurm, metadata, config_sync, max_count=2)
+    before = program.slurmctld()
+    job = cluster.run("sbatch", "--parsable", "-p", "debug", "-o", "/dev/null", "--wrap",
+                      "sleep 120").strip()
+    wait_until(lambda: cluster.run("squeue", "-h", "-j", job, "-o", "%T").strip() == "RUNNING",
+               "the job running")
+    # The node table holds MaxNodeCount nodes: a third one does not fit.
+    for name in ("spare-1", "spare-2"):
+        cluster.run("scontrol", "create", f"NodeName={name}", "State=FUTURE", "Feature=cpu")
+    assert node_names(cluster) == {"demo-cpu-0001", "spare-1"}
+
+    metadata.set(KEY, served_value(cluster, blueprint(5, ("debug", "extra"))))
+    wait_until(program.restarted.is_set, "slurmctld restarted", program.log)
+    wait_until(lambda: "slurmctld restarted and answering" in program.said(),
+               "the program seeing it answer", program.log)
+    assert not before.running() and program.slurmctld() is not before
+    assert cluster.config()["MaxNodeCount"] == "5"
+    assert "extra" in cluster.partitions()
+    # Its state survived: the job runs on, the configless node is still registered.
+    assert cluster.run("squeue", "-h", "-j", job, "-o", "%T").strip() == "RUNNING"
+    assert slurmd.running() and "demo-cpu-0001" in partition_nodes(cluster, "extra")
+    for name in ("spare-2", "spare-3", "spare-4"):
+        cluster.run("scontrol", "create", f"NodeName={name}", "State=FUTURE", "Feature=cpu")
+    assert node_names(cluster) == {"demo-cpu-0001", "spare-1", "spare-2", "spare-3", "spare-4"}
+    assert ("MaxNodeCount changed, which Slurm 22.05 applies only on a restart: restarting "
+            "slurmctld") in program.said()
+
+
+def test_why_plain_reconfigure_is_not_enough_slurmctld_22_05_stops_on_a_new_max_count(
+        local_slurm):
+    cluster = local_slurm(blueprint(2, ("debug",)))
+    (ctld,) = cluster.daemons
+    grown = json.loads(served_value(cluster, blueprint(5, ("debug",))))["slurm.conf"]
+    cluster.conf.write_text(grown)
+    subprocess.run(["scontrol", "reconfigure"], env=cluster.env, capture_output=True,
+                   timeout=60)
+    wait_until(lambda: not ctld.running(), "slurmctld stopping", ctld.log)
+    assert ("fatal: MaxNodeCount has changed (2->5) during reconfig, slurmctld must be "
+            "restarted") in ctld.log.read_text()
