@@ -14,8 +14,8 @@ $(BIN)/clusterprint: pyproject.toml
 
 venv: $(BIN)/clusterprint
 
-# The main job, offline, on the default blueprint: check it, render what its nodes run,
-# and list what `pulumi up` would create.
+# The main job, offline, on blueprints/a3mega.yaml (the stack has no default): check it,
+# render what its nodes run, and list what `pulumi up` would create.
 demo: venv
 	$(BIN)/clusterprint validate blueprints/a3mega.yaml
 	$(BIN)/clusterprint render blueprints/a3mega.yaml --out out/a3mega --force
@@ -39,6 +39,7 @@ bench: venv
 	$(BIN)/python tests/benchmarks/bench_cli.py
 	$(BIN)/python tests/benchmarks/bench_plan.py
 	$(BIN)/python tests/benchmarks/bench_healthcheck.py
+	$(BIN)/python tests/benchmarks/bench_remediation.py
 
 # Mutation testing (slow, not in CI): mutmut, pinned in pyproject's `mutation` extra, in a venv
 # of its own; `mutmut run` mutates the pure core ([tool.mutmut] in pyproject.toml) and runs
