@@ -37,10 +37,12 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help="blueprint or saved plan (before)")
     parser.add_argument("new", metavar="NEW", type=file_argument,
                         help="blueprint or saved plan (after)")
-    parser.add_argument("--format", choices=("text", "json", "markdown"), default="text",
-                        help="text (default), json (machine-readable), markdown (a PR comment)")
-    parser.add_argument("--json", dest="format", action="store_const", const="json",
-                        help="same as --format json")
+    # One or the other: with both, whichever came last would win without a word.
+    form = parser.add_mutually_exclusive_group()
+    form.add_argument("--format", choices=("text", "json", "markdown"), default="text",
+                      help="text (default), json (machine-readable), markdown (a PR comment)")
+    form.add_argument("--json", dest="format", action="store_const", const="json",
+                      help="same as --format json")
     parser.add_argument("--allow-data-loss", action="store_true",
                         help="exit 0 even when Filestore, Lustre or a bucket would be "
                              "replaced or deleted (still flagged in the output)")

@@ -1,7 +1,9 @@
 """Render what the nodes of a blueprint's cluster run, into a folder.
 
-Writes slurm.conf, gres.conf, cgroup.conf and scripts/<role>.sh (controller, login,
-compute-<nodeset>) into DIR, all at once: on any error nothing is left half-written.
+Writes slurm.conf, gres.conf, cgroup.conf, slurmdbd.conf, plugstack.conf (clusters with
+GPUs), scripts/<role>.sh (controller, login, compute-<nodeset>), the health check and
+remediation programs with their configs under scripts/, jobs/ (the NCCL proof job per GPU
+partition) and recipes/ into DIR, all at once: on any error nothing is left half-written.
 DIR also gets a ``.clusterprint-render`` marker listing those files. ``--force`` replaces
 only a folder holding such a marker and nothing but the files it lists, so it can never
 delete a user's own files; the current folder, an ancestor of it, ``/``, the home folder

@@ -476,3 +476,12 @@ def test_the_controller_state_disk_grows_in_place_and_losing_it_is_data_loss(old
     assert [c.action for c in diff.changes] == [action]
     assert bool(diff.data_loss) is (action == "replace")
     assert diff_plans(before, Plan([])).data_loss
+
+
+def test_json_and_another_format_together_are_a_usage_error(tmp_path, capsys):
+    """With both, the last flag would win silently: a CI job asking for JSON got markdown."""
+    plan = write(tmp_path, "plan.json", saved_plan())
+    with pytest.raises(SystemExit) as refused:
+        main(["diff", plan, plan, "--json", "--format", "markdown"])
+    assert refused.value.code == 2
+    assert "not allowed with argument" in capsys.readouterr().err
