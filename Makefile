@@ -2,7 +2,7 @@
 PYTHON ?= python3
 VENV := .venv
 BIN := $(VENV)/bin
-SLURM_PACKAGES := slurmctld slurmd slurm-client slurmrestd munge shellcheck slurmdbd mariadb-server tmux
+SYSTEM_PACKAGES := slurmctld slurmd slurm-client slurmrestd munge shellcheck slurmdbd mariadb-server tmux
 
 .PHONY: demo test venv system-packages lint bench mutation
 
@@ -22,9 +22,10 @@ demo: venv
 	$(BIN)/clusterprint plan blueprints/a3mega.yaml
 
 # Real Slurm (slurmrestd, slurmdbd and MariaDB too) and shellcheck for the tests that prove
-# rendered files (Debian packages).
+# rendered files, and tmux for the test that drives `clusterprint new` in a real terminal
+# (Debian packages).
 system-packages:
-	@missing=""; for p in $(SLURM_PACKAGES); do dpkg -s $$p >/dev/null 2>&1 || missing="$$missing $$p"; done; \
+	@missing=""; for p in $(SYSTEM_PACKAGES); do dpkg -s $$p >/dev/null 2>&1 || missing="$$missing $$p"; done; \
 	if [ -n "$$missing" ]; then \
 		apt-get update -q && DEBIAN_FRONTEND=noninteractive apt-get install -y -q $$missing; \
 	fi
