@@ -10,10 +10,11 @@ from __future__ import annotations
 
 import json
 import re
-import threading
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from http.server import BaseHTTPRequestHandler
+
+from tests.local_http import serve
 
 
 @dataclass
@@ -44,22 +45,7 @@ class FakeCompute:
     on_recreate: Callable[[str], None] | None = None
 
     def __post_init__(self) -> None:
-        fake = self
-
-        class Handler(BaseHTTPRequestHandler):
-            def log_message(self, *args: object) -> None:  # quiet
-                pass
-
-            def do_GET(self) -> None:  # noqa: N802 (http.server's name)
-                fake._answer(self, "GET")
-
-            def do_POST(self) -> None:  # noqa: N802
-                fake._answer(self, "POST")
-
-        self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-        self.thread = threading.Thread(target=self.server.serve_forever, args=(0.05,),
-                                       daemon=True)
-        self.thread.start()
+        self.server = serve(self._answer)
 
     @property
     def url(self) -> str:

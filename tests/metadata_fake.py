@@ -14,8 +14,10 @@ import hashlib
 import threading
 import time
 from dataclasses import dataclass, field
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from http.server import BaseHTTPRequestHandler
 from urllib.parse import parse_qs, urlsplit
+
+from tests.local_http import serve
 
 PREFIX = "/computeMetadata/v1/instance/attributes/"
 
@@ -37,20 +39,7 @@ class FakeMetadata:
 
     def __post_init__(self) -> None:
         self.changed = threading.Condition()
-        fake = self
-
-        class Handler(BaseHTTPRequestHandler):
-            def log_message(self, *args: object) -> None:  # quiet
-                pass
-
-            def do_GET(self) -> None:  # noqa: N802 (http.server's name)
-                fake._answer(self)
-
-        self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-        self.server.daemon_threads = True
-        self.thread = threading.Thread(target=self.server.serve_forever, args=(0.05,),
-                                       daemon=True)
-        self.thread.start()
+        self.server = serve(self._answer)
 
     @property
     def url(self) -> str:
@@ -74,7 +63,10 @@ class FakeMetadata:
         self.server.shutdown()
         self.server.server_close()
 
-    def _answer(self, handler: BaseHTTPRequestHandler) -> None:
+    def _answer(self, handler: BaseHTTPRequestHandler, verb: str) -> None:
+        if verb != "GET":  # the metadata server's attributes are read-only
+            handler.send_error(405)
+            return
         parts = urlsplit(handler.path)
         query = parse_qs(parts.query)
         self.requests.append((parts.path, query, time.monotonic()))

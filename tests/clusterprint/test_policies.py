@@ -65,6 +65,16 @@ BUCKET_OK = {"name": "ckpts", "uniformBucketLevelAccess": True,
 UNPROTECTED = Settings(storage_protect=False)
 
 #: (policy, resource type, inputs, protect, settings, what the message says)
+
+
+def granted(type_: str, role: str, case: str, said: str | None = None):
+    """A refused grant of ``role`` to a service account; the refusal says ``said``, by
+    default that the role is not in the allowed table."""
+    return pytest.param("least-privilege-identity", type_,
+                        {"role": role, "member": "serviceAccount:x"}, False, Settings(),
+                        said or f"{role}, which is not in the allowed roles", id=case)
+
+
 REFUSED = [
     pytest.param("no-external-ip", INSTANCE, vm(networkInterfaces=[{**NIC, "accessConfigs": [{}]}]),
                  False, Settings(), "networkInterfaces[0].accessConfigs gives it an external IP",
@@ -87,21 +97,11 @@ REFUSED = [
                  False, Settings(), "is the default compute account", id="default-account"),
     pytest.param("least-privilege-identity", TEMPLATE, {**vm(), "serviceAccount": None}, False,
                  Settings(), "it names no service account", id="no-account"),
-    pytest.param("least-privilege-identity", PROJECT_IAM_MEMBER,
-                 {"role": "roles/editor", "member": "serviceAccount:x"}, False, Settings(),
-                 "it grants roles/editor, which holds every permission", id="editor"),
-    pytest.param("least-privilege-identity", PROJECT_IAM_MEMBER,
-                 {"role": "roles/compute.instanceAdmin.v1", "member": "serviceAccount:x"}, False,
-                 Settings(), "roles/compute.instanceAdmin.v1, which is not in the allowed roles",
-                 id="project-role-beyond-table"),
-    pytest.param("least-privilege-identity", PROJECT_IAM_MEMBER,
-                 {"role": "roles/aiplatform.admin", "member": "serviceAccount:x"}, False,
-                 Settings(), "roles/aiplatform.admin, which is not in the allowed roles",
-                 id="vertex-ai-admin"),
-    pytest.param("least-privilege-identity", SECRET_IAM_MEMBER,
-                 {"role": "roles/secretmanager.admin", "member": "serviceAccount:x"}, False,
-                 Settings(), "roles/secretmanager.admin, which is not in the allowed roles",
-                 id="secret-admin"),
+    granted(PROJECT_IAM_MEMBER, "roles/editor", "editor",
+            "it grants roles/editor, which holds every permission"),
+    granted(PROJECT_IAM_MEMBER, "roles/compute.instanceAdmin.v1", "project-role-beyond-table"),
+    granted(PROJECT_IAM_MEMBER, "roles/aiplatform.admin", "vertex-ai-admin"),
+    granted(SECRET_IAM_MEMBER, "roles/secretmanager.admin", "secret-admin"),
     pytest.param("no-plaintext-secret", INSTANCE,
                  vm(metadata={"enable-oslogin": "TRUE", "startup-script":
                               "#!/bin/bash\ncat > /root/id <<EOF\n"

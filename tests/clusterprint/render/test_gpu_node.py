@@ -87,8 +87,7 @@ def test_a_gpu_node_gets_its_familys_software_once(bare, blueprint, nodeset, mac
     node = gpu_vm(bare, blueprint, machine_type, sample)
     script = files_of(blueprint)[f"scripts/compute-{nodeset}.sh"]
     disks = catalog.bundled_local_ssds(machine_type)
-    first = node.boot(script)
-    assert first.returncode == 0, node.journal()
+    node.booted(script)
     calls = node.calls()
 
     repository = f"https://developer.download.nvidia.com/compute/cuda/repos/{distro()}/x86_64"
@@ -139,8 +138,7 @@ def test_a_gpu_node_gets_its_familys_software_once(bare, blueprint, nodeset, mac
     assert "GPU node software ready" in node.journal()
 
     reboot(node)
-    again = node.boot(script)
-    assert again.returncode == 0, node.journal()
+    node.booted(script)
     calls = node.calls()
     assert not started(calls, "apt-get", "curl -fsSL", "dpkg -i", "make", "tar", "apt-mark hold",
                        "mdadm --create", "mkfs", "sysctl", "systemctl restart")
@@ -151,15 +149,14 @@ def test_a_gpu_node_gets_its_familys_software_once(bare, blueprint, nodeset, mac
 def test_local_ssds_that_came_back_empty_are_made_an_array_again(bare):
     node = gpu_vm(bare, "a4", "a4-highgpu-8g", "b200")
     script = files_of("a4")["scripts/compute-a4.sh"]
-    assert node.boot(script).returncode == 0, node.journal()
+    node.booted(script)
     node.calls()
     # A stop or a host maintenance hands the VM new, empty local SSDs.
     reboot(node)
     (node.overlay("/dev") / "md" / "localssd").unlink()
     for mark in ("md-superblock", "ext4"):
         (node.fake / mark).unlink()
-    done = node.boot(script)
-    assert done.returncode == 0, node.journal()
+    node.booted(script)
     calls = node.calls()
     assert len(started(calls, "mdadm --assemble", "mdadm --create", "mkfs.ext4")) == 3
     assert not started(calls, "apt-get", "curl -fsSL", "make")
@@ -169,8 +166,7 @@ def test_local_ssds_that_came_back_empty_are_made_an_array_again(bare):
 def test_an_image_that_carries_the_gpu_software_installs_none_of_it(bare):
     node = gpu_vm(bare, "a4", "a4-highgpu-8g", "b200")
     node.gpu_software_on_image()
-    done = node.boot(files_of("a4")["scripts/compute-a4.sh"])
-    assert done.returncode == 0, node.journal()
+    node.booted(files_of("a4")["scripts/compute-a4.sh"])
     calls = node.calls()
     assert not started(calls, "apt-get install", "curl -fsSL", "dpkg -i", "make", "tar")
     journal = node.journal()
@@ -258,8 +254,7 @@ def test_cpu_nodes_get_none_of_the_gpu_parts(bare):
                 text = text.replace(part, "")
             assert not re.search(r"enroot|pyxis|dcgm|localssd|ops-agent|memlock", text), name
     (node.fake / "secret" / "1").write_text("key from the controller")
-    done = node.boot(files["scripts/compute-cpu.sh"])
-    assert done.returncode == 0, node.journal()
+    node.booted(files["scripts/compute-cpu.sh"])
     assert not started(node.calls(), *GPU_CALLS)
     assert not [path for path in GPU_FILES if node.file(path).exists()]
 
@@ -283,17 +278,17 @@ def test_login_and_controller_name_pyxis_in_plugstack_conf(bare, blueprint):
     node = storage_ready(bare, blueprint)
     files = files_of(blueprint)
     assert files["plugstack.conf"] == gpu_software.plugstack_conf()
-    assert node.boot_from(files, "login").returncode == 0, node.journal()
+    node.booted_from(files, "login")
     assert node.file("/etc/slurm/plugstack.conf").read_text() == files["plugstack.conf"]
     calls = node.calls()
     assert f"make -C {DOWNLOADS}/pyxis-0.24.0.tar.gz.d install" in calls
     assert not started(calls, "mdadm", "dpkg -i", "sysctl", "apt-mark")
-    assert node.boot_from(files, "login").returncode == 0, node.journal()
+    node.booted_from(files, "login")
     assert not started(node.calls(), "make", "curl -fsSL", "apt-get install")
 
     shutil.rmtree(node.fake / "secret")
     (node.fake / "secret").mkdir()
-    assert node.boot_from(files, "controller").returncode == 0, node.journal()
+    node.booted_from(files, "controller")
     assert node.file("/etc/slurm/plugstack.conf").read_text() == files["plugstack.conf"]
     assert not started(node.calls(), "make", "mdadm")
 

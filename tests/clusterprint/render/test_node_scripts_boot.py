@@ -234,6 +234,18 @@ class Node:
             self.serve_slurm_config(files, script)
         return self.boot(files[f"scripts/{script}.sh"])
 
+    def booted_from(self, files: dict[str, str], script: str) -> subprocess.CompletedProcess:
+        """``boot_from`` that must succeed: a failed boot fails the test with its journal."""
+        done = self.boot_from(files, script)
+        assert done.returncode == 0, self.journal()
+        return done
+
+    def booted(self, script: str) -> subprocess.CompletedProcess:
+        """``boot`` that must succeed: a failed boot fails the test with its journal."""
+        done = self.boot(script)
+        assert done.returncode == 0, self.journal()
+        return done
+
     def boot(self, script: str) -> subprocess.CompletedProcess:
         """Run a script as the VM's startup would, with the node's folders in place."""
         path = self.script_dir / "startup.sh"
@@ -480,8 +492,7 @@ def test_a_failed_plugin_build_fails_the_boot_naming_it_before_slurmd(gpu_node, 
 
 
 def test_controller_creates_munge_key_once_and_is_unchanged_after_reboot(node, files):
-    first = node.boot_from(files, "controller")
-    assert first.returncode == 0, node.journal()
+    node.booted_from(files, "controller")
     calls = node.calls()
     assert "mount -t nfs -o hard,timeo=600,retrans=3,_netdev 10.1.2.3:/home /home" in calls
     assert sum(c.startswith("gcloud secrets versions add cpu-small-munge-key") for c in calls) == 1
@@ -493,8 +504,7 @@ def test_controller_creates_munge_key_once_and_is_unchanged_after_reboot(node, f
     assert not [c for c in calls if c.startswith("apt-get")]
     assert "software: the image has every package this role needs" in node.journal()
 
-    again = node.boot_from(files, "controller")
-    assert again.returncode == 0, node.journal()
+    node.booted_from(files, "controller")
     calls = node.calls()
     assert not [c for c in calls if c.startswith(("mount", "gcloud secrets versions add"))]
     assert "systemctl start slurmctld" in calls and "systemctl restart slurmctld" not in calls
@@ -507,8 +517,7 @@ REST_UNIT = "/etc/systemd/system/slurmrestd.service"
 
 def test_controller_creates_the_jwt_key_once_and_serves_the_rest_api_on_its_address(
         node, files):
-    first = node.boot_from(files, "controller")
-    assert first.returncode == 0, node.journal()
+    node.booted_from(files, "controller")
     calls = node.calls()
     assert sum(c.startswith("gcloud secrets versions add cpu-small-jwt-key") for c in calls) == 1
     (version,) = (node.fake / "secrets" / "cpu-small-jwt-key").iterdir()
@@ -531,8 +540,7 @@ def test_controller_creates_the_jwt_key_once_and_serves_the_rest_api_on_its_addr
         "systemctl restart slurmrestd")
     assert "systemctl enable slurmrestd" in calls
 
-    again = node.boot_from(files, "controller")
-    assert again.returncode == 0, node.journal()
+    node.booted_from(files, "controller")
     calls = node.calls()
     assert not [c for c in calls if c.startswith(("gcloud secrets versions add", "useradd"))]
     assert "systemctl start slurmrestd" in calls and "systemctl restart slurmrestd" not in calls
@@ -544,8 +552,7 @@ def test_a_slurm_conf_without_slurmdbd_serves_only_slurmctlds_plugins(node, file
     line = "\nAccountingStorageType=accounting_storage/slurmdbd\n"
     assert line in files["slurm.conf"]
     without_dbd = {**files, "slurm.conf": files["slurm.conf"].replace(line, "\n", 1)}
-    done = node.boot_from(without_dbd, "controller")
-    assert done.returncode == 0, node.journal()
+    node.booted_from(without_dbd, "controller")
     # Without a slurmdbd in slurm.conf the database's plugins would stop slurmrestd.
     assert "-s openapi/slurmctld,openapi/v0.0.38 10.0.0.5:6820\n" in node.file(
         REST_UNIT).read_text()
@@ -558,7 +565,7 @@ SYNC_PROGRAM = "/usr/local/sbin/clusterprint-config-sync"
 @pytest.mark.parametrize("role", ["controller", "login"])
 def test_the_slurm_files_come_from_metadata_and_the_service_follows_them(node, files, role):
     (node.fake / "secret" / "1").write_text("key from the controller")
-    assert node.boot_from(files, role).returncode == 0, node.journal()
+    node.booted_from(files, role)
     for name in config_sync.ROLE_FILES[role]:
         path = node.file(f"/etc/slurm/{name}")
         assert path.exists() == (name in files), name
@@ -580,19 +587,19 @@ def test_the_slurm_files_come_from_metadata_and_the_service_follows_them(node, f
             "systemctl restart clusterprint-config-sync.service")
         assert "\nAfter=network-online.target slurmctld.service\n" in unit
     # A reboot with the same metadata rewrites nothing and restarts nothing.
-    assert node.boot_from(files, role).returncode == 0, node.journal()
+    node.booted_from(files, role)
     calls = node.calls()
     assert "systemctl start clusterprint-config-sync.service" in calls
     assert not [c for c in calls if c.startswith("systemctl restart")]
 
 
 def test_a_reboot_with_changed_slurm_files_restarts_slurmctld_with_them(node, files):
-    assert node.boot_from(files, "controller").returncode == 0, node.journal()
+    node.booted_from(files, "controller")
     node.calls()
     grown = {**files, "slurm.conf": files["slurm.conf"].replace("MaxNodeCount=4",
                                                                 "MaxNodeCount=8")}
     assert grown["slurm.conf"] != files["slurm.conf"]
-    assert node.boot_from(grown, "controller").returncode == 0, node.journal()
+    node.booted_from(grown, "controller")
     assert node.file("/etc/slurm/slurm.conf").read_text() == grown["slurm.conf"]
     calls = node.calls()
     assert "systemctl restart slurmctld" in calls
@@ -621,7 +628,7 @@ def test_a_node_without_its_slurm_files_metadata_fails_naming_the_key(node, file
 
 
 def test_controller_installs_the_remediation_loop_its_reboot_program_and_command(node, files):
-    assert node.boot_from(files, "controller").returncode == 0, node.journal()
+    node.booted_from(files, "controller")
     program = node.file("/etc/slurm/clusterprint/remediate.py")
     assert program.read_text() == files["scripts/remediate.py"]
     assert node.file("/etc/slurm/clusterprint/remediate.json").read_text() == (
@@ -638,7 +645,7 @@ def test_controller_installs_the_remediation_loop_its_reboot_program_and_command
     assert "systemctl enable clusterprint-remediate.service" in calls
     assert "systemctl restart clusterprint-remediate.service" in calls
     # The next boot changes nothing: the loop is started, not restarted (its state stays).
-    assert node.boot_from(files, "controller").returncode == 0, node.journal()
+    node.booted_from(files, "controller")
     assert "systemctl start clusterprint-remediate.service" in node.calls()
     assert "systemctl restart clusterprint-remediate.service" not in node.calls()
 
@@ -646,8 +653,7 @@ def test_controller_installs_the_remediation_loop_its_reboot_program_and_command
 def test_compute_waits_for_home_then_starts_slurmd_as_dynamic_node(node, files):
     (node.fake / "secret" / "1").write_text("key from the controller")
     (node.fake / "unreachable").touch()
-    done = node.boot(files["scripts/compute-cpu.sh"])
-    assert done.returncode == 0, node.journal()
+    node.booted(files["scripts/compute-cpu.sh"])
     assert "mount Filestore 10.1.2.3:/home on /home: not yet, retrying" in node.journal()
     assert node.file("/etc/munge/munge.key").read_text() == "key from the controller"
     dropin = node.file("/etc/systemd/system/slurmd.service.d/clusterprint.conf").read_text()
@@ -681,8 +687,7 @@ def test_a_missing_lustre_address_fails_at_once_naming_its_key(node, a3mega):
 def test_a_bare_image_gets_what_the_node_lacks_once(node, files):
     (node.fake / "secret" / "1").write_text("key from the controller")
     node.image_lacks("slurmd", "munged", "mount.nfs")
-    first = node.boot(files["scripts/compute-cpu.sh"])
-    assert first.returncode == 0, node.journal()
+    node.booted(files["scripts/compute-cpu.sh"])
     installs = [c for c in node.calls() if c.startswith("apt-get")]
     assert installs[0].endswith(" update")
     assert installs[1].endswith(" install slurmd munge nfs-common")
@@ -690,8 +695,7 @@ def test_a_bare_image_gets_what_the_node_lacks_once(node, files):
     dropin = node.file("/etc/systemd/system/slurmd.service.d/clusterprint.conf").read_text()
     assert f"ExecStart={node.bin}/slurmd -D -s -Z" in dropin
 
-    again = node.boot(files["scripts/compute-cpu.sh"])
-    assert again.returncode == 0, node.journal()
+    node.booted(files["scripts/compute-cpu.sh"])
     assert not [c for c in node.calls() if c.startswith("apt-get")]
 
 
@@ -708,8 +712,7 @@ def test_lustre_and_buckets_come_from_googles_repositories_for_this_release(node
     (node.fake / "secret" / "1").write_text("key from the controller")
     node.metadata(node_metadata.lustre_source("scratch"), "10.9.8.7@tcp:/scratch")
     node.image_lacks("gcsfuse")
-    first = node.boot_from(a3mega, "login")
-    assert first.returncode == 0, node.journal()
+    node.booted_from(a3mega, "login")
     codename = next(line.split("=", 1)[1].strip('"') for line in
                     Path("/etc/os-release").read_text().splitlines()
                     if line.startswith("VERSION_CODENAME="))
@@ -727,8 +730,7 @@ def test_lustre_and_buckets_come_from_googles_repositories_for_this_release(node
     assert ("gcsfuse --implicit-dirs --file-mode=666 --dir-mode=777 -o allow_other"
             " my-project-a3mega-ckpts /gcs/checkpoints") in calls
 
-    again = node.boot_from(a3mega, "login")
-    assert again.returncode == 0, node.journal()
+    node.booted_from(a3mega, "login")
     # Metadata is read at every boot; signing keys are downloaded (curl -fsSL) only once.
     assert not [c for c in node.calls() if c.startswith(("apt-get", "curl -fsSL", "modprobe"))]
 
@@ -924,16 +926,14 @@ MUNGE_KEY_FILE = "disk/etc-munge/munge.key"
 
 def test_the_munge_key_the_controller_creates_goes_only_to_secret_manager_and_munge(
         node, a3mega):
-    first = node.boot_from(a3mega, "controller")
-    assert first.returncode == 0, node.journal()
+    first = node.booted_from(a3mega, "controller")
     key = (node.fake / "secret" / "1").read_bytes()
     assert len(base64.b64decode(key, validate=True)) == 768
     assert where_the_key_is(node, first, key) == {
         MUNGE_KEY_FILE, "gcloud secrets versions add: file 1"}
     assert not list(node.tmp.iterdir())
 
-    again = node.boot_from(a3mega, "controller")
-    assert again.returncode == 0, node.journal()
+    again = node.booted_from(a3mega, "controller")
     assert where_the_key_is(node, again, key) == {
         MUNGE_KEY_FILE, "gcloud secrets versions add: file 1"}
 
@@ -941,8 +941,7 @@ def test_the_munge_key_the_controller_creates_goes_only_to_secret_manager_and_mu
 def test_the_jwt_key_the_controller_creates_goes_only_to_secret_manager_and_slurmctld(
         node, a3mega):
     for boot in ("first boot", "reboot"):
-        done = node.boot_from(a3mega, "controller")
-        assert done.returncode == 0, node.journal()
+        done = node.booted_from(a3mega, "controller")
         (version,) = (node.fake / "secrets" / "cpu-small-jwt-key").iterdir()
         key = version.read_bytes()
         assert where_the_key_is(node, done, key) == {
@@ -961,8 +960,7 @@ def test_a_node_keeps_the_munge_key_it_fetches_only_for_munge(node, a3mega, scri
     (node.fake / "secret" / "1").write_bytes(key)
     ready(node, "a3mega")
     for _ in ("first boot", "reboot"):
-        done = node.boot_from(a3mega, script)
-        assert done.returncode == 0, node.journal()
+        done = node.booted_from(a3mega, script)
         assert where_the_key_is(node, done, key) == {MUNGE_KEY_FILE}
         assert not list(node.tmp.iterdir())
 
@@ -979,8 +977,7 @@ def test_the_login_node_stages_exactly_the_rendered_jobs_and_recipes_for_every_u
     for old in stale:
         old.parent.mkdir(parents=True)
         old.write_text("what an earlier blueprint had")
-    first = node.boot_from(a4, "login")
-    assert first.returncode == 0, node.journal()
+    node.booted_from(a4, "login")
 
     for name in ("jobs", "recipes"):
         folder = node.file(f"/opt/clusterprint/{name}")
@@ -1011,15 +1008,13 @@ def test_the_login_node_stages_exactly_the_rendered_jobs_and_recipes_for_every_u
                               env={"PATH": "/usr/bin:/bin", "HOME": str(node.root)})
         assert done.stdout.splitlines() == shown, shell
 
-    again = node.boot_from(a4, "login")
-    assert again.returncode == 0, node.journal()
+    node.booted_from(a4, "login")
     assert "wrote /opt" not in node.journal() and "removed" not in node.journal()
 
 
 def test_a_cluster_without_gpu_partitions_stages_no_job(node, files):
     (node.fake / "secret" / "1").write_text("key from the controller")
-    done = node.boot_from(files, "login")
-    assert done.returncode == 0, node.journal()
+    node.booted_from(files, "login")
     assert list(node.file("/opt/clusterprint/jobs").iterdir()) == []
 
 
@@ -1047,8 +1042,7 @@ VENV = "/opt/clusterprint/venv"
 
 def test_the_login_node_installs_the_helpers_and_the_uploader_venv_once(node, a3mega, tmp_path):
     ready(node, "a3mega")
-    first = node.boot_from(a3mega, "login")
-    assert first.returncode == 0, node.journal()
+    node.booted_from(a3mega, "login")
     calls = node.calls()
     assert [c for c in calls if c.startswith(("python3", "pip"))] == [
         f"python3 -m venv {VENV}", f"pip install --quiet {UPLOADER_PACKAGE}"]
@@ -1077,8 +1071,7 @@ def test_the_login_node_installs_the_helpers_and_the_uploader_venv_once(node, a3
         "clusterprint-register-model: gcloud storage rsync --recursive "
         f"{checkpoint} gs://my-project-a3mega-ckpts/models/llama")
 
-    again = node.boot_from(a3mega, "login")
-    assert again.returncode == 0, node.journal()
+    node.booted_from(a3mega, "login")
     calls = node.calls()
     assert not [c for c in calls if c.startswith(("python3", "pip")) or "python3-venv" in c]
     assert f"tensorboard: {UPLOADER_PACKAGE} already in {VENV}" in node.journal()
@@ -1089,8 +1082,7 @@ def test_the_login_node_installs_the_helpers_and_the_uploader_venv_once(node, a3
 
 def test_a_cluster_without_a_tensorboard_gets_the_helpers_but_no_uploader(node, files):
     (node.fake / "secret" / "1").write_text("key from the controller")
-    done = node.boot_from(files, "login")
-    assert done.returncode == 0, node.journal()
+    node.booted_from(files, "login")
     assert not [c for c in node.calls() if c.startswith(("python3", "pip"))]
     assert not node.file(VENV).exists()
     assert all(node.file(path).exists() for path in HELPERS)
@@ -1104,8 +1096,7 @@ REGISTER = "sacctmgr -i add cluster cpu-small"
 
 def test_controller_formats_the_state_disk_once_and_starts_accounting_before_slurmctld(
         node, files):
-    first = node.boot_from(files, "controller")
-    assert first.returncode == 0, node.journal()
+    node.booted_from(files, "controller")
     calls = node.calls()
     assert calls.count(FORMAT) == 1
     assert f"mount -o defaults /dev/disk/by-id/{STATE_DEVICE} {STATE}" in calls
@@ -1124,8 +1115,7 @@ def test_controller_formats_the_state_disk_once_and_starts_accounting_before_slu
     assert node.file("/etc/mysql/mariadb.conf.d/60-clusterprint.cnf").read_text().count(
         f"datadir={STATE}/mysql") == 1
 
-    again = node.boot_from(files, "controller")
-    assert again.returncode == 0, node.journal()
+    node.booted_from(files, "controller")
     calls = node.calls()
     assert FORMAT not in calls and REGISTER not in calls
     assert not [c for c in calls
@@ -1172,8 +1162,7 @@ def test_a_canary_db_password_goes_only_to_secret_manager_slurmdbd_conf_and_mari
     canary = b"CanaryPassw0rdCanaryPassw0rdXYZ1"
     (node.fake / "secrets" / "cpu-small-db-password").mkdir(parents=True)
     (node.fake / "secrets" / "cpu-small-db-password" / "1").write_bytes(canary)
-    done = node.boot_from(files, "controller")
-    assert done.returncode == 0, node.journal()
+    done = node.booted_from(files, "controller")
     places = where_the_key_is(node, done, canary)
     # MariaDB gets it on stdin (ALTER USER) and in the client file of the check; nothing
     # else: no argument, no trace, no log, no leftover temp file.

@@ -1,0 +1,36 @@
+"""A local HTTP server for the tests' fakes of Google's APIs, quiet and on a free port.
+
+The Compute API fake and the metadata server fake differ in what they answer, not in how
+they listen: each hands every request, with its verb, to one function.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Callable
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+Answer = Callable[[BaseHTTPRequestHandler, str], None]
+
+
+def serve(answer: Answer) -> ThreadingHTTPServer:
+    """Serve GET and POST on 127.0.0.1 from a daemon thread, each request to ``answer``.
+
+    Request threads are daemons too, so a request a fake holds open (a metadata wait)
+    never keeps the test process alive; ``shutdown()`` and ``server_close()`` stop it.
+    """
+
+    class Handler(BaseHTTPRequestHandler):
+        def log_message(self, *args: object) -> None:  # quiet
+            pass
+
+        def do_GET(self) -> None:  # noqa: N802 (http.server's name)
+            answer(self, "GET")
+
+        def do_POST(self) -> None:  # noqa: N802
+            answer(self, "POST")
+
+    server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+    server.daemon_threads = True
+    threading.Thread(target=server.serve_forever, args=(0.05,), daemon=True).start()
+    return server
