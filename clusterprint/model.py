@@ -445,6 +445,17 @@ class Observability(Strict):
     dashboard: bool = Field(False, description="A Cloud Monitoring dashboard for the cluster.")
 
 
+class Security(Strict):
+    """Who on the cluster's nodes may act with the nodes' own credentials."""
+
+    users_get_node_credentials: bool = Field(
+        False,
+        description="true: every process on login and compute nodes, users' jobs too, may "
+                    "ask the metadata server for the node's access token, which reads the "
+                    "munge key (and so runs jobs as root). For single-user clusters only; "
+                    "default false: only root may.")
+
+
 class Blueprint(Strict):
     """One Slurm training cluster in one zone: clusterprint's main interface."""
 
@@ -495,6 +506,10 @@ class Blueprint(Strict):
         default_factory=Observability,
         description="Where training runs report to: a Vertex AI TensorBoard and a Cloud "
                     "Monitoring dashboard, both off by default.")
+    security: Security = Field(
+        default_factory=Security,
+        description="Who may use the nodes' credentials: by default only root on login and "
+                    "compute nodes.")
 
     @property
     def mtu(self) -> int:

@@ -13,8 +13,9 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 Answer = Callable[[BaseHTTPRequestHandler, str], None]
 
 
-def serve(answer: Answer) -> ThreadingHTTPServer:
-    """Serve GET and POST on 127.0.0.1 from a daemon thread, each request to ``answer``.
+def serve(answer: Answer, address: tuple[str, int] = ("127.0.0.1", 0)) -> ThreadingHTTPServer:
+    """Serve GET and POST on ``address`` (127.0.0.1, a free port) from a daemon thread, each
+    request to ``answer``.
 
     Request threads are daemons too, so a request a fake holds open (a metadata wait)
     never keeps the test process alive; ``shutdown()`` and ``server_close()`` stop it.
@@ -30,7 +31,7 @@ def serve(answer: Answer) -> ThreadingHTTPServer:
         def do_POST(self) -> None:  # noqa: N802
             answer(self, "POST")
 
-    server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+    server = ThreadingHTTPServer(address, Handler)
     server.daemon_threads = True
     threading.Thread(target=server.serve_forever, args=(0.05,), daemon=True).start()
     return server

@@ -36,10 +36,13 @@ class FakeMetadata:
     failures: list[int | str] = field(default_factory=list)
     #: Every request: its path and query, and when it arrived (time.monotonic()).
     requests: list[tuple[str, dict[str, list[str]], float]] = field(default_factory=list)
+    #: Where it listens: 127.0.0.1 on a free port, or (in a network namespace of a test's own)
+    #: the real server's address, 169.254.169.254 port 80.
+    address: tuple[str, int] = ("127.0.0.1", 0)
 
     def __post_init__(self) -> None:
         self.changed = threading.Condition()
-        self.server = serve(self._answer)
+        self.server = serve(self._answer, self.address)
 
     @property
     def url(self) -> str:
@@ -78,6 +81,7 @@ class FakeMetadata:
                 handler.close_connection = True
                 return None
             return self._send(handler, int(failure), "failing as the test asked")
+        # An attribute by its key; any other path (the token's) by the whole path.
         key = parts.path.removeprefix(PREFIX)
         if query.get("wait_for_change") == ["true"]:
             last = query.get("last_etag", [""])[0]

@@ -13,24 +13,33 @@ deploys Llama and Gemma with: it serves a Hugging Face-format checkpoint (an SFT
 export; a Megatron checkpoint needs converting first), so the model can be deployed to an
 endpoint as is. ``--container-image-uri`` names another.
 
+Only root reaches the metadata server (its credentials), so run by a user it copies a
+checkpoint outside the buckets itself, as that user, into the first bucket's Cloud Storage
+FUSE mount (``MOUNT/models/NAME``), and hands the registration of the folder in the bucket
+to the login node's MLOps broker (mlops_broker.py), which runs it as root.
+
 The login script writes the blueprint's region and buckets to CONFIG. Exit status: 0
 registered (or, with --dry-run, the commands printed); 2 bad usage; 3 bad input (no such
 folder, a name the command cannot carry); 4 not configured (no bucket in the blueprint, no
-CONFIG); otherwise gcloud's own status.
+CONFIG); 6 the broker does not answer; otherwise gcloud's own status.
 """
 
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import re
+import shutil
 import subprocess
 import sys
 from pathlib import Path
 
-#: Written by the login script: {"region": R, "buckets": [{"name": B, "mount": PATH}]}.
-CONFIG = "/etc/clusterprint/mlops.json"
+if __package__:
+    from clusterprint.node import mlops_broker
+else:  # run as a file: on a login node it is installed beside this one
+    import mlops_broker
+
+CONFIG = mlops_broker.CONFIG
 #: Model Garden's vLLM serving image (the tag Google's GKE vLLM guides pin).
 VLLM_IMAGE = ("us-docker.pkg.dev/vertex-ai/vertex-vision-model-garden-dockers/"
               "pytorch-vllm-serve:20250819_0916_RC01")
@@ -40,26 +49,7 @@ VLLM_PORT = 8080
 MODELS_PREFIX = "models"
 
 BAD_INPUT, NOT_CONFIGURED = 3, 4
-
-
-class Refused(Exception):
-    """What stops the registration, with the exit status that says why."""
-
-    def __init__(self, status: int, message: str) -> None:
-        super().__init__(message)
-        self.status = status
-
-
-def read_config(path: str) -> dict:
-    """The blueprint's region and buckets as the login script wrote them."""
-    try:
-        config = json.loads(Path(path).read_text())
-    except (OSError, ValueError) as exc:
-        raise Refused(NOT_CONFIGURED, f"cannot read {path} ({exc}): the login script "
-                      "writes it at boot") from exc
-    if not isinstance(config, dict) or not isinstance(config.get("buckets"), list):
-        raise Refused(NOT_CONFIGURED, f"{path} has no buckets list")
-    return config
+Refused = mlops_broker.Refused
 
 
 def slug(name: str) -> str:
@@ -95,8 +85,8 @@ def upload_command(name: str, region: str, artifact_uri: str, image: str | None)
             "--container-health-route=/health"]
 
 
-def plan(argv: list[str], environ: dict[str, str]) -> tuple[list[list[str]], bool]:
-    """The gcloud commands to run, in order, and whether this is a dry run."""
+def arguments(argv: list[str]) -> argparse.Namespace:
+    """The parsed arguments, the folder and the name checked; Refused naming what is wrong."""
     parser = argparse.ArgumentParser(
         prog="clusterprint-register-model",
         description="Register a finished checkpoint in Vertex AI Model Registry.")
@@ -109,11 +99,20 @@ def plan(argv: list[str], environ: dict[str, str]) -> tuple[list[list[str]], boo
     args = parser.parse_args(argv)
     if not args.checkpoint.is_dir():
         raise Refused(BAD_INPUT, f"{args.checkpoint} is not a folder")
-    name = args.display_name.strip()
-    if not name or len(name) > 128:
+    args.display_name = args.display_name.strip()
+    if not args.display_name or len(args.display_name) > 128:
         raise Refused(BAD_INPUT, "--display-name must be 1 to 128 characters")
-    config = read_config(environ.get("CLUSTERPRINT_MLOPS_CONFIG", CONFIG))
-    uri, copy = artifact_location(args.checkpoint.resolve(), name, config["buckets"])
+    args.checkpoint = args.checkpoint.resolve()
+    return args
+
+
+def plan(argv: list[str], environ: dict[str, str]) -> tuple[list[list[str]], bool]:
+    """The gcloud commands to run, in order, and whether this is a dry run."""
+    args = arguments(argv)
+    name = args.display_name
+    config = mlops_broker.read_config(environ.get("CLUSTERPRINT_MLOPS_CONFIG", CONFIG),
+                                      NOT_CONFIGURED)
+    uri, copy = artifact_location(args.checkpoint, name, config["buckets"])
     if "," in uri and not args.container_image_uri:
         raise Refused(BAD_INPUT, f"{uri} holds a comma, which --container-args cannot carry")
     region = args.region or config.get("region")
@@ -123,13 +122,44 @@ def plan(argv: list[str], environ: dict[str, str]) -> tuple[list[list[str]], boo
     return ([copy] if copy else []) + [upload], args.dry_run
 
 
+def through_broker(socket_path: str, argv: list[str], environ: dict[str, str]) -> int:
+    """A user's registration: a checkpoint outside the buckets is copied here, as the user,
+    into the first bucket's mount; the broker registers the folder in the bucket as root."""
+    plan(argv, environ)  # every refusal as the user sees it, before anything is copied
+    args = arguments(argv)
+    config = mlops_broker.read_config(environ.get("CLUSTERPRINT_MLOPS_CONFIG", CONFIG),
+                                      NOT_CONFIGURED)
+    folder = args.checkpoint
+    _, copy = artifact_location(folder, args.display_name, config["buckets"])
+    if copy:
+        folder = Path(config["buckets"][0]["mount"]) / MODELS_PREFIX / slug(args.display_name)
+        print(f"clusterprint-register-model: copy {args.checkpoint} to {folder}",
+              file=sys.stderr)
+        if not args.dry_run:
+            shutil.copytree(args.checkpoint, folder, symlinks=True, dirs_exist_ok=True)
+    rest = ["--display-name", args.display_name]
+    for flag, value in (("--region", args.region),
+                        ("--container-image-uri", args.container_image_uri)):
+        rest += [flag, value] if value else []
+    rest += ["--dry-run"] if args.dry_run else []
+    return mlops_broker.request(socket_path, "register-model", [str(folder), *rest])
+
+
 def main(argv: list[str]) -> int:
     """Run each command, printing it first; stop at the first that fails, with its status."""
+    environ = dict(os.environ)
     try:
-        commands, dry_run = plan(argv, dict(os.environ))
+        socket_path = mlops_broker.broker_socket(environ)
+        if socket_path:
+            return through_broker(socket_path, argv, environ)
+        commands, dry_run = plan(argv, environ)
     except Refused as exc:
         print(f"clusterprint-register-model: {exc}", file=sys.stderr)
         return exc.status
+    except OSError as exc:
+        print(f"clusterprint-register-model: copying the checkpoint failed ({exc})",
+              file=sys.stderr)
+        return BAD_INPUT
     for command in commands:
         print("clusterprint-register-model: " + " ".join(command), file=sys.stderr)
         if dry_run:

@@ -9,9 +9,14 @@ installs in its own venv. By default it uploads what LOGDIR holds once and exits
 after the job, or as the job's last step); ``--watch`` keeps uploading new events until
 stopped.
 
+Only root reaches the metadata server (its credentials), so run by a user it reads LOGDIR as
+that user and hands the upload to the login node's MLOps broker (mlops_broker.py), which
+uploads those files as root.
+
 Exit status: 0 uploaded; 2 bad usage; 3 bad input (LOGDIR is not a folder, a bad
 experiment name); 4 this cluster has no TensorBoard (the metadata key is not set);
-5 the uploader is not installed; otherwise the uploader's own status.
+5 the uploader is not installed; 6 the broker does not answer; otherwise the uploader's own
+status.
 """
 
 from __future__ import annotations
@@ -25,6 +30,11 @@ import urllib.error
 import urllib.request
 from pathlib import Path
 
+if __package__:
+    from clusterprint.node import mlops_broker
+else:  # run as a file: on a login node it is installed beside this one
+    import mlops_broker
+
 #: The metadata key clusterprint/node_metadata.py names TENSORBOARD.
 METADATA_KEY = "clusterprint-tensorboard"
 METADATA_URL = "http://metadata.google.internal/computeMetadata/v1/instance/attributes/"
@@ -37,14 +47,7 @@ GENERIC_NAMES = frozenset({"tensorboard", "tb", "logs"})
 RESOURCE = re.compile(r"^projects/[^/]+/locations/[^/]+/tensorboards/[^/]+$")
 
 BAD_INPUT, NOT_CONFIGURED, NO_UPLOADER = 3, 4, 5
-
-
-class Refused(Exception):
-    """What stops the upload, with the exit status that says why."""
-
-    def __init__(self, status: int, message: str) -> None:
-        super().__init__(message)
-        self.status = status
+Refused = mlops_broker.Refused
 
 
 def default_experiment(logdir: Path) -> str:
@@ -81,8 +84,8 @@ def uploader_command(uploader: str, resource: str, logdir: Path, experiment: str
     return command if watch else [*command, "--one_shot=True"]
 
 
-def plan(argv: list[str], environ: dict[str, str]) -> list[str]:
-    """The uploader command for these arguments, or Refused naming what is wrong."""
+def arguments(argv: list[str]) -> tuple[Path, str, bool]:
+    """LOGDIR, the experiment and whether to watch, checked; Refused naming what is wrong."""
     parser = argparse.ArgumentParser(
         prog="clusterprint-tensorboard-upload",
         description="Upload a run's TensorBoard logs to the cluster's Vertex AI TensorBoard.")
@@ -97,19 +100,37 @@ def plan(argv: list[str], environ: dict[str, str]) -> list[str]:
     if not EXPERIMENT.match(experiment):
         raise Refused(BAD_INPUT, f"experiment {experiment!r} is not 1 to 128 lower-case "
                       "letters, digits and hyphens")
+    return args.logdir.resolve(), experiment, args.watch
+
+
+def plan(argv: list[str], environ: dict[str, str]) -> list[str]:
+    """The uploader command for these arguments, or Refused naming what is wrong."""
+    logdir, experiment, watch = arguments(argv)
     uploader = environ.get("CLUSTERPRINT_TB_UPLOADER", UPLOADER)
     if not os.access(uploader, os.X_OK):
         raise Refused(NO_UPLOADER, f"{uploader} is not installed: the login script installs "
                       "google-cloud-aiplatform[tensorboard] there (see its journal, "
                       "journalctl -t clusterprint-login)")
     resource = tensorboard_resource(environ.get("CLUSTERPRINT_METADATA_URL", METADATA_URL))
-    return uploader_command(uploader, resource, args.logdir.resolve(), experiment, args.watch)
+    return uploader_command(uploader, resource, logdir, experiment, watch)
+
+
+def through_broker(socket_path: str, argv: list[str]) -> int:
+    """A user's upload: LOGDIR read here, as the user, and uploaded by the broker as root."""
+    logdir, experiment, watch = arguments(argv)
+    args = ["--experiment", experiment, *(["--watch"] if watch else [])]
+    return mlops_broker.request(socket_path, "tensorboard-upload", args, upload=logdir,
+                                watch=watch)
 
 
 def main(argv: list[str]) -> int:
     """Run the uploader; one line on stderr and the documented status when refused."""
+    environ = dict(os.environ)
     try:
-        command = plan(argv, dict(os.environ))
+        socket_path = mlops_broker.broker_socket(environ)
+        if socket_path:
+            return through_broker(socket_path, argv)
+        command = plan(argv, environ)
     except Refused as exc:
         print(f"clusterprint-tensorboard-upload: {exc}", file=sys.stderr)
         return exc.status

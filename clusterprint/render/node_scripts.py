@@ -13,8 +13,8 @@ from types import ModuleType
 
 from clusterprint import node_metadata
 from clusterprint.model import Blueprint, Nodeset
-from clusterprint.node import register_model, tensorboard_upload
-from clusterprint.render import config_sync, gpu_node, healthcheck, remediation
+from clusterprint.node import mlops_broker, register_model, tensorboard_upload
+from clusterprint.render import config_sync, gpu_node, healthcheck, metadata_guard, remediation
 from clusterprint.render.environment import render
 from clusterprint.render.gpu_fabric import fabric_context
 from clusterprint.render.nccl_job import STAGED_JOBS, STAGED_RECIPES, staged_job_path
@@ -42,11 +42,16 @@ METADATA_KEYS = {"home_source": node_metadata.HOME_SOURCE,
                  "jwt_secret": node_metadata.JWT_SECRET,
                  "db_secret": node_metadata.DB_SECRET}
 
-#: The login node's helpers: command -> the module that is its program.
+#: The login node's helpers: command -> the module that is its program (the broker runs the
+#: same commands as root, mlops_broker.HELPERS).
 MLOPS_HELPERS: dict[str, ModuleType] = {
-    "/usr/local/bin/clusterprint-tensorboard-upload": tensorboard_upload,
-    "/usr/local/bin/clusterprint-register-model": register_model,
+    mlops_broker.HELPERS["tensorboard-upload"]: tensorboard_upload,
+    mlops_broker.HELPERS["register-model"]: register_model,
 }
+#: Where the helpers' modules live, side by side, for they import the broker's module; the
+#: commands are links to them.
+MLOPS_LIB = "/usr/local/lib/clusterprint"
+MLOPS_UNIT = "clusterprint-mlops.service"
 #: Google's TensorBoard uploader (tb-gcp-uploader), pinned: 2.7.0 declares the
 #: ``tensorboard`` extra and the console script (its wheel's METADATA and entry_points.txt).
 TENSORBOARD_UPLOADER_PACKAGE = "google-cloud-aiplatform[tensorboard]==2.7.0"
@@ -55,11 +60,20 @@ TENSORBOARD_UPLOADER_PACKAGE = "google-cloud-aiplatform[tensorboard]==2.7.0"
 def mlops_context(blueprint: Blueprint) -> dict[str, object]:
     """What the login script installs for users' MLOps: each helper as an executable, the
     configuration clusterprint-register-model reads, and (with a TensorBoard) the uploader."""
-    config = {"region": blueprint.region,
-              "buckets": [{"name": b.bucket, "mount": b.mount_path}
-                          for b in blueprint.storage.buckets]}
-    return {"helpers": {path: "#!/usr/bin/python3\n" + Path(module.__file__).read_text("utf-8")
-                        for path, module in MLOPS_HELPERS.items()},
+    config: dict[str, object] = {"region": blueprint.region,
+                                 "buckets": [{"name": b.bucket, "mount": b.mount_path}
+                                             for b in blueprint.storage.buckets]}
+    guarded = not blueprint.security.users_get_node_credentials
+    if guarded:  # users hold no node credentials: their helpers go through the broker
+        config["broker"] = mlops_broker.SOCKET
+    modules = {f"{MLOPS_LIB}/{Path(m.__file__).name}": m
+               for m in (mlops_broker, *MLOPS_HELPERS.values())}
+    return {"modules": {path: "#!/usr/bin/python3\n" + Path(m.__file__).read_text("utf-8")
+                        for path, m in modules.items()},
+            "commands": {command: f"{MLOPS_LIB}/{Path(m.__file__).name}"
+                         for command, m in MLOPS_HELPERS.items()},
+            "broker": {"program": f"{MLOPS_LIB}/{Path(mlops_broker.__file__).name}",
+                       "socket": mlops_broker.SOCKET, "unit": MLOPS_UNIT} if guarded else None,
             "config_path": register_model.CONFIG,
             "config": json.dumps(config, indent=2, sort_keys=True) + "\n",
             "tensorboard": blueprint.observability.tensorboard,
@@ -103,6 +117,7 @@ def render_login_script(blueprint: Blueprint, slurm_files: dict[str, str],
                   recipes_dir=STAGED_RECIPES, staged_folders=(STAGED_JOBS, STAGED_RECIPES),
                   pyxis=gpu_node.pyxis(), mlops=mlops_context(blueprint),
                   config_sync=config_sync.script_context("login"),
+                  guard=metadata_guard.script_context(blueprint, "login"),
                   **_common(blueprint, "login", login_software(blueprint)))
 
 
@@ -115,5 +130,6 @@ def render_compute_script(blueprint: Blueprint, nodeset: Nodeset) -> str:
                   node=gpu_node.gpu_node(nodeset.machine_type) if nodeset.gpus else None,
                   pyxis=gpu_node.pyxis(),
                   healthcheck=healthcheck.script_context(blueprint, nodeset),
+                  guard=metadata_guard.script_context(blueprint, "compute"),
                   **_common(blueprint, f"compute-{nodeset.name}",
                             compute_software(blueprint)))

@@ -8,12 +8,23 @@ from __future__ import annotations
 
 from clusterprint.findings import Finding
 from clusterprint.model import Blueprint
-from clusterprint.rules import labels, location, managed, names, network, recipes, slurm, storage
+from clusterprint.rules import (
+    labels,
+    location,
+    managed,
+    names,
+    network,
+    recipes,
+    security,
+    slurm,
+    storage,
+)
 from clusterprint.rules.registry import RULES, rule
 
 __all__ = ["RULES", "check", "rule"]
 
-_DOMAINS = (location, names, labels, network, storage, slurm, recipes, managed)  # registers rules
+# Importing each domain registers its rules.
+_DOMAINS = (location, names, labels, network, storage, slurm, recipes, security, managed)
 
 
 def check(blueprint: Blueprint) -> list[Finding]:

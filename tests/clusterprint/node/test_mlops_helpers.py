@@ -16,7 +16,7 @@ from pathlib import Path
 import pytest
 
 from clusterprint import node_metadata
-from clusterprint.node import register_model, tensorboard_upload
+from clusterprint.node import mlops_broker, register_model, tensorboard_upload
 
 RESOURCE = "projects/my-project/locations/us-central1/tensorboards/123"
 FAKE = """#!/bin/bash
@@ -233,7 +233,9 @@ def test_a_bucket_path_with_a_comma_is_refused_for_the_default_container(tmp_pat
 
 
 def test_the_helpers_need_only_the_standard_library():
-    for module in (register_model, tensorboard_upload):
-        done = subprocess.run([sys.executable, "-I", "-S", module.__file__, "--help"],
+    # No site-packages and no environment; the script's own folder stays on the path, as
+    # the login node installs the helpers beside the broker they import.
+    for module in (register_model, tensorboard_upload, mlops_broker):
+        done = subprocess.run([sys.executable, "-E", "-s", "-S", module.__file__, "--help"],
                               capture_output=True, text=True, env={"PATH": os.defpath})
         assert done.returncode == 0, done.stderr

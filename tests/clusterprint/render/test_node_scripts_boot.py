@@ -32,7 +32,7 @@ from pathlib import Path
 import pytest
 
 from clusterprint import catalog, node_metadata
-from clusterprint.node import register_model, tensorboard_upload
+from clusterprint.node import mlops_broker, register_model, tensorboard_upload
 from clusterprint.render import config_sync, healthcheck, rendered_files
 from clusterprint.validate import load_checked
 from tests.paths import blueprint_path
@@ -1038,6 +1038,7 @@ def test_a_gpu_node_installs_the_health_check_and_its_prolog(gpu_node, a4):
 HELPERS = {"/usr/local/bin/clusterprint-tensorboard-upload": tensorboard_upload,
            "/usr/local/bin/clusterprint-register-model": register_model}
 VENV = "/opt/clusterprint/venv"
+MLOPS_LIB = "/usr/local/lib/clusterprint"
 
 
 def test_the_login_node_installs_the_helpers_and_the_uploader_venv_once(node, a3mega, tmp_path):
@@ -1049,21 +1050,26 @@ def test_the_login_node_installs_the_helpers_and_the_uploader_venv_once(node, a3
     assert "apt-get -q -y -o DPkg::Lock::Timeout=600 install python3-venv" in calls
     assert node.file(f"{VENV}/clusterprint-package").read_text() == UPLOADER_PACKAGE + "\n"
     assert os.access(node.file(f"{VENV}/bin/tb-gcp-uploader"), os.X_OK)
-    for path, module in HELPERS.items():
-        installed = node.file(path)
+    # Each command is a link to its module, beside the broker's module they import.
+    for path, module in {**HELPERS, f"{MLOPS_LIB}/mlops_broker.py": mlops_broker}.items():
+        installed = node.file(f"{MLOPS_LIB}/{Path(module.__file__).name}")
         assert installed.read_text() == "#!/usr/bin/python3\n" + Path(module.__file__).read_text()
         assert stat.S_IMODE(installed.stat().st_mode) == 0o755
+        if path in HELPERS:
+            assert os.readlink(node.file(path)) == f"{MLOPS_LIB}/{Path(module.__file__).name}"
     config = node.file("/etc/clusterprint/mlops.json")
     assert json.loads(config.read_text()) == {
-        "region": "us-central1",
+        "region": "us-central1", "broker": mlops_broker.SOCKET,
         "buckets": [{"name": "my-project-a3mega-ckpts", "mount": "/gcs/checkpoints"}]}
+    assert "systemctl restart clusterprint-mlops.service" in calls  # a new program
 
     # The installed helper reads the rendered configuration: a checkpoint off the bucket
-    # (on Lustre) is copied to the blueprint's bucket, then registered.
+    # (on Lustre) is copied to the blueprint's bucket, then registered (run by root, which
+    # holds the node's credentials, it runs the commands itself).
     checkpoint = tmp_path / "lustre-ckpt"
     checkpoint.mkdir()
     done = subprocess.run(
-        ["python3", str(node.file("/usr/local/bin/clusterprint-register-model")), str(checkpoint),
+        ["python3", str(node.file(f"{MLOPS_LIB}/register_model.py")), str(checkpoint),
          "--display-name", "llama", "--dry-run"], capture_output=True, text=True,
         env={"PATH": "/usr/bin:/bin", "CLUSTERPRINT_MLOPS_CONFIG": str(config)})
     assert done.returncode == 0, done.stderr
@@ -1074,6 +1080,7 @@ def test_the_login_node_installs_the_helpers_and_the_uploader_venv_once(node, a3
     node.booted_from(a3mega, "login")
     calls = node.calls()
     assert not [c for c in calls if c.startswith(("python3", "pip")) or "python3-venv" in c]
+    assert "systemctl start clusterprint-mlops.service" in calls  # nothing changed
     assert f"tensorboard: {UPLOADER_PACKAGE} already in {VENV}" in node.journal()
     assert not [line for line in node.journal().splitlines()
                 if line.startswith("wrote ") and ("/usr/local/bin" in line or VENV in line
@@ -1085,7 +1092,7 @@ def test_a_cluster_without_a_tensorboard_gets_the_helpers_but_no_uploader(node, 
     node.booted_from(files, "login")
     assert not [c for c in node.calls() if c.startswith(("python3", "pip"))]
     assert not node.file(VENV).exists()
-    assert all(node.file(path).exists() for path in HELPERS)
+    assert all(node.file(path).is_symlink() for path in HELPERS)
     assert json.loads(node.file("/etc/clusterprint/mlops.json").read_text())["buckets"] == []
 
 
