@@ -46,7 +46,8 @@ HELPERS = {"tensorboard-upload": "/usr/local/bin/clusterprint-tensorboard-upload
            "register-model": "/usr/local/bin/clusterprint-register-model"}
 #: The most a request may stage: TensorBoard event files are small, the disk is not endless.
 MAX_STAGED_BYTES = 1 << 30
-#: How often a --watch upload sends what changed in LOGDIR.
+#: How often a --watch upload sends what changed in LOGDIR (CLUSTERPRINT_WATCH_INTERVAL_S
+#: sets it, so that tests need not wait).
 WATCH_INTERVAL_S = 30.0
 #: The environment the helpers run with as root: nothing of the user's.
 ROOT_ENV = {"PATH": "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin:/snap/bin",
@@ -139,7 +140,8 @@ def request(socket_path: str, helper: str, args: list[str], upload: Path | None 
     with sock:
         _send(sock, {"helper": helper, "args": args})
         if upload is not None:
-            threading.Thread(target=_send_uploads, args=(sock, upload, watch),
+            interval = float(os.environ.get("CLUSTERPRINT_WATCH_INTERVAL_S", WATCH_INTERVAL_S))
+            threading.Thread(target=_send_uploads, args=(sock, upload, watch, interval),
                              daemon=True).start()
         try:
             return _relay(sock.makefile("rb"), name)
@@ -147,7 +149,7 @@ def request(socket_path: str, helper: str, args: list[str], upload: Path | None 
             return 130
 
 
-def _send_uploads(sock: socket.socket, logdir: Path, watch: bool) -> None:
+def _send_uploads(sock: socket.socket, logdir: Path, watch: bool, interval: float) -> None:
     sent: dict[str, int] = {}
     try:
         while True:
@@ -156,7 +158,7 @@ def _send_uploads(sock: socket.socket, logdir: Path, watch: bool) -> None:
             _send(sock, {"sync": True})
             if not watch:
                 return
-            time.sleep(WATCH_INTERVAL_S)
+            time.sleep(interval)
     except OSError:
         return  # the broker ended the request; _relay reports its status
 

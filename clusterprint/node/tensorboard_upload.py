@@ -96,6 +96,8 @@ def arguments(argv: list[str]) -> tuple[Path, str, bool]:
     args = parser.parse_args(argv)
     if not args.logdir.is_dir():
         raise Refused(BAD_INPUT, f"{args.logdir} is not a folder")
+    if not os.access(args.logdir, os.R_OK | os.X_OK):
+        raise Refused(BAD_INPUT, f"{args.logdir} is not a folder you can read")
     experiment = args.experiment or default_experiment(args.logdir)
     if not EXPERIMENT.match(experiment):
         raise Refused(BAD_INPUT, f"experiment {experiment!r} is not 1 to 128 lower-case "
