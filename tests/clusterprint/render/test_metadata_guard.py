@@ -50,29 +50,43 @@ def token_for(uid: int) -> tuple[subprocess.CompletedProcess, float]:
     return done, time.monotonic() - start
 
 
+#: A connection to the metadata server's IPv6 address, port 80.
+CONNECT_IPV6 = (f"import socket; socket.create_connection(('{metadata_guard.METADATA_IPV6}',"
+                f" 80), 5)")
+
+
 def assert_guarded() -> None:
-    """Root gets the token; an unprivileged uid is refused at once, not left hanging."""
+    """Root gets the token; an unprivileged uid is refused at once, not left hanging; the
+    IPv6 address likewise."""
     done, _ = token_for(0)
     assert done.returncode == 0 and "ya29.node-token" in done.stdout, done.stderr
     done, took = token_for(NOBODY)
     assert done.returncode != 0 and "ya29" not in done.stdout
     assert "Connection refused" in done.stderr
     assert took < 5
+    assert as_uid(0, "/usr/bin/python3", "-I", "-c", CONNECT_IPV6).returncode == 0
+    ipv6 = as_uid(NOBODY, "/usr/bin/python3", "-I", "-c", CONNECT_IPV6)
+    assert ipv6.returncode != 0 and "ConnectionRefusedError" in ipv6.stderr
 
 
 @pytest.fixture
 def metadata_server() -> Iterator[FakeMetadata]:
-    """In a namespace of the test's own: the metadata server (a token) and DNS on its address."""
+    """In a namespace of the test's own: the metadata server (a token), DNS on its address,
+    and a listener on its IPv6 address."""
     with metadata_namespace():
         fake = FakeMetadata(address=(metadata_guard.METADATA_IPV4, 80))
         fake.set(TOKEN_PATH, TOKEN)
         dns = socket.create_server((metadata_guard.METADATA_IPV4, metadata_guard.DNS_PORT))
-        threading.Thread(target=_accept_forever, args=(dns,), daemon=True).start()
+        ipv6 = socket.create_server((metadata_guard.METADATA_IPV6, 80),
+                                    family=socket.AF_INET6)
+        for listener in (dns, ipv6):
+            threading.Thread(target=_accept_forever, args=(listener,), daemon=True).start()
         try:
             yield fake
         finally:
             fake.stop()
             dns.close()
+            ipv6.close()
 
 
 def _accept_forever(server: socket.socket) -> None:
