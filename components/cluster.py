@@ -83,6 +83,8 @@ class TrainingCluster(pulumi.ComponentResource):
             "enable-oslogin": "TRUE",
             node_metadata.HOME_SOURCE: home_source,
             **{node_metadata.lustre_source(n): s for n, s in storage.lustre_sources.items()}}
+        # Login and compute VMs: cloud-init loads the metadata guard before logins open.
+        guarded = {**metadata, **({"user-data": scripts.user_data} if scripts.user_data else {})}
         shared = dict(project=project, zone=bp.zone, subnetwork=network.subnetwork,
                       tags=[network.node_tag], labels=labels, buckets=storage.bucket_names)
 
@@ -107,7 +109,7 @@ class TrainingCluster(pulumi.ComponentResource):
             f"{name}-login", cluster=cluster, munge_secret=controller.munge_secret_id,
             startup_script=scripts.login, slurm_config=scripts.slurm_config["login"],
             count=bp.slurm.login.count,
-            machine_type=bp.slurm.login.machine_type, metadata=metadata,
+            machine_type=bp.slurm.login.machine_type, metadata=guarded,
             tensorboard=observability.tensorboard, **shared, opts=child)
 
         compute_identity = NodeServiceAccount(
@@ -123,7 +125,7 @@ class TrainingCluster(pulumi.ComponentResource):
                 gpu_subnetworks=network.gpu_subnetworks,
                 service_account_email=compute_identity.email,
                 startup_script=scripts.compute[ns.name],
-                metadata={**metadata, node_metadata.MUNGE_SECRET: controller.munge_secret_id},
+                metadata={**guarded, node_metadata.MUNGE_SECRET: controller.munge_secret_id},
                 tags=[network.node_tag], labels=labels, opts=child)
             for ns in bp.slurm.nodesets}
 

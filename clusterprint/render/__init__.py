@@ -12,6 +12,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from clusterprint.model import Blueprint
+from clusterprint.render import metadata_guard
 from clusterprint.render.config_sync import ROLE_FILES, slurm_config_value
 from clusterprint.render.healthcheck import healthcheck_files
 from clusterprint.render.nccl_job import render_nccl_jobs
@@ -36,6 +37,9 @@ class NodeScripts:
     compute: dict[str, str]
     #: role (controller, login) -> its metadata ``clusterprint-slurm-config``
     slurm_config: dict[str, str]
+    #: login and compute VMs' ``user-data`` (cloud-init loads the metadata guard before
+    #: logins); None where users hold the node's credentials (no guard)
+    user_data: str | None
 
 
 def node_scripts(blueprint: Blueprint) -> NodeScripts:
@@ -45,7 +49,9 @@ def node_scripts(blueprint: Blueprint) -> NodeScripts:
         controller=render_controller_script(blueprint, slurm_files),
         login=render_login_script(blueprint, slurm_files, staged_files(blueprint)),
         compute={n.name: render_compute_script(blueprint, n) for n in blueprint.slurm.nodesets},
-        slurm_config={role: slurm_config_value(slurm_files, role) for role in ROLE_FILES})
+        slurm_config={role: slurm_config_value(slurm_files, role) for role in ROLE_FILES},
+        user_data=(None if blueprint.security.users_get_node_credentials
+                   else metadata_guard.cloud_config()))
 
 
 def staged_files(blueprint: Blueprint) -> dict[str, str]:

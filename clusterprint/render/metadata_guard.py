@@ -10,10 +10,17 @@ so a user's request fails at once ("connection refused") instead of hanging.
 The rule is one table of its own, replaced whole in one nft transaction (never a moment
 without it), loaded by a unit that runs before networking and before logins or slurmd may
 start (both require it: a guard that fails to load keeps logins and jobs out), and again
-whenever nftables.service loads, reloads or stops, which would flush it.
+whenever nftables.service loads, reloads or stops, which would flush it. The startup script,
+which installs that unit, runs only once the network is up, after SSH logins open: so on
+every boot, the first one too, cloud-init (on the default Ubuntu images) loads the same rule
+from the VM's ``user-data`` first, in its network stage, which systemd orders before sshd
+and systemd-user-sessions (cloud-init's systemd/cloud-init-network.service.tmpl).
 """
 
 from __future__ import annotations
+
+import base64
+import json
 
 from clusterprint.model import Blueprint
 
@@ -54,6 +61,17 @@ def ruleset() -> str:
             f"{rules}\n"
             f"\t}}\n"
             f"}}\n")
+
+
+def cloud_config() -> str:
+    """The VM's ``user-data``: a cloud-config whose bootcmd (run at every boot, before sshd
+    and logins) loads the ruleset, carried as base64 so no character of it is YAML or shell."""
+    encoded = base64.b64encode(ruleset().encode()).decode()
+    command = ["sh", "-c", f"printf %s {encoded} | base64 -d | nft -f -"]
+    return ("#cloud-config\n"
+            "# Rendered by clusterprint: only root reaches the metadata server, from before\n"
+            "# sshd and logins start, at every boot (the startup script keeps it so).\n"
+            f"bootcmd:\n  - {json.dumps(command)}\n")
 
 
 def script_context(blueprint: Blueprint, role: str) -> dict[str, object] | None:

@@ -8,6 +8,7 @@ import pytest
 
 from clusterprint.components.cluster import TrainingCluster
 from clusterprint.model import Blueprint
+from clusterprint.render import metadata_guard
 from tests.components.conftest import reference_blueprint
 
 REFERENCES = ["a3mega", "a3ultra", "a4", "cpu-small"]
@@ -307,3 +308,23 @@ def test_only_login_nodes_of_a_cluster_with_a_tensorboard_carry_its_name_and_rol
     vertex = {g.parent for g in cloud.of_type("gcp:projects/iAMMember:IAMMember")
               if g.inputs["role"] == "roles/aiplatform.user"}
     assert vertex == ({f"{name}-login-identity"} if tensorboard else set())
+
+
+def test_login_and_compute_vms_load_the_metadata_guard_before_logins(cloud):
+    build(cloud, reference_blueprint("cpu-small"))
+    instances = {vm.inputs["name"]: vm.inputs["metadata"]
+                 for vm in cloud.of_type("gcp:compute/instance:Instance")}
+    guarded = [instances["cpu-small-login-0"], *(t["metadata"] for t in templates(cloud).values())]
+    for metadata in guarded:
+        assert metadata["user-data"] == metadata_guard.cloud_config()
+    # Users never log in to the controller: it keeps its credentials for its own services.
+    assert "user-data" not in instances["cpu-small-controller"]
+
+
+def test_a_cluster_whose_users_get_node_credentials_has_no_guard(cloud):
+    data = reference_blueprint("cpu-small").model_dump(by_alias=True)
+    data["security"] = {"users_get_node_credentials": True}
+    build(cloud, Blueprint.model_validate_json(json.dumps(data)))
+    assert not [vm for vm in cloud.of_type("gcp:compute/instance:Instance")
+                if "user-data" in vm.inputs["metadata"]]
+    assert not [t for t in cloud.of_type(TEMPLATE) if "user-data" in t.inputs["metadata"]]

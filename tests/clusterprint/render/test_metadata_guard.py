@@ -17,6 +17,7 @@ import time
 from collections.abc import Iterator
 
 import pytest
+from ruamel.yaml import YAML
 
 from clusterprint.render import metadata_guard, rendered_files
 from clusterprint.validate import check_text, load_checked
@@ -228,3 +229,16 @@ def test_a_single_user_cluster_that_asks_for_it_has_no_guard(vm, metadata_server
     assert not [c for c in node.calls() if c.startswith("nft")]
     done, _ = token_for(NOBODY)
     assert "ya29.node-token" in done.stdout
+
+
+def test_cloud_inits_bootcmd_loads_the_same_rule_before_logins(metadata_server):
+    config = YAML(typ="safe", pure=True).load(metadata_guard.cloud_config())
+    assert metadata_guard.cloud_config().startswith("#cloud-config\n")
+    assert list(config) == ["bootcmd"]
+    (command,) = config["bootcmd"]
+    # Run as cloud-init runs a list: argv, no shell of its own around it.
+    subprocess.run(command, check=True, timeout=30)
+    assert len(guard_rules()) == 2
+    assert_guarded()
+    subprocess.run(command, check=True, timeout=30)  # every boot: still one copy
+    assert len(guard_rules()) == 2

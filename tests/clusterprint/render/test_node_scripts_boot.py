@@ -1179,3 +1179,21 @@ def test_a_canary_db_password_goes_only_to_secret_manager_slurmdbd_conf_and_mari
     assert not list(node.tmp.iterdir())
     rendered = "\n".join(files.values()).encode()
     assert not found_in(rendered, canary)
+
+
+def test_every_file_that_holds_a_secret_is_only_its_owners_to_read(node, files):
+    """The munge key, the JWT key and the database password, where they land on the
+    controller's disk: no group or other may read (the munge key is munge's, the others
+    SlurmUser's; chown is the node's, so the owner is what the script asks of it)."""
+    canary = b"CanaryPassw0rdCanaryPassw0rdXYZ1"
+    (node.fake / "secrets" / "cpu-small-db-password").mkdir(parents=True)
+    (node.fake / "secrets" / "cpu-small-db-password" / "1").write_bytes(canary)
+    done = node.booted_from(files, "controller")
+    (jwt,) = (node.fake / "secrets" / "cpu-small-jwt-key").iterdir()
+    held = set()
+    for secret in ((node.fake / "secret" / "1").read_bytes(), jwt.read_bytes(), canary):
+        held |= {p for p in where_the_key_is(node, done, secret) if p.startswith("disk/")}
+    assert held == {MUNGE_KEY_FILE, "disk/etc-slurm/jwt_hs256.key",
+                    "disk/etc-slurm/slurmdbd.conf"}
+    for place in held:
+        assert stat.S_IMODE((node.root / place).stat().st_mode) & 0o077 == 0, place
