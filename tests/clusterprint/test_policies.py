@@ -374,6 +374,28 @@ def test_a_canary_in_the_blueprint_fails_plan_policy_with_exit_4(tmp_path, capsy
     assert err[-1].startswith("policy: ") and "advisory violations" in err[-1]
 
 
+@pytest.mark.parametrize(("ranges", "code", "line"), [
+    pytest.param("[0.0.0.0/1, 128.0.0.0/1]", EXIT_POLICY,
+                 f"mandatory: cpu-small-network-ssh: sourceRanges admit {PUBLIC_IPV4} public "
+                 "IPv4 addresses, more than a /16 holds: 0.0.0.0/1, 128.0.0.0/1 "
+                 "[no-open-firewall]; fix: set `network.ssh_source_ranges` to IAP's",
+                 id="internet-in-two-halves"),
+    pytest.param("[8.0.0.0/17, 8.0.128.0/17]", 0,
+                 "advisory: cpu-small-network-ssh: SSH is open to 65,536 public IPv4 addresses, "
+                 "more than a /24 holds: 8.0.0.0/17, 8.0.128.0/17 [ssh-source-ranges-wide]",
+                 id="a-slash-16-in-two-halves"),
+])
+def test_plan_policy_judges_what_the_ssh_sources_admit_together(tmp_path, capsys, ranges, code,
+                                                                line):
+    """Past a /16's worth of public addresses a blueprint's SSH sources fail the plan (exit 4)
+    however they are split; up to it they plan with a warning."""
+    path = tmp_path / "ssh.yaml"
+    path.write_text((ROOT / "blueprints/cpu-small.yaml").read_text()
+                    + f"network:\n  ssh_source_ranges: {ranges}\n")
+    assert main(["plan", str(path), "--policy"]) == code
+    assert line in capsys.readouterr().err
+
+
 def test_plan_policy_passes_a_reference_blueprint_and_prints_the_plan(capsys):
     assert main(["plan", str(ROOT / "blueprints/a4.yaml"), "--policy"]) == 0
     out, err = capsys.readouterr()
