@@ -92,9 +92,39 @@ BASIC_ROLES = frozenset({"roles/owner", "roles/editor"})
 #: (cloud.google.com/compute/docs/access/service-accounts#default_service_account).
 DEFAULT_COMPUTE_ACCOUNT = re.compile(r"\d+-compute@developer\.gserviceaccount\.com")
 
-#: An SSH source holding more addresses than a /24 that is not IAP's range is "wide":
-#: a public /16 lets a whole provider's customers try the port.
-WIDE_SSH_PREFIX = 24
+Network = ipaddress.IPv4Network | ipaddress.IPv6Network
+
+#: Blocks whose addresses are not public: those the IANA IPv4 and IPv6 Special-Purpose
+#: Address Registries mark not "Globally Reachable" (iana.org/assignments/
+#: iana-ipv4-special-registry, .../iana-ipv6-special-registry), as CPython 3.13's ipaddress
+#: lists them for ``is_global``. Kept here, not read from ``is_global``, because the Python
+#: that runs the pack may be older and disagree: 3.11's tables predate CPython's 2024
+#: correction (gh-113171), and a network's ``is_global`` looks at its first and last
+#: address only. Unlike CPython, a block IANA marks N/A (2002::/16 6to4) counts as public:
+#: its hosts are anywhere on the internet, and a firewall errs on the side of counting.
+NOT_PUBLIC: tuple[Network, ...] = tuple(ipaddress.ip_network(block) for block in (
+    "0.0.0.0/8", "10.0.0.0/8", "100.64.0.0/10", "127.0.0.0/8", "169.254.0.0/16",
+    "172.16.0.0/12", "192.0.0.0/24", "192.0.2.0/24", "192.168.0.0/16", "198.18.0.0/15",
+    "198.51.100.0/24", "203.0.113.0/24", "240.0.0.0/4",
+    "::/128", "::1/128", "::ffff:0:0/96", "64:ff9b:1::/48", "100::/64", "2001::/23",
+    "2001:db8::/32", "3fff::/20", "fc00::/7", "fe80::/10"))
+#: The blocks inside NOT_PUBLIC that the registries mark globally reachable (PCP and TURN
+#: anycast, AMT, AS112, ORCHIDv2, DRIP) or N/A (Teredo, the retired ORCHID): public.
+PUBLIC_EXCEPTIONS: tuple[Network, ...] = tuple(ipaddress.ip_network(block) for block in (
+    "192.0.0.9/32", "192.0.0.10/32", "2001::/32", "2001:1::1/128", "2001:1::2/128",
+    "2001:3::/32", "2001:4:112::/48", "2001:10::/28", "2001:20::/28", "2001:30::/28"))
+#: The bound of `no-open-firewall`: the most public addresses one rule's source ranges may
+#: admit together, IAP's range aside, given as the prefix length of a block that holds as
+#: many, by IP version. A /24 (IPv4) and a /48 (IPv6) are the smallest blocks routed on the
+#: internet, so one is at most one organisation's site; the bound is 256 of them, a /16's
+#: worth of IPv4 (65,536 addresses) and a /40's of IPv6. Past it a rule lets a whole
+#: provider's customers in, however its ranges are split, and the policy refuses it.
+OPEN_PREFIX = {4: 16, 6: 40}
+#: SSH from more public addresses than one routed site's block holds (a /24, a /48), IAP's
+#: range aside, is "wide": advisory, for a rule within OPEN_PREFIX.
+WIDE_SSH_PREFIX = {4: 24, 6: 48}
+#: Address bits by IP version, for the size of a block of a given prefix length.
+ADDRESS_BITS = {4: ipaddress.IPV4LENGTH, 6: ipaddress.IPV6LENGTH}
 #: Public image projects whose images support Shielded VM's vTPM and integrity monitoring
 #: ("By default, Shielded VM supports Container-Optimized OS, various distributions of
 #: Linux, and multiple versions of Windows Server", cloud.google.com/security/
@@ -279,27 +309,102 @@ def _allows(res: PolicyResource, port: int | None) -> bool:
     return any(isinstance(a, Mapping) and _admits_port(a, port) for a in allows)
 
 
-def _networks(res: PolicyResource) -> Iterator[tuple[str, ipaddress.IPv4Network |
-                                                      ipaddress.IPv6Network]]:
+def _source_ranges(res: PolicyResource) -> tuple[list[tuple[str, Network]], list[Any]]:
+    """The rule's known source ranges: those that parse, with their text, and those that do not.
+
+    A range with host bits set reads as the block it lies in: whatever the API makes of it,
+    it admits no more. A lone value reads as a list of one.
+    """
     ranges = res.inputs.get("sourceRanges")
-    for text in ranges if isinstance(ranges, list) else []:
+    items = ranges if isinstance(ranges, list | tuple) else [ranges]
+    parsed: list[tuple[str, Network]] = []
+    unreadable: list[Any] = []
+    for item in filter(_known, items):
         try:
-            yield text, ipaddress.ip_network(text, strict=False)
+            if not isinstance(item, str):  # ip_network would read an integer as an address
+                raise ValueError(item)
+            parsed.append((item, ipaddress.ip_network(item, strict=False)))
         except ValueError:
-            continue  # unknown offline, or a value the API refuses anyway
+            unreadable.append(item)
+    return parsed, unreadable
+
+
+def _without(networks: Iterable[Network], holes: Iterable[Network]) -> list[Network]:
+    """The addresses of ``networks`` that are in none of ``holes``, as disjoint blocks."""
+    left = list(networks)
+    for hole in holes:
+        left = [piece for network in left for piece in _cut(network, hole)]
+    return left
+
+
+def _cut(network: Network, hole: Network) -> Iterable[Network]:
+    """``network`` less ``hole``: two blocks are disjoint or one holds the other."""
+    if network.version != hole.version or not network.overlaps(hole):
+        return [network]
+    if network.subnet_of(hole):
+        return []
+    return network.address_exclude(hole)
+
+
+#: Every address a firewall need not count: the special-purpose blocks less their public
+#: exceptions, and IAP's range, which every cluster admits SSH from.
+UNCOUNTED: tuple[Network, ...] = (*_without(NOT_PUBLIC, PUBLIC_EXCEPTIONS),
+                                  ipaddress.ip_network(catalog.IAP_RANGE))
+
+
+@dataclass(frozen=True)
+class PublicSources:
+    """The public addresses a rule's source ranges of one IP version admit, IAP's aside."""
+
+    version: int
+    count: int
+    #: The ranges as written that hold any of them, each once.
+    ranges: tuple[str, ...]
+
+    def exceed(self, prefixes: Mapping[int, int]) -> bool:
+        """Whether they outnumber a block of this version's prefix length in ``prefixes``."""
+        return self.count > 2 ** (ADDRESS_BITS[self.version] - prefixes[self.version])
+
+    def text(self, prefixes: Mapping[int, int]) -> str:
+        """How many they are, the bound they pass and the ranges that hold them."""
+        return (f"{self.count:,} public IPv{self.version} addresses, more than a "
+                f"/{prefixes[self.version]} holds: {', '.join(self.ranges)}")
+
+
+def _public_sources(res: PolicyResource) -> list[PublicSources]:
+    """What the union of the rule's source ranges admits, by IP version: an address counts
+    once however many ranges hold it, so splitting or repeating a range changes nothing."""
+    parsed, _ = _source_ranges(res)
+    found = []
+    for version in sorted({network.version for _, network in parsed}):
+        mine = [(text, network) for text, network in parsed if network.version == version]
+        union = ipaddress.collapse_addresses(network for _, network in mine)
+        count = sum(block.num_addresses for block in _without(union, UNCOUNTED))
+        ranges = dict.fromkeys(text for text, network in mine if _without([network], UNCOUNTED))
+        if count:
+            found.append(PublicSources(version, count, tuple(ranges)))
+    return found
 
 
 @policy("no-open-firewall", "mandatory",
-        "no firewall rule admits any port from 0.0.0.0/0 (or ::/0, or no source at all)",
-        "set `network.ssh_source_ranges` to IAP's 35.235.240.0/20 or the ranges your users "
-        "come from; a rule needs source ranges, tags or service accounts")
+        "no firewall rule admits any port from more than a /16's worth of public IPv4 "
+        "addresses (a /40's of IPv6), counted over all its source ranges together, IAP's "
+        "range aside; nor from a source range that is not an IP range, nor from no source",
+        f"set `network.ssh_source_ranges` to IAP's {catalog.IAP_RANGE} or the ranges your "
+        "users come from, a /16's worth of public addresses at most in all; a rule needs "
+        "source ranges, tags or service accounts")
 def no_open_firewall(res: PolicyResource, settings: Settings) -> Iterator[str]:
-    """An ingress rule from everywhere opens the cluster to the internet."""
+    """An ingress rule from a large share of the internet opens the cluster to it, whether
+    it says 0.0.0.0/0 or 0.0.0.0/1 and 128.0.0.0/1. A range that does not parse is refused:
+    the policy cannot tell what it admits, and the API may read it more loosely than Python."""
     if not _ingress(res) or not _allows(res, None):
         return
-    for text, network in _networks(res):
-        if network.prefixlen == 0:
-            yield f"sourceRanges holds {text}: it admits the whole internet"
+    _, unreadable = _source_ranges(res)
+    for item in unreadable:
+        yield f"sourceRanges holds {item!r}, which is not an IP range: what it admits is unknown"
+    for admitted in _public_sources(res):
+        if admitted.exceed(OPEN_PREFIX):
+            yield f"sourceRanges admit {admitted.text(OPEN_PREFIX)}"
     sources = ("sourceRanges", "sourceTags", "sourceServiceAccounts")
     if not any(res.inputs.get(key) for key in sources):
         # The API treats a rule without sources as 0.0.0.0/0
@@ -412,23 +517,19 @@ def storage_protected(res: PolicyResource, settings: Settings) -> Iterator[str]:
         yield "it holds data but is not protected while storage.protect is true"
 
 
-def _wide_ssh(res: PolicyResource) -> Iterator[str]:
+@policy("ssh-source-ranges-wide", "advisory",
+        "SSH is admitted from more public addresses than a /24 holds (a /48 of IPv6), counted "
+        "over all the rule's source ranges together, IAP's range aside",
+        f"narrow `network.ssh_source_ranges` to IAP's {catalog.IAP_RANGE} or your offices' "
+        "ranges")
+def ssh_source_ranges_wide(res: PolicyResource, settings: Settings) -> Iterator[str]:
+    """A wide public range lets far more hosts than your users try SSH on every node; past
+    OPEN_PREFIX `no-open-firewall` refuses the rule instead."""
     if not _ingress(res) or not _allows(res, 22):
         return
-    iap = ipaddress.ip_network(catalog.IAP_RANGE)
-    for text, network in _networks(res):
-        if network == iap or network.prefixlen == 0 or not network.is_global:
-            continue
-        if network.prefixlen < (WIDE_SSH_PREFIX if network.version == 4 else 48):
-            yield f"SSH is open to {text}, {network.num_addresses} public addresses"
-
-
-@policy("ssh-source-ranges-wide", "advisory",
-        "SSH is admitted from a public range wider than a /24 other than IAP's",
-        "narrow `network.ssh_source_ranges` to IAP's 35.235.240.0/20 or your offices' ranges")
-def ssh_source_ranges_wide(res: PolicyResource, settings: Settings) -> Iterator[str]:
-    """A wide public range lets far more hosts than your users try SSH on every node."""
-    yield from _wide_ssh(res)
+    for admitted in _public_sources(res):
+        if admitted.exceed(WIDE_SSH_PREFIX) and not admitted.exceed(OPEN_PREFIX):
+            yield f"SSH is open to {admitted.text(WIDE_SSH_PREFIX)}"
 
 
 @policy("storage-unprotected", "advisory",

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from clusterprint import policies
+from clusterprint import catalog, policies
 from clusterprint.cli import main
 from clusterprint.commands.plan import EXIT_POLICY
 from clusterprint.plan import Plan, PlannedResource, plan_blueprint
@@ -55,6 +55,27 @@ def firewall(ranges: list[str] | None, ports: list[str] | None = None, **inputs:
             **({"sourceRanges": ranges} if ranges is not None else {}), **inputs}
 
 
+#: The public IPv4 addresses, IAP's range aside: 2**32 less the IANA blocks that are not
+#: globally reachable (0/8, 10/8, 127/8: 3 * 2**24; 100.64/10: 2**22; 240/4: 2**28;
+#: 172.16/12: 2**20; 198.18/15: 2**17; 169.254/16, 192.168/16: 2 * 2**16; 192.0.2/24,
+#: 198.51.100/24, 203.0.113/24: 3 * 256; 192.0.0/24 but its two anycast addresses: 254)
+#: and IAP's 4,096.
+PUBLIC_IPV4 = "3,970,690,050"
+
+
+def firewall_refused(case: str, ranges: object, said: str, ports: list[str] | None = None,
+                     name: str = "no-open-firewall"):
+    """A firewall rule from ``ranges`` that ``name`` refuses, saying ``said``."""
+    return pytest.param(name, FIREWALL, firewall(None, ports, sourceRanges=ranges), False,
+                        Settings(), said, id=case)
+
+
+def wide_ssh(case: str, ranges: list[str], said: str):
+    """An SSH rule from ``ranges`` that is wide but within the bound: an advisory only."""
+    return firewall_refused(case, ranges, f"SSH is open to {said}", ["22"],
+                            "ssh-source-ranges-wide")
+
+
 def managed(**login: object) -> dict:
     return {"orchestrator": {"slurm": {"loginNodes": {"enableOsLogin": True,
                                                       "enablePublicIps": False, **login}}}}
@@ -85,11 +106,41 @@ REFUSED = [
     pytest.param("no-external-ip", MANAGED_CLUSTER, managed(enablePublicIps=True), True,
                  Settings(), "loginNodes.enablePublicIps gives login nodes external IPs",
                  id="managed-public-ips"),
-    pytest.param("no-open-firewall", FIREWALL, firewall(["0.0.0.0/0"], ["22"]), False,
-                 Settings(), "sourceRanges holds 0.0.0.0/0: it admits the whole internet",
-                 id="ssh-from-anywhere"),
-    pytest.param("no-open-firewall", FIREWALL, firewall(["::/0"], ["8080"]), False, Settings(),
-                 "sourceRanges holds ::/0", id="any-port-ipv6"),
+    firewall_refused("ssh-from-anywhere", ["0.0.0.0/0"],
+                     f"sourceRanges admit {PUBLIC_IPV4} public IPv4 addresses, more than a /16 "
+                     "holds: 0.0.0.0/0", ["22"]),
+    firewall_refused("internet-in-two-halves", ["0.0.0.0/1", "128.0.0.0/1"],
+                     f"admit {PUBLIC_IPV4} public IPv4 addresses, more than a /16 holds: "
+                     "0.0.0.0/1, 128.0.0.0/1", ["22"]),
+    # The ranges that hold no public address (0/8, 10/8, 127/8, 240/4) are not named.
+    firewall_refused("internet-in-256-slash-8s", [f"{i}.0.0.0/8" for i in range(256)],
+                     f"admit {PUBLIC_IPV4} public IPv4 addresses, more than a /16 holds: "
+                     "1.0.0.0/8, 2.0.0.0/8, 3.0.0.0/8, 4.0.0.0/8, 5.0.0.0/8, 6.0.0.0/8, "
+                     "7.0.0.0/8, 8.0.0.0/8, 9.0.0.0/8, 11.0.0.0/8,"),
+    firewall_refused("a-lone-string", "0.0.0.0/0", f"admit {PUBLIC_IPV4} public IPv4"),
+    firewall_refused("one-address-past-a-slash-16", ["8.0.0.0/17", "8.0.128.0/17", "9.9.9.9"],
+                     "admit 65,537 public IPv4 addresses, more than a /16 holds: 8.0.0.0/17, "
+                     "8.0.128.0/17, 9.9.9.9"),
+    firewall_refused("public-beside-private", ["10.0.0.0/8", "172.16.0.0/12", "8.0.0.0/15"],
+                     "admit 131,072 public IPv4 addresses, more than a /16 holds: 8.0.0.0/15"),
+    firewall_refused("partly-iap", [catalog.IAP_RANGE, "35.234.0.0/15"],
+                     "admit 126,976 public IPv4 addresses, more than a /16 holds: 35.234.0.0/15"),
+    firewall_refused("host-bits", ["8.0.0.1/15"],
+                     "admit 131,072 public IPv4 addresses, more than a /16 holds: 8.0.0.1/15"),
+    # 192.0.0.0/24 is IETF protocol space but for PCP and TURN anycast, 192.0.0.9 and .10.
+    firewall_refused("registry-exceptions", ["192.0.0.0/24", "8.0.0.0/16"],
+                     "admit 65,538 public IPv4 addresses, more than a /16 holds: "
+                     "192.0.0.0/24, 8.0.0.0/16"),
+    firewall_refused("any-port-ipv6", ["::/0"],
+                     "public IPv6 addresses, more than a /40 holds: ::/0", ["8080"]),
+    firewall_refused("ipv6-past-a-slash-40", ["2600::/40", "2600:0:100::/48", "fd00::/8"],
+                     "admit 310,693,935,640,959,697,899,487,232 public IPv6 addresses, more than "
+                     "a /40 holds: 2600::/40, 2600:0:100::/48"),
+    *(firewall_refused(f"unreadable-{case}", [catalog.IAP_RANGE, text],
+                       f"sourceRanges holds {text!r}, which is not an IP range")
+      for case, text in (("space", "0.0.0.0/0 "), ("leading-zero", "010.0.0.0/8"),
+                         ("short", "0/0"), ("prefix-33", "8.0.0.0/33"), ("integer", 0),
+                         ("word", "everything"))),
     pytest.param("no-open-firewall", FIREWALL, firewall(None), False, Settings(),
                  "it names no source, which the API reads as 0.0.0.0/0", id="no-source"),
     pytest.param("least-privilege-identity", INSTANCE,
@@ -141,10 +192,20 @@ REFUSED = [
                  id="lustre-unprotected"),
     pytest.param("storage-protected", FILESTORE, {"tier": "BASIC_SSD"}, False, Settings(),
                  "not protected", id="filestore-unprotected"),
-    pytest.param("ssh-source-ranges-wide", FIREWALL, firewall(["35.235.240.0/20", "8.0.0.0/16"],
-                                                              ["22"]),
-                 False, Settings(), "SSH is open to 8.0.0.0/16, 65536 public addresses",
-                 id="public-slash-16"),
+    wide_ssh("public-slash-16", [catalog.IAP_RANGE, "8.0.0.0/16"],
+             "65,536 public IPv4 addresses, more than a /24 holds: 8.0.0.0/16"),
+    # Counted once however often and however split: at the bound, so not refused.
+    wide_ssh("split-repeated-overlapping",
+             ["8.0.0.0/17", "8.0.0.0/17", "8.0.0.0/18", "8.0.128.0/17"],
+             "65,536 public IPv4 addresses, more than a /24 holds: 8.0.0.0/17, 8.0.0.0/18, "
+             "8.0.128.0/17"),
+    wide_ssh("three-slash-25s", ["8.8.4.0/25", "8.8.4.128/25", "8.8.5.0/25"],
+             "384 public IPv4 addresses, more than a /24 holds: 8.8.4.0/25, 8.8.4.128/25, "
+             "8.8.5.0/25"),
+    wide_ssh("iap-in-a-slash-16", ["35.235.0.0/16"],
+             "61,440 public IPv4 addresses, more than a /24 holds: 35.235.0.0/16"),
+    wide_ssh("ipv6-slash-40", ["2600::/40"], "309,485,009,821,345,068,724,781,056 public IPv6 "
+                                             "addresses, more than a /48 holds: 2600::/40"),
     pytest.param("storage-unprotected", BUCKET, BUCKET_OK, False, UNPROTECTED,
                  "storage.protect is false: `pulumi destroy` deletes this data",
                  id="protect-false"),
@@ -160,9 +221,23 @@ REFUSED = [
 #: Right at the edge of what a policy refuses: each passes every policy.
 ACCEPTED = [
     pytest.param(FIREWALL, firewall(["35.235.240.0/20"], ["22"]), id="iap-ssh"),
-    pytest.param(FIREWALL, firewall(["203.0.113.0/24"], ["22"]), id="public-slash-24-ssh"),
+    pytest.param(FIREWALL, firewall(["35.235.240.0/21", "35.235.248.0/21"], ["22"]),
+                 id="iap-in-halves"),
+    pytest.param(FIREWALL, firewall(["8.8.4.0/24"], ["22"]), id="public-slash-24-ssh"),
+    pytest.param(FIREWALL, firewall(["8.8.4.0/25", "8.8.4.128/25"], ["22"]),
+                 id="two-slash-25s-ssh"),
     pytest.param(FIREWALL, firewall(["10.0.0.0/8"], ["22"]), id="private-ssh"),
+    pytest.param(FIREWALL, firewall(["100.64.0.0/10"], ["22"]), id="cgnat-ssh"),
+    pytest.param(FIREWALL, firewall(["0.0.0.0/8", "10.0.0.0/8", "127.0.0.0/8", "169.254.0.0/16",
+                                     "172.16.0.0/12", "192.168.0.0/16", "198.18.0.0/15",
+                                     "203.0.113.0/24", "240.0.0.0/4"]),
+                 id="special-purpose-ipv4-any-port"),
+    pytest.param(FIREWALL, firewall(["::1/128", "::ffff:0:0/96", "2001:db8::/32", "fc00::/7",
+                                     "fe80::/10"]), id="special-purpose-ipv6-any-port"),
+    pytest.param(FIREWALL, firewall(["2600:1900::/48"], ["22"]), id="ipv6-site-ssh"),
     pytest.param(FIREWALL, firewall(["8.0.0.0/16"], ["443"]), id="wide-but-not-ssh"),
+    pytest.param(FIREWALL, firewall(["[unknown]", catalog.IAP_RANGE], ["22"]),
+                 id="one-unknown-range"),
     pytest.param(FIREWALL, firewall(None, sourceTags=["c"]), id="tag-source"),
     pytest.param(INSTANCE, vm(shieldedInstanceConfig={"enableSecureBoot": False}),
                  id="secure-boot-off"),
@@ -297,6 +372,28 @@ def test_a_canary_in_the_blueprint_fails_plan_policy_with_exit_4(tmp_path, capsy
     assert ("mandatory: cpu-small-controller-vm: labels.deploy-token holds a Pulumi access "
             "token [no-plaintext-secret]; fix: keep secrets in Secret Manager") in "\n".join(err)
     assert err[-1].startswith("policy: ") and "advisory violations" in err[-1]
+
+
+@pytest.mark.parametrize(("ranges", "code", "line"), [
+    pytest.param("[0.0.0.0/1, 128.0.0.0/1]", EXIT_POLICY,
+                 f"mandatory: cpu-small-network-ssh: sourceRanges admit {PUBLIC_IPV4} public "
+                 "IPv4 addresses, more than a /16 holds: 0.0.0.0/1, 128.0.0.0/1 "
+                 "[no-open-firewall]; fix: set `network.ssh_source_ranges` to IAP's",
+                 id="internet-in-two-halves"),
+    pytest.param("[8.0.0.0/17, 8.0.128.0/17]", 0,
+                 "advisory: cpu-small-network-ssh: SSH is open to 65,536 public IPv4 addresses, "
+                 "more than a /24 holds: 8.0.0.0/17, 8.0.128.0/17 [ssh-source-ranges-wide]",
+                 id="a-slash-16-in-two-halves"),
+])
+def test_plan_policy_judges_what_the_ssh_sources_admit_together(tmp_path, capsys, ranges, code,
+                                                                line):
+    """Past a /16's worth of public addresses a blueprint's SSH sources fail the plan (exit 4)
+    however they are split; up to it they plan with a warning."""
+    path = tmp_path / "ssh.yaml"
+    path.write_text((ROOT / "blueprints/cpu-small.yaml").read_text()
+                    + f"network:\n  ssh_source_ranges: {ranges}\n")
+    assert main(["plan", str(path), "--policy"]) == code
+    assert line in capsys.readouterr().err
 
 
 def test_plan_policy_passes_a_reference_blueprint_and_prints_the_plan(capsys):

@@ -36,7 +36,7 @@ from pulumi_policy.proxy import (
 from clusterprint import policies
 from clusterprint.policies import FIREWALL, POLICIES, STACK_TYPE
 from clusterprint.policies import PolicyResource as Subject
-from tests.clusterprint.test_policies import REFUSED
+from tests.clusterprint.test_policies import PUBLIC_IPV4, REFUSED
 from tests.paths import ROOT
 
 PACK = ROOT / "policy"
@@ -114,7 +114,8 @@ def test_whole_unknown_inputs_read_as_unknown_and_refuse_nothing(pack):
 
 
 def test_the_pack_serves_its_policies_to_the_engine_over_grpc():
-    """Started as the CLI starts a Python pack; an open SSH rule is a mandatory violation."""
+    """Started as the CLI starts a Python pack; SSH from the whole internet, written in two
+    halves, is a mandatory violation."""
     proc = subprocess.Popen([sys.executable, "-u", "-m", "pulumi.policy", "127.0.0.1:1",
                              str(PACK)], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                             text=True, cwd=ROOT)
@@ -128,7 +129,7 @@ def test_the_pack_serves_its_policies_to_the_engine_over_grpc():
             properties = struct_pb2.Struct()
             json_format.ParseDict({
                 "direction": "INGRESS", "network": UNKNOWN_STRING_VALUE,
-                "sourceRanges": ["0.0.0.0/0"],
+                "sourceRanges": ["0.0.0.0/1", "128.0.0.0/1"],
                 "allows": [{"protocol": "tcp", "ports": ["22"]}]}, properties)
             response = stub.Analyze(analyzer_pb2.AnalyzeRequest(
                 type=FIREWALL, properties=properties, urn="urn:pulumi:dev::c::fw::c-ssh",
@@ -140,8 +141,9 @@ def test_the_pack_serves_its_policies_to_the_engine_over_grpc():
     pol = POLICIES["no-open-firewall"]
     # The engine prints the policy's description, then the violation.
     assert found == [("no-open-firewall", analyzer_pb2.MANDATORY,
-                      f"{pol.checks}\nc-ssh: sourceRanges holds 0.0.0.0/0: it admits the whole "
-                      f"internet; fix: {pol.fix}")]
+                      f"{pol.checks}\nc-ssh: sourceRanges admit {PUBLIC_IPV4} public IPv4 "
+                      f"addresses, more than a /16 holds: 0.0.0.0/1, 128.0.0.0/1; "
+                      f"fix: {pol.fix}")]
 
 
 def test_the_unprotected_config_turns_storage_protect_off_for_the_storage_policies(pack):
