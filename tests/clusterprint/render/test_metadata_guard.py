@@ -68,6 +68,17 @@ def assert_guarded() -> None:
     assert as_uid(0, "/usr/bin/python3", "-I", "-c", CONNECT_IPV6).returncode == 0
     ipv6 = as_uid(NOBODY, "/usr/bin/python3", "-I", "-c", CONNECT_IPV6)
     assert ipv6.returncode != 0 and "ConnectionRefusedError" in ipv6.stderr
+    # Root in a user namespace of the user's own (as enroot makes one) is still the user to
+    # the kernel; an IPv4-mapped IPv6 address still sends IPv4.
+    for tricked in (["unshare", "--user", "--map-root-user", "/usr/bin/python3", "-I", "-c",
+                     FETCH],
+                    ["/usr/bin/python3", "-I", "-c", FETCH.replace(
+                        f"http://{metadata_guard.METADATA_IPV4}",
+                        f"http://[::ffff:{metadata_guard.METADATA_IPV4}]")]):
+        assert "ya29.node-token" in as_uid(0, *tricked).stdout, tricked  # the way is open
+        done = as_uid(NOBODY, *tricked)
+        assert done.returncode != 0 and "ya29" not in done.stdout, tricked
+        assert "Connection refused" in done.stderr, done.stderr
 
 
 @pytest.fixture
