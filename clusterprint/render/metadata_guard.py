@@ -19,7 +19,6 @@ and systemd-user-sessions (cloud-init's systemd/cloud-init-network.service.tmpl)
 
 from __future__ import annotations
 
-import base64
 import json
 
 from clusterprint.model import Blueprint
@@ -65,9 +64,9 @@ def ruleset() -> str:
 
 def cloud_config() -> str:
     """The VM's ``user-data``: a cloud-config whose bootcmd (run at every boot, before sshd
-    and logins) loads the ruleset, carried as base64 so no character of it is YAML or shell."""
-    encoded = base64.b64encode(ruleset().encode()).decode()
-    command = ["sh", "-c", f"printf %s {encoded} | base64 -d | nft -f -"]
+    and logins) loads the ruleset. The ruleset is the command's own argument ($0 of sh -c),
+    so no character of it is ever read as shell; JSON quotes it for YAML."""
+    command = ["sh", "-c", 'printf %s "$0" | nft -f -', ruleset()]
     return ("#cloud-config\n"
             "# Rendered by clusterprint: only root reaches the metadata server, from before\n"
             "# sshd and logins start, at every boot (the startup script keeps it so).\n"
