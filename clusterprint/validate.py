@@ -19,6 +19,7 @@ from clusterprint.findings import Finding, KeyPath, Located
 from clusterprint.loader import Document, LoadError, load_document, parse
 from clusterprint.model import (
     BUCKET_PATTERN,
+    CIDR_PATTERN,
     CLOUD_SQL_INSTANCE_PATTERN,
     IMAGE_FAMILY_PATTERN,
     LIST_NAME_PATTERN,
@@ -163,6 +164,7 @@ STAND_INS: dict[str | None, tuple[str, str]] = {
     LUSTRE_FILESYSTEM_PATTERN: ("standina", "standinb"),
     CLOUD_SQL_INSTANCE_PATTERN: ("projects/standin-project-a/instances/standin-a",
                                  "standin-project-b:us-central1:standin-b"),
+    CIDR_PATTERN: ("192.0.2.0/24", "198.51.100.0/24"),
     None: ("standin-a", "standin-b"),
 }
 
