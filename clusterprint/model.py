@@ -30,22 +30,45 @@ RESERVATION_PATTERN = (r"^(?:projects/[a-z][a-z0-9-]{4,28}[a-z0-9]/reservations/
                        r"[a-z](?:[a-z0-9-]{0,61}[a-z0-9])?"
                        r"(?:/reservationBlocks/[a-z0-9-]+(?:/reservationSubBlocks/[a-z0-9-]+)?)?$")
 # Slurm time: minutes, minutes:seconds, hours:minutes:seconds, days-hours[:minutes[:seconds]].
-SLURM_TIME_PATTERN = (r"^(?:UNLIMITED|INFINITE|\d+(?::\d{1,2}){0,2}"
-                      r"|\d+-\d{1,2}(?::\d{1,2}){0,2})$")
+# ASCII digits: pydantic's regex engine reads \d as any Unicode digit, which Slurm does not.
+SLURM_TIME_PATTERN = (r"^(?:UNLIMITED|INFINITE|[0-9]+(?::[0-9]{1,2}){0,2}"
+                      r"|[0-9]+-[0-9]{1,2}(?::[0-9]{1,2}){0,2})$")
 LABEL_KEY_PATTERN = r"^[a-z][a-z0-9_-]{0,62}$"
 LABEL_VALUE_PATTERN = r"^[a-z0-9_-]{0,63}$"
 BUCKET_PATTERN = r"^[a-z0-9][a-z0-9._-]{1,61}[a-z0-9]$"
 LUSTRE_FILESYSTEM_PATTERN = r"^[A-Za-z0-9]{1,8}$"
-#: A path on the nodes: absolute, no spaces (the recipes pass it on a command line).
-NODE_PATH_PATTERN = r"^/\S+$"
+#: Where a path lands (boot scripts, sbatch lines, pyxis's comma- and colon-separated
+#: --container-mounts, Hydra overrides, JSON) no one quoting fits every place: so a path holds
+#: letters, digits, ``.``, ``_``, ``-`` and ``/`` only, never ``..`` (a dot is never followed
+#: by a dot), and is at most PATH_MAX_LENGTH long. A mount path's other checks (absolute,
+#: normalized, not on the system's folders) are rule storage.mounts, which says what to write.
+MOUNT_PATH_PATTERN = r"^(?:\.?[A-Za-z0-9_/-])+\.?$"
+#: A path on the nodes that names data: the same characters, and absolute.
+NODE_PATH_PATTERN = r"^/(?:\.?[A-Za-z0-9_/-])+\.?$"
+PATH_MAX_LENGTH = 1024
+#: An IPv4 CIDR block's shape; rule network.cidr checks that it is a network (no host bits,
+#: octets up to 255, a prefix up to 32). CIDRs reach only Compute Engine's API, never a script.
+CIDR_PATTERN = r"^[0-9]{1,3}(?:\.[0-9]{1,3}){3}/[0-9]{1,2}$"
 #: A Cloud SQL instance by resource name or connection name (project:region:instance).
 CLOUD_SQL_INSTANCE_PATTERN = (r"^(?:projects/[a-z][a-z0-9-]{4,28}[a-z0-9]/instances/"
                               r"|[a-z][a-z0-9-]{4,28}[a-z0-9]:[a-z]+-[a-z]+[0-9]+:)"
                               r"[a-z](?:[a-z0-9-]{0,96}[a-z0-9])?$")
 SQL_DATABASE_PATTERN = r"^[A-Za-z0-9_]{1,64}$"
 
-Cidr = Annotated[str, Field(description="An IPv4 CIDR block such as 10.0.0.0/20.",
+Cidr = Annotated[str, Field(pattern=CIDR_PATTERN,
+                            description="An IPv4 CIDR block such as 10.0.0.0/20: digits, dots "
+                                        "and one slash only.",
                             examples=["10.0.0.0/20"])]
+
+#: A key that names another entry has no pattern of its own: a rule finds the entry, else
+#: says which names there are (a pattern would only say the name is malformed). What validate
+#: accepts is that entry's name, held to its pattern, and only such a name is ever rendered.
+REFERENCE_WORDS = ("Must equal that entry's name (a rule checks it), so it holds only what the "
+                   "name's pattern allows.")
+MOUNT_WORDS = ("Limited by its pattern to letters, digits, `.`, `_`, `-` and `/`, no `..`, at "
+               f"most {PATH_MAX_LENGTH} characters: it reaches the nodes' boot scripts, every "
+               "recipe job's command line and pyxis's container mounts (where `,` and `:` "
+               "separate mounts).")
 
 
 class Strict(BaseModel):
@@ -128,7 +151,8 @@ class Home(Strict):
     """What is mounted at /home on every node: Filestore, or a listed Lustre entry."""
 
     filestore: FilestoreHome | None = Field(None, description="A new Filestore instance.")
-    lustre: str | None = Field(None, description="The name of an entry of `storage.lustre`.")
+    lustre: str | None = Field(None, description=f"The name of an entry of `storage.lustre`. "
+                                                f"{REFERENCE_WORDS}")
 
     @property
     def uses_filestore(self) -> bool:
@@ -146,8 +170,9 @@ class Lustre(Strict):
     name: str = Field(pattern=LIST_NAME_PATTERN, description="Suffix of the instance id.")
     filesystem: str = Field(pattern=LUSTRE_FILESYSTEM_PATTERN,
                             description="Lustre file system name: at most 8 letters and digits.")
-    mount: str | None = Field(None, description="Absolute mount path. Default /lustre/<name>; "
-                                                "the /home entry mounts at /home.")
+    mount: str | None = Field(None, pattern=MOUNT_PATH_PATTERN, max_length=PATH_MAX_LENGTH,
+                              description="Absolute mount path. Default /lustre/<name>; the "
+                                          f"/home entry mounts at /home. {MOUNT_WORDS}")
     performance_tier: Literal[125, 250, 500, 1000] = Field(
         500, description="Throughput in MB/s per TiB; fixed once created.")
     capacity_gib: int = Field(ge=1, description="Capacity in GiB; min, step and max follow "
@@ -158,7 +183,9 @@ class Bucket(Strict):
     """A Cloud Storage bucket mounted with Cloud Storage FUSE."""
 
     bucket: str = Field(pattern=BUCKET_PATTERN, description="Bucket name.")
-    mount: str | None = Field(None, description="Absolute mount path. Default /gcs/<bucket>.")
+    mount: str | None = Field(None, pattern=MOUNT_PATH_PATTERN, max_length=PATH_MAX_LENGTH,
+                              description=f"Absolute mount path. Default /gcs/<bucket>. "
+                                          f"{MOUNT_WORDS}")
     create: bool = Field(True, description="true: create the bucket; false: use an existing one.")
 
     @property
@@ -304,7 +331,8 @@ class Partition(Strict):
 
     name: str = Field(pattern=PARTITION_NAME_PATTERN,
                       description="The Slurm partition name jobs ask for (`sbatch -p NAME`).")
-    nodesets: list[str] = Field(min_length=1, description="Names of `slurm.nodesets` entries.")
+    nodesets: list[str] = Field(min_length=1, description=f"Names of `slurm.nodesets` "
+                                                          f"entries. {REFERENCE_WORDS}")
     default: bool | None = Field(None, description="Default partition; the first one when "
                                                    "none is marked.")
     max_time: str | None = Field(
@@ -427,15 +455,19 @@ class RecipeJob(Strict):
         description="A recipe of the catalog: Llama 3 8B or 70B pretraining, Gemma "
                     "supervised fine-tuning (gemma-2b, gemma-7b, gemma3-1b) or GRPO "
                     "reinforcement learning (gemma-2b, gemma3-1b, gemma3-27b).")
-    partition: str = Field(description="The partition it is submitted to.")
+    partition: str = Field(description=f"The name of the `slurm.partitions` entry it is "
+                                       f"submitted to. {REFERENCE_WORDS}")
     nodes: int = Field(1, ge=1, le=16384,
                        description="Nodes the job runs on (default 1); the partition must "
                                    "hold that many with the GPUs the recipe needs.")
     data_path: str | None = Field(
-        None, pattern=NODE_PATH_PATTERN,
+        None, pattern=NODE_PATH_PATTERN, max_length=PATH_MAX_LENGTH,
         description="Pretraining only: a Megatron indexed dataset's path prefix on a shared "
                     "mount (Lustre or a bucket; `<prefix>.bin` and `<prefix>.idx`) instead of "
-                    "mock data.")
+                    "mock data. Limited by its pattern to an absolute path of letters, digits, "
+                    f"`.`, `_`, `-` and `/`, no `..`, at most {PATH_MAX_LENGTH} characters: "
+                    "every job of the recipe has it on its command line and in its container "
+                    "mounts.")
 
 
 class Observability(Strict):

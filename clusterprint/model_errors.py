@@ -31,7 +31,11 @@ PATTERN_MEANINGS = {
     model.PROJECT_PATTERN: "a project id: 6 to 30 lowercase letters, digits or hyphens, "
                            "starting with a letter",
     model.REGION_PATTERN: "a region such as us-central1",
-    model.NODE_PATH_PATTERN: "an absolute path without spaces, such as /lustre/data/web_text",
+    model.NODE_PATH_PATTERN: "an absolute path of letters, digits, ., _, - and / without "
+                             "`..`, such as /lustre/data/web_text",
+    model.MOUNT_PATH_PATTERN: "a path of letters, digits, ., _, - and / without `..`, such as "
+                              "/lustre/scratch",
+    model.CIDR_PATTERN: "an IPv4 CIDR block such as 10.0.0.0/20",
     model.ZONE_PATTERN: "a zone such as us-central1-a",
     model.MACHINE_TYPE_PATTERN: "a machine type such as a3-megagpu-8g",
     model.NETWORK_PATTERN: "projects/PROJECT/global/networks/NAME",
@@ -178,6 +182,9 @@ def _finding(err: dict) -> Finding:
         words, key = bounds[kind]
         return bad("schema.range", f"{_show(value)} is out of range",
                    f"must be {words} {ctx.get(key)}")
+    if kind == "string_too_long":
+        return bad("schema.length", f"is {len(value)} characters long",
+                   f"at most {ctx.get('max_length')}")
     if kind in ("too_short", "too_long"):
         words = "at least" if kind == "too_short" else "at most"
         limit = ctx.get("min_length" if kind == "too_short" else "max_length")

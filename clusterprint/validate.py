@@ -9,6 +9,7 @@ from __future__ import annotations
 import copy
 import types
 import typing
+import unicodedata
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -19,6 +20,7 @@ from clusterprint.findings import Finding, KeyPath, Located
 from clusterprint.loader import Document, LoadError, load_document, parse
 from clusterprint.model import (
     BUCKET_PATTERN,
+    CIDR_PATTERN,
     CLOUD_SQL_INSTANCE_PATTERN,
     IMAGE_FAMILY_PATTERN,
     LIST_NAME_PATTERN,
@@ -86,12 +88,65 @@ class InvalidBlueprint(Exception):
         self.checked = checked
 
 
+#: Unicode categories no blueprint text may hold: controls (C0 with tab, DEL, C1), invisible
+#: format characters (bidi overrides, zero-width) and the line and paragraph separators.
+CONTROL_CATEGORIES = ("Cc", "Cf", "Zl", "Zp")
+#: Names for the controls people meet; Unicode names none of the Cc characters.
+CONTROL_NAMES = {"\0": "NUL", "\t": "tab", "\n": "newline", "\r": "carriage return",
+                 "\x1b": "ESC", "\x7f": "DEL"}
+
+
+def control_characters(data: Any, path: KeyPath = ()) -> list[tuple[Finding, bool]]:
+    """A finding for every key and string value in ``data`` that holds a control character,
+    and whether it blames the key (True) or the value.
+
+    No blueprint string is free text: a newline in a mount path once ended a heredoc of a
+    boot script and ran the next lines as root, a NUL crashed the health check. The schema's
+    patterns refuse them where they apply; this check refuses them in every string and every
+    mapping key, whatever the model makes of it, naming the key.
+    """
+    found: list[tuple[Finding, bool]] = []
+    if isinstance(data, dict):
+        for key, value in data.items():
+            child = (*path, key)
+            if problem := _control_problem(key):
+                found.append((Finding(child, "schema.control-character", f"the key {problem}",
+                                      "remove it: keys are plain names"), True))
+            found += control_characters(value, child)
+    elif isinstance(data, list):
+        for index, value in enumerate(data):
+            found += control_characters(value, (*path, index))
+    elif problem := _control_problem(data):
+        found.append((Finding(path, "schema.control-character", f"the value {problem}",
+                              "remove it: blueprint strings are single-line names, paths "
+                              "and ranges"), False))
+    return found
+
+
+def _control_problem(text: Any) -> str | None:
+    """What control characters ``text`` holds, in words, or None."""
+    if not isinstance(text, str) or text.isprintable():
+        return None
+    chars = dict.fromkeys(c for c in text if unicodedata.category(c) in CONTROL_CATEGORIES)
+    if not chars:
+        return None
+    named = [f"U+{ord(c):04X} ({CONTROL_NAMES.get(c) or unicodedata.name(c, 'control')})"
+             for c in chars]
+    return f"holds {'a control character' if len(named) == 1 else 'control characters'} " + (
+        ", ".join(named))
+
+
 def check_document(file: str, doc: Document) -> Checked:
-    """Validate loaded data: the model first, then the rules on a model that built."""
+    """Validate loaded data: control characters anywhere and the model first, then the rules
+    on a model that built. A model finding at a key already blamed for a control character
+    is left out: it would say the same thing less plainly."""
     from clusterprint import rules
     from clusterprint.model_errors import findings_from
 
     result = Checked(file)
+    controls = control_characters(doc.data)
+    blamed = {finding.path for finding, _ in controls}
+    blames_key = {finding for finding, on_key in controls if on_key}
     found: list[Finding]
     if not isinstance(doc.data, dict):
         from clusterprint.model_errors import describe
@@ -105,9 +160,11 @@ def check_document(file: str, doc: Document) -> Checked:
             found = findings_from(exc) + rule_findings_despite(doc.data, exc)
         else:
             found = rules.check(result.blueprint)
+    found = [f for f, _ in controls] + [f for f in found if f.path not in blamed]
     for finding in found:
         # These blame the key itself: point at it, not at its value.
-        key = finding.rule in ("schema.unknown-key", "schema.label-key", "labels.reserved")
+        key = finding.rule in ("schema.unknown-key", "schema.label-key", "labels.reserved") or (
+            finding in blames_key)
         line, column = doc.position(finding.path, key=key)
         result.findings.append(Located(file, line, column, finding))
     result.findings.sort(key=lambda f: (f.line or 0, f.column or 0))
@@ -163,6 +220,7 @@ STAND_INS: dict[str | None, tuple[str, str]] = {
     LUSTRE_FILESYSTEM_PATTERN: ("standina", "standinb"),
     CLOUD_SQL_INSTANCE_PATTERN: ("projects/standin-project-a/instances/standin-a",
                                  "standin-project-b:us-central1:standin-b"),
+    CIDR_PATTERN: ("192.0.2.0/24", "198.51.100.0/24"),
     None: ("standin-a", "standin-b"),
 }
 

@@ -24,7 +24,33 @@ def environment() -> jinja2.Environment:
         keep_trailing_newline=True,
     )
     env.filters["shell_quote"] = lambda value: shlex.quote(str(value))
+    env.filters["heredoc"] = heredoc
     return env
+
+
+#: The end marker of a heredoc, unless a line of its content is that very word.
+HEREDOC_MARKER = "CLUSTERPRINT_EOF"
+
+
+def heredoc(text: str) -> str:
+    """``text`` as a quoted bash heredoc, ``<<'MARKER'`` to the marker line: what a command
+    written before it reads on stdin, byte for byte.
+
+    The marker is one no line of ``text`` equals (CLUSTERPRINT_EOF, else CLUSTERPRINT_EOF_2 and
+    on), so no content ends the heredoc early and runs its remaining lines as commands; it is
+    quoted, so bash expands nothing in it. A heredoc ends in a newline and bash drops NUL
+    bytes, so content without a final newline, or with a NUL, is refused rather than changed.
+    """
+    if not text.endswith("\n"):
+        raise ValueError(f"heredoc content must end with a newline: {text[-40:]!r}")
+    if "\0" in text:
+        raise ValueError("heredoc content holds a NUL byte, which bash cannot carry")
+    lines = set(text.split("\n"))
+    marker, n = HEREDOC_MARKER, 1
+    while marker in lines:
+        n += 1
+        marker = f"{HEREDOC_MARKER}_{n}"
+    return f"<<'{marker}'\n{text}{marker}"
 
 
 def render(template: str, **context: object) -> str:

@@ -92,7 +92,9 @@ def partition_conf(blueprint: Blueprint, partition: Partition) -> dict:
     """
     nodesets = [n for n in blueprint.slurm.nodesets if n.name in partition.nodesets]
     max_time = partition.max_time or UNLIMITED
-    return {"name": partition.name, "nodesets": partition.nodesets,
+    # Only names of listed nodesets are written (rule names.partition-nodesets refuses others).
+    return {"name": partition.name,
+            "nodesets": [name for name in partition.nodesets if blueprint.slurm.nodeset(name)],
             "default": partition.name == blueprint.slurm.default_partition.name,
             "max_time": max_time, "default_time": partition.default_time or max_time,
             "exclusive": any(n.gpus for n in nodesets),

@@ -182,8 +182,10 @@ def test_a_key_with_a_newline_or_escape_prints_escaped_on_one_line(tmp_path):
     result = clusterprint("validate", str(path))
     assert result.returncode == 1
     lines = result.stdout.splitlines()
-    assert any(line.startswith(f"{path}:2:1: error: fo\\no: unknown key") for line in lines)
-    assert any(line.startswith(f"{path}:3:1: error: x\\x1b[31m: unknown key") for line in lines)
+    assert any(line.startswith(f"{path}:2:1: error: fo\\no: the key holds a control "
+                               "character U+000A (newline)") for line in lines)
+    assert any(line.startswith(f"{path}:3:1: error: x\\x1b[31m: the key holds a control "
+                               "character U+001B (ESC)") for line in lines)
     assert "\x1b" not in result.stdout
 
 

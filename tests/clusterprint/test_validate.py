@@ -1,5 +1,6 @@
 """load_checked: what the stack program and plan use, refusing exactly as validate does."""
 
+import json
 import re
 from collections.abc import Iterator
 from pathlib import Path
@@ -11,8 +12,20 @@ from pydantic import BaseModel
 from clusterprint.findings import format_path
 from clusterprint.model import Blueprint
 from clusterprint.model_errors import model_at
-from clusterprint.validate import InvalidBlueprint, check_file, check_text, load_checked
-from tests.clusterprint.blueprint_texts import DROP, MINIMAL, apply_overrides, blueprint_text
+from clusterprint.validate import (
+    InvalidBlueprint,
+    check_file,
+    check_text,
+    load_checked,
+    printable,
+)
+from tests.clusterprint.blueprint_texts import (
+    DROP,
+    MINIMAL,
+    Here,
+    apply_overrides,
+    blueprint_text,
+)
 
 A3MEGA = str(Path(__file__).resolve().parents[2] / "blueprints" / "a3mega.yaml")
 
@@ -203,3 +216,63 @@ def test_a_missing_required_key_hides_no_other_problem(key):
              for f in check_text("bp.yaml", text).findings}
     outside = {p for p in PLANTED_FINDINGS if not re.match(rf"{re.escape(key)}(?:[.\[]|$)", p[1])}
     assert found == {("schema.required", key)} | outside | CONSEQUENCES.get(key, set())
+
+
+#: Control characters of every kind: C0 (tab too), DEL, C1, the Unicode line separators and
+#: invisible format characters (a bidi override, a byte-order mark).
+CONTROLS = ["\0", "\t", "\n", "\r", "\x1b", "\x7f", "\x85", "\x9b", "\u2028", "\u2029",
+            "\u202e", "\ufeff"]
+BUCKET = {"bucket": "ckpts", "mount": "/gcs/ckpts"}
+
+
+def _with(char: str) -> list[tuple[dict, str]]:
+    """Overrides that put ``char`` in one string or key, and the key path to blame."""
+    return [
+        ({"name": Here(f"de{char}mo")}, "name"),  # a pattern
+        ({"kind": Here(f"TrainingCluster{char}")}, "kind"),  # an enum
+        ({"storage.buckets": [{**BUCKET, "mount": Here(f"/gcs/a{char}b")}]},
+         "storage.buckets[0].mount"),
+        ({"slurm.partitions[0].nodesets": [Here(f"cpu{char}")]},
+         "slurm.partitions[0].nodesets[0]"),  # a list item
+        ({"labels": {"team": Here(f"{char}x")}}, "labels.team"),  # a mapping's value
+        ({"network": {json.dumps(f"mt{char}u"): Here(8244)}}, f"network.mt{char}u"),  # a key
+        ({"labels": {json.dumps(f"te{char}am"): Here("x")}}, f"labels.te{char}am"),
+    ]
+
+
+@pytest.mark.parametrize("char", CONTROLS, ids=lambda c: f"U+{ord(c):04X}")
+def test_a_control_character_in_any_string_or_key_is_refused_naming_the_key(rules_check, char):
+    for overrides, path in _with(char):
+        hit = rules_check.refused(overrides, "schema.control-character", path)
+        assert f"U+{ord(char):04X}" in hit.finding.message
+        assert printable(hit.line_text()).isprintable()
+
+
+def test_every_control_character_is_reported_in_one_run_each_once():
+    overrides = {}
+    for overrides_one, _ in _with("\n"):
+        overrides = {**overrides, **overrides_one}
+    overrides["network"] = {json.dumps("mt\nu"): 8244, json.dumps("nat\x1b"): True}
+    overrides["labels"] = {json.dumps("te\nam"): "x", "team": "\0"}
+    checked = check_text("bp.yaml", blueprint_text(overrides))
+    errors = [f.finding for f in checked.findings if f.finding.severity == "error"]
+    assert sorted(format_path(f.path) for f in errors) == sorted([
+        "name", "kind", "storage.buckets[0].mount", "slurm.partitions[0].nodesets[0]",
+        "labels.te\nam", "labels.team", "network.mt\nu", "network.nat\x1b"]), checked.lines()
+    assert {f.rule for f in errors} == {"schema.control-character"}
+    assert all(len(line.splitlines()) == 1 for line in checked.lines())
+    assert checked.exit_code == 1
+
+
+def test_an_escaped_control_character_in_json_is_refused_too():
+    text = json.dumps({**MINIMAL, "name": "demo\u0000"}, ensure_ascii=True)
+    [found] = check_text("bp.json", text, is_json=True).findings
+    assert (format_path(found.finding.path), found.finding.rule) == (
+        "name", "schema.control-character")
+    assert found.finding.message == "the value holds a control character U+0000 (NUL)"
+
+
+def test_printable_unicode_is_no_control_character():
+    # Letters and spaces are the patterns' to refuse, with their own words.
+    checked = check_text("bp.yaml", blueprint_text({"name": "dé mo\u00a0"}))
+    assert [f.finding.rule for f in checked.findings] == ["schema.pattern"]

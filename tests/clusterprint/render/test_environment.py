@@ -1,0 +1,64 @@
+"""The heredoc filter: a file's text reaches the node byte for byte, and no line of it, the
+marker's own word included, ever ends the heredoc and runs as a command."""
+
+from __future__ import annotations
+
+import re
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from clusterprint.render import environment
+from clusterprint.render.environment import heredoc
+
+TEMPLATES = Path(environment.__file__).parents[1] / "templates"
+
+TEXTS = [
+    "plain\n",
+    "CLUSTERPRINT_EOF\ntouch canary\n",
+    "CLUSTERPRINT_EOF\nCLUSTERPRINT_EOF_2\nCLUSTERPRINT_EOF_3\ntouch canary\n",
+    " CLUSTERPRINT_EOF\nCLUSTERPRINT_EOF \n\tCLUSTERPRINT_EOF\nCLUSTERPRINT_EOF\r\n",
+    "$(touch canary) `touch canary` ${IFS} $HOME \\ ' \" ; % ! *\n",
+    "\n\nblank lines around\n\n",
+    "no marker: EOF CLUSTERPRINT_EOFX\nünïcödé \u2028 \x1b[31m\n",
+]
+
+
+def through_bash(text: str, tmp_path) -> subprocess.CompletedProcess:
+    """What ``cat`` reads from the heredoc, run by bash in ``tmp_path`` (where a command
+    the text would run leaves ``canary``)."""
+    script = tmp_path / "script.sh"
+    script.write_bytes(f"cat >{tmp_path}/out {heredoc(text)}\necho after\n".encode())
+    return subprocess.run(["bash", str(script)], cwd=tmp_path, capture_output=True)
+
+
+@pytest.mark.parametrize("text", TEXTS, ids=range(len(TEXTS)))
+def test_the_text_arrives_byte_for_byte_and_runs_nothing(text, tmp_path):
+    done = through_bash(text, tmp_path)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout == b"after\n"
+    assert (tmp_path / "out").read_bytes() == text.encode()
+    assert not (tmp_path / "canary").exists()
+
+
+def test_the_marker_is_the_usual_one_unless_the_text_holds_it():
+    assert heredoc("a\n") == "<<'CLUSTERPRINT_EOF'\na\nCLUSTERPRINT_EOF"
+    assert heredoc("CLUSTERPRINT_EOF\n").startswith("<<'CLUSTERPRINT_EOF_2'\n")
+
+
+@pytest.mark.parametrize("text", ["no newline at the end", "", "a\0b\n"])
+def test_text_a_heredoc_cannot_carry_is_refused(text):
+    with pytest.raises(ValueError):
+        heredoc(text)
+
+
+def test_no_template_writes_a_variable_into_a_heredoc_of_its_own():
+    """``<<'M'`` then ``{{ text }}M`` is the idiom the filter replaces: a text holding the line
+    M ended the heredoc there and ran the rest as root. Every text goes through ``heredoc``."""
+    found = [f"{template.relative_to(TEMPLATES)}:{number}: {line}"
+             for template in sorted(TEMPLATES.rglob("*.j2"))
+             for number, line in enumerate(template.read_text().splitlines(), 1)
+             if re.search(r"\}\}\s*[A-Z][A-Z0-9_]*EOF\s*$", line)]
+    assert len(list(TEMPLATES.rglob("*.j2"))) > 20
+    assert found == []
