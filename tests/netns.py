@@ -38,8 +38,9 @@ def metadata_namespace() -> Iterator[None]:
             for command in (["ip", "link", "set", "lo", "up"],
                             ["ip", "addr", "add", f"{metadata_guard.METADATA_IPV4}/32",
                              "dev", "lo"],
+                            # nodad: usable at once, not "tentative" while DAD runs
                             ["ip", "-6", "addr", "add", f"{metadata_guard.METADATA_IPV6}/128",
-                             "dev", "lo"]):
+                             "dev", "lo", "nodad"]):
                 subprocess.run(command, check=True, capture_output=True)
             yield
         finally:
