@@ -34,7 +34,7 @@ def pages() -> list[Path]:
     """README.md, docs/*.md and every folder's Markdown file, sorted; there are always some."""
     found = sorted(p for p in ROOT.rglob("*.md")
                    if not SKIPPED.intersection(p.relative_to(ROOT).parts[:-1]))
-    assert ROOT / "README.md" in found
+    assert ROOT / "README.md" in found and any(p.parent == ROOT / "docs" for p in found)
     return found
 
 

@@ -1,4 +1,4 @@
-"""The README's examples are what the commands really print, not what they printed once."""
+"""The README's and docs/' examples are what the commands really print, not what they once did."""
 
 from __future__ import annotations
 
@@ -11,10 +11,15 @@ from tests.paths import BLUEPRINTS, ROOT
 README = ROOT / "README.md"
 
 
+def doc(name: str) -> str:
+    """The text of the page ``docs/NAME.md``."""
+    return (ROOT / "docs" / f"{name}.md").read_text()
+
+
 def test_the_validate_sample_is_what_validate_prints(tmp_path):
     block = re.search(r"```\n\$ clusterprint validate blueprints/bad\.yaml\n(.*?)```",
-                      README.read_text(), re.S)
-    assert block, "README lost its validate sample"
+                      doc("cli"), re.S)
+    assert block, "docs/cli.md lost its validate sample"
     (tmp_path / "blueprints").mkdir()
     text = (BLUEPRINTS / "a3mega.yaml").read_text()
     bad = text.replace("mtu: 8244 ", "mtu: 8000 ", 1).replace(

@@ -9,7 +9,7 @@ import pytest
 from clusterprint.rules import RULES
 
 HERE = Path(__file__).parent
-README = HERE.parents[2] / "README.md"
+RULE_TABLE = HERE.parents[2] / "docs" / "blueprint.md"
 
 
 def _module(domain: str):
@@ -26,10 +26,10 @@ def _tables(domain: str) -> tuple[set[str], set[str]]:
 
 
 def _readme_rows() -> dict[str, str]:
-    """The README rule table: rule id -> its level column."""
-    rows = re.findall(r"^\| `([a-z]+\.[a-z0-9-]+)` \| ([a-z, ]+) \|", README.read_text(),
+    """The rule table of docs/blueprint.md: rule id -> its level column."""
+    rows = re.findall(r"^\| `([a-z]+\.[a-z0-9-]+)` \| ([a-z, ]+) \|", RULE_TABLE.read_text(),
                       re.MULTILINE)
-    assert len(rows) == len(dict(rows)), "a rule has two rows in the README"
+    assert len(rows) == len(dict(rows)), "a rule has two rows in docs/blueprint.md"
     return dict(rows)
 
 
