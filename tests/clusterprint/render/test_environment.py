@@ -62,3 +62,21 @@ def test_no_template_writes_a_variable_into_a_heredoc_of_its_own():
              if re.search(r"\}\}\s*[A-Z][A-Z0-9_]*EOF\s*$", line)]
     assert len(list(TEMPLATES.rglob("*.j2"))) > 20
     assert found == []
+
+
+def test_every_bash_function_of_the_boot_scripts_is_defined_in_one_template():
+    """Shared helpers live once (common.sh.j2), not copied into each role's part: the
+    duplicates tool does not read templates. The RxDM prolog (rxdm.sh.j2) is a program of
+    its own, with its own ``fail``."""
+    folder = Path(__file__).resolve().parents[3] / "clusterprint" / "templates" / "scripts"
+    defined: dict[str, list[str]] = {}
+    for template in sorted(folder.glob("*.sh.j2")):
+        if template.name == "rxdm.sh.j2":
+            continue
+        names = set(re.findall(r"^([a-z_][a-z0-9_]*)\(\) \{$", template.read_text(),
+                               re.MULTILINE))
+        for name in names:
+            defined.setdefault(name, []).append(template.name)
+    assert {"retry", "changed", "start_unit", "install_text"} <= set(defined)
+    twice = {name: where for name, where in defined.items() if len(where) > 1}
+    assert not twice, twice
