@@ -45,7 +45,7 @@ bench: venv
 # Mutation testing (slow, not in CI): mutmut, pinned in pyproject's `mutation` extra, in a venv
 # of its own; `mutmut run` mutates the pure core ([tool.mutmut] in pyproject.toml) and runs
 # each mutant against the fast tests that reach it. The kill rate and every surviving mutant
-# go to mutation/REPORT.md. MUTATION_JOBS=1 on a busy machine; MUTANTS='clusterprint.diff.*'
+# go to mutation/REPORT.md. MUTATION_JOBS=1 on a busy machine; MUTANTS='clusterprint.preview.diff.*'
 # runs only the mutants whose names match (mutmut's globs), the report counting those.
 MUTATION_VENV := .venv-mutation
 MUTATION_JOBS ?= 2

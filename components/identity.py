@@ -7,8 +7,8 @@ from collections.abc import Mapping, Sequence
 import pulumi
 import pulumi_gcp as gcp
 
-from clusterprint import naming
-from clusterprint.policies import BUCKET_ROLE, NODE_PROJECT_ROLES
+from clusterprint.contract import naming
+from clusterprint.preview.policies import BUCKET_ROLE, NODE_PROJECT_ROLES
 
 #: Roles every node needs (the Ops Agent ships logs and metrics): the policies' allowed table.
 NODE_ROLES = NODE_PROJECT_ROLES
