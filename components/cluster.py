@@ -15,7 +15,7 @@ from clusterprint.components.private_service_access import PrivateServiceAccess
 from clusterprint.components.slurm_controller import SlurmController
 from clusterprint.components.storage import SharedStorage
 from clusterprint.contract import naming, node_metadata
-from clusterprint.preview.policies import MUNGE_READER_ROLES
+from clusterprint.facts.iam import MUNGE_READER_ROLES
 from clusterprint.render import node_scripts, remediation
 from clusterprint.render.slurm_config import SLURMRESTD_PORT
 

@@ -92,8 +92,7 @@ RUNTIME_APIS: dict[str, str] = {
     # (components/cluster.py iap_ssh_command; iap/docs/using-tcp-forwarding).
     "iap.googleapis.com": "IAP TCP forwarding: `pulumi stack output ssh`",
     # Every node's account holds roles/logging.logWriter and roles/monitoring.metricWriter
-    # (clusterprint/preview/policies.py NODE_PROJECT_ROLES): the Ops Agent ships journal and
-    # metrics.
+    # (clusterprint/facts/iam.py NODE_PROJECT_ROLES): the Ops Agent ships journal and metrics.
     "logging.googleapis.com": "the nodes' logs (Ops Agent)",
     "monitoring.googleapis.com": "the nodes' and GPUs' metrics (Ops Agent, DCGM)",
 }

@@ -21,6 +21,14 @@ from dataclasses import dataclass
 from typing import Any, Literal
 
 from clusterprint.facts import catalog
+from clusterprint.facts.iam import (
+    BUCKET_ROLE,
+    CLOUD_SQL_VIEWER_ROLE,
+    MUNGE_READER_ROLES,
+    MUNGE_WRITER_ROLES,
+    NODE_PROJECT_ROLES,
+    VERTEX_AI_ROLE,
+)
 
 Level = Literal["mandatory", "advisory"]
 
@@ -47,36 +55,12 @@ VM_TYPES = (INSTANCE, TEMPLATE)
 #: The managed cluster creates and holds its file systems itself.
 DATA_TYPES = (FILESTORE, LUSTRE, BUCKET, MANAGED_CLUSTER)
 
-#: Project-wide roles every node account holds: the Ops Agent ships logs and metrics.
-NODE_PROJECT_ROLES = ("roles/logging.logWriter", "roles/monitoring.metricWriter")
-#: The controller writes the munge key (and the REST API's JWT key) once, on first boot,
-#: and reads it back on every later boot. The script lists the versions to learn whether a
-#: key exists yet: secretAccessor grants only versions.access and secretVersionAdder only
-#: versions.add, so viewer adds versions.list.
-MUNGE_WRITER_ROLES = ("roles/secretmanager.secretVersionAdder",
-                      "roles/secretmanager.secretAccessor",
-                      "roles/secretmanager.viewer")
 #: The keys the controller generates on first boot, by the end of their secrets' ids
 #: (clusterprint.contract.naming): Pulumi never gives them a version.
 GENERATED_KEYS = {"munge": "-munge-key", "JWT": "-jwt-key", "database password": "-db-password"}
-#: What login and compute nodes may do with the munge key: read it.
-MUNGE_READER_ROLES = ("roles/secretmanager.secretAccessor",)
-#: What the login node needs with ``observability.tensorboard``: write runs to the cluster's
-#: Vertex AI TensorBoard (aiplatform.tensorboardExperiments.write, tensorboardRuns.write,
-#: tensorboardTimeSeries.create) and register checkpoints in Model Registry
-#: (aiplatform.models.upload). Vertex AI User is the narrowest predefined role holding both
-#: (cloud.google.com/vertex-ai/docs/general/access-control, "Vertex AI predefined roles");
-#: the TensorBoard web app role only reads. Granted to the login account alone.
-VERTEX_AI_ROLE = "roles/aiplatform.user"
-#: What the controller needs with ``slurm.accounting.cloud_sql``: read the instance's private
-#: IP at boot (``gcloud sql instances describe``, cloudsql.instances.get). Cloud SQL Viewer is
-#: the narrowest predefined role holding it (cloud.google.com/sql/docs/mysql/iam-roles,
-#: "Predefined roles"); granted to the controller account alone, in the instance's project.
-CLOUD_SQL_VIEWER_ROLE = "roles/cloudsql.viewer"
-#: What a node may do in a bucket it mounts with Cloud Storage FUSE: read and write objects.
-BUCKET_ROLE = "roles/storage.objectUser"
 #: The one table of roles a node account may hold, by the IAM resource that grants it:
-#: what the components grant and nothing else. Project-wide grants are the logging and
+#: what the components grant and nothing else (both read the roles from
+#: clusterprint.facts.iam). Project-wide grants are the logging and
 #: monitoring roles, Vertex AI User for a login node of a cluster with a TensorBoard and
 #: Cloud SQL Viewer for the controller of one whose accounting database is in Cloud SQL;
 #: secret and bucket roles are granted on that secret or bucket.

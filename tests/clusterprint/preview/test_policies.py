@@ -298,18 +298,19 @@ def test_every_policy_has_a_refused_case():
 def test_the_allowed_roles_are_the_ones_the_components_grant():
     """One table: the components read their grants from it, so the two cannot drift apart."""
     from clusterprint.components import cluster, identity, login, slurm_controller
+    from clusterprint.facts import iam
 
-    assert identity.NODE_ROLES is policies.NODE_PROJECT_ROLES
-    assert identity.BUCKET_ROLE is policies.BUCKET_ROLE
-    assert slurm_controller.MUNGE_WRITER_ROLES is policies.MUNGE_WRITER_ROLES
-    assert login.MUNGE_READER_ROLES is cluster.MUNGE_READER_ROLES is policies.MUNGE_READER_ROLES
+    assert identity.NODE_ROLES is iam.NODE_PROJECT_ROLES
+    assert identity.BUCKET_ROLE is iam.BUCKET_ROLE
+    assert slurm_controller.MUNGE_WRITER_ROLES is iam.MUNGE_WRITER_ROLES
+    assert login.MUNGE_READER_ROLES is cluster.MUNGE_READER_ROLES is iam.MUNGE_READER_ROLES
     # The roles beyond logs and metrics: the login node's, with a TensorBoard, and the
     # controller's, with the accounting database in Cloud SQL.
-    assert login.VERTEX_AI_ROLE is policies.VERTEX_AI_ROLE == "roles/aiplatform.user"
-    assert (slurm_controller.CLOUD_SQL_VIEWER_ROLE is policies.CLOUD_SQL_VIEWER_ROLE
+    assert login.VERTEX_AI_ROLE is iam.VERTEX_AI_ROLE == "roles/aiplatform.user"
+    assert (slurm_controller.CLOUD_SQL_VIEWER_ROLE is iam.CLOUD_SQL_VIEWER_ROLE
             == "roles/cloudsql.viewer")
     assert policies.ALLOWED_ROLES[policies.PROJECT_IAM_MEMBER] == {
-        *policies.NODE_PROJECT_ROLES, "roles/aiplatform.user", "roles/cloudsql.viewer"}
+        *iam.NODE_PROJECT_ROLES, "roles/aiplatform.user", "roles/cloudsql.viewer"}
 
 
 @pytest.fixture(scope="module")
