@@ -5,11 +5,11 @@ OLD and NEW are blueprint files (.yaml, .yml, .json) or plans saved with
 once, so either may be a pipe (`<(git show main:bp.yaml)`).
 Resources match by (type, name); each changed input is listed old -> new, and a
 change to an input the provider cannot update in place makes a replacement (the
-table in clusterprint/preview/replacements.py names its source for each type). It then says how
-the changes reach the VMs already running (clusterprint/preview/rollout.py): the Slurm files live,
-other VM metadata at the next boot, a nodeset's new template only on recreated VMs (with
-the command for each). This is an offline estimate; `pulumi preview --diff` on the real
-stack is the authority.
+table in clusterprint/preview/replacements.py names its source for each type). It then
+says how the changes reach the VMs already running (clusterprint/preview/rollout.py):
+the Slurm files live, other VM metadata at the next boot, a nodeset's new template only
+on recreated VMs (with the command for each). This is an offline estimate;
+`pulumi preview --diff` on the real stack is the authority.
 
 Exit status: 0 nothing data-bearing is replaced or deleted; 3 a Filestore instance,
 Lustre instance or bucket (or a managed cluster holding them) would be replaced or
