@@ -4,7 +4,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 SYSTEM_PACKAGES := slurmctld slurmd slurm-client slurmrestd munge shellcheck slurmdbd mariadb-server tmux
 
-.PHONY: demo test venv system-packages lint bench mutation
+.PHONY: demo test venv system-packages lint bench snapshot mutation
 
 $(BIN)/clusterprint: pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -42,10 +42,17 @@ bench: venv
 	$(BIN)/python tests/benchmarks/bench_healthcheck.py
 	$(BIN)/python tests/benchmarks/bench_remediation.py
 
+# Every CLI output and rendered file of the reference blueprints, into the new folder SNAPSHOT:
+# for a change that should change no behaviour, `make snapshot SNAPSHOT=/tmp/before` first,
+# `make snapshot SNAPSHOT=/tmp/after` after, and `diff -r /tmp/before /tmp/after` is empty.
+snapshot: venv
+	@test -n "$(SNAPSHOT)" || { echo "usage: make snapshot SNAPSHOT=DIR (a new folder)" >&2; exit 2; }
+	CLUSTERPRINT=$(BIN)/clusterprint tests/snapshot.sh $(SNAPSHOT)
+
 # Mutation testing (slow, not in CI): mutmut, pinned in pyproject's `mutation` extra, in a venv
 # of its own; `mutmut run` mutates the pure core ([tool.mutmut] in pyproject.toml) and runs
 # each mutant against the fast tests that reach it. The kill rate and every surviving mutant
-# go to mutation/REPORT.md. MUTATION_JOBS=1 on a busy machine; MUTANTS='clusterprint.diff.*'
+# go to mutation/REPORT.md. MUTATION_JOBS=1 on a busy machine; MUTANTS='clusterprint.preview.diff.*'
 # runs only the mutants whose names match (mutmut's globs), the report counting those.
 MUTATION_VENV := .venv-mutation
 MUTATION_JOBS ?= 2

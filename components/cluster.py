@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import pulumi
 
-from clusterprint import naming, node_metadata
+from clusterprint.blueprint.gpu_fabric import gpu_networking, gpu_ranges
+from clusterprint.blueprint.model import Blueprint
 from clusterprint.components.identity import NodeServiceAccount
 from clusterprint.components.login import LoginNodes
 from clusterprint.components.network import ClusterNetwork
@@ -13,9 +14,8 @@ from clusterprint.components.observability import Observability
 from clusterprint.components.private_service_access import PrivateServiceAccess
 from clusterprint.components.slurm_controller import SlurmController
 from clusterprint.components.storage import SharedStorage
-from clusterprint.gpu_fabric import gpu_networking, gpu_ranges
-from clusterprint.model import Blueprint
-from clusterprint.policies import MUNGE_READER_ROLES
+from clusterprint.contract import naming, node_metadata
+from clusterprint.facts.iam import MUNGE_READER_ROLES
 from clusterprint.render import node_scripts, remediation
 from clusterprint.render.slurm_config import SLURMRESTD_PORT
 
@@ -45,7 +45,7 @@ class TrainingCluster(pulumi.ComponentResource):
     controller (which owns the munge secret), login nodes and one GpuNodeset per
     nodeset. Scripts are rendered from the blueprint alone; what only exists once
     resources do (file-system addresses, the munge secret's name) reaches the nodes as
-    instance metadata under the keys of ``clusterprint.node_metadata``.
+    instance metadata under the keys of ``clusterprint.contract.node_metadata``.
     """
 
     def __init__(self, name: str, blueprint: Blueprint,

@@ -7,10 +7,10 @@ from collections.abc import Mapping, Sequence
 import pulumi
 import pulumi_gcp as gcp
 
-from clusterprint import naming
-from clusterprint.policies import BUCKET_ROLE, NODE_PROJECT_ROLES
+from clusterprint.contract import naming
+from clusterprint.facts.iam import BUCKET_ROLE, NODE_PROJECT_ROLES
 
-#: Roles every node needs (the Ops Agent ships logs and metrics): the policies' allowed table.
+#: Roles every node needs (the Ops Agent ships logs and metrics), as the policies allow them.
 NODE_ROLES = NODE_PROJECT_ROLES
 #: Scopes of every node VM. Secret Manager accepts only the cloud-platform scope, so
 #: access is narrowed by the account's IAM roles rather than by OAuth scopes (the

@@ -4,7 +4,7 @@ Both defaults are Ubuntu 24.04 (noble), whose archive has Slurm 23.11 (``slurmd`
 ``slurmctld``, ``slurm-client`` 23.11.4, packages.ubuntu.com/noble/slurmd): the node
 scripts need 22.05 or newer (``slurmd -Z`` dynamic nodes, configless ``--conf``), and
 Ubuntu 22.04's archive has only 21.08. The images carry no Slurm: each node's script
-installs what its role lacks (``clusterprint/templates/README.md``).
+installs what its role lacks (``clusterprint/render/templates/README.md``).
 
 GPU machines take Canonical's accelerator build with the NVIDIA driver already in it,
 family ``ubuntu-accelerator-2404-amd64-with-nvidia-580`` of project
@@ -19,8 +19,8 @@ examples/machine-learning/a4x-highgpu-4g, builds on its ``-v20260522`` image).
 
 from __future__ import annotations
 
-from clusterprint import catalog
-from clusterprint.model import Image
+from clusterprint.blueprint.model import Image
+from clusterprint.facts import catalog
 
 GPU_IMAGE = ("projects/ubuntu-os-accelerator-images/global/images/family/"
              "ubuntu-accelerator-2404-amd64-with-nvidia-580")

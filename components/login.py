@@ -6,11 +6,11 @@ from collections.abc import Mapping, Sequence
 
 import pulumi
 
-from clusterprint import naming, node_metadata
 from clusterprint.components.identity import NODE_ROLES, NodeServiceAccount
 from clusterprint.components.images import boot_image
 from clusterprint.components.vm import private_vm
-from clusterprint.policies import MUNGE_READER_ROLES, VERTEX_AI_ROLE
+from clusterprint.contract import naming, node_metadata
+from clusterprint.facts.iam import MUNGE_READER_ROLES, VERTEX_AI_ROLE
 
 #: Login nodes hold no data of their own: a small boot disk is enough.
 LOGIN_DISK_GB = 50

@@ -6,12 +6,13 @@ import pulumi
 import pulumi_gcp as gcp
 from pulumi_gcp import hypercomputecluster as hcc
 
-from clusterprint import catalog, naming
+from clusterprint.blueprint.model import Blueprint, Nodeset
 from clusterprint.components.cluster import iap_ssh_command, project_of
 from clusterprint.components.nodeset import FLEX_START_MAX_RUN_S
 from clusterprint.components.observability import Observability
 from clusterprint.components.storage import HOME_SHARE
-from clusterprint.model import Blueprint, Nodeset
+from clusterprint.contract import naming
+from clusterprint.facts import catalog
 
 #: The one network resource's id, by which the API refers to it.
 NETWORK_ID = "network"

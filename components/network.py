@@ -7,8 +7,9 @@ from collections.abc import Sequence
 import pulumi
 import pulumi_gcp as gcp
 
-from clusterprint import catalog, naming
-from clusterprint.model import Peering
+from clusterprint.blueprint.model import Peering
+from clusterprint.contract import naming
+from clusterprint.facts import catalog
 
 #: Every protocol: nodes of one cluster talk Slurm, munge, NCCL and MPI to each other.
 ALL_TRAFFIC = [gcp.compute.FirewallAllowArgs(protocol="all")]

@@ -7,10 +7,11 @@ from collections.abc import Mapping, Sequence
 import pulumi
 import pulumi_gcp as gcp
 
-from clusterprint import catalog, naming, node_metadata
+from clusterprint.blueprint.model import Nodeset
 from clusterprint.components.identity import NODE_SCOPES
 from clusterprint.components.images import boot_image
-from clusterprint.model import Nodeset
+from clusterprint.contract import naming, node_metadata
+from clusterprint.facts import catalog
 
 #: The longest a flex-start (DWS) VM may run, the API's maximum of 7 days: Slurm, not
 #: the API, ends jobs (gcp-facts: flex-start max run duration 600 to 604800 s).

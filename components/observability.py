@@ -8,7 +8,8 @@ from collections.abc import Mapping
 import pulumi
 import pulumi_gcp as gcp
 
-from clusterprint import gpu_software, naming
+from clusterprint.contract import naming
+from clusterprint.facts import gpu_software
 
 #: Charts on the dashboard: title -> metric type. GPU metrics come from the Ops Agent on GPU
 #: nodes, named from the receivers its configuration enables (gpu_software); the instance

@@ -6,11 +6,11 @@ from pathlib import Path
 
 import pulumi
 
+from clusterprint.blueprint.findings import Finding, Located
+from clusterprint.blueprint.model import Blueprint
+from clusterprint.blueprint.validate import check_file, printable
 from clusterprint.components.cluster import TrainingCluster
 from clusterprint.components.managed import ManagedTrainingCluster
-from clusterprint.findings import Finding, Located
-from clusterprint.model import Blueprint
-from clusterprint.validate import check_file, printable
 
 #: The stack config key naming the blueprint file, relative to the project directory.
 BLUEPRINT_KEY = "blueprint"

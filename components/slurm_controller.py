@@ -7,11 +7,11 @@ from collections.abc import Mapping, Sequence
 import pulumi
 import pulumi_gcp as gcp
 
-from clusterprint import naming, node_metadata
 from clusterprint.components.identity import NodeServiceAccount
 from clusterprint.components.images import boot_image
 from clusterprint.components.vm import private_vm
-from clusterprint.policies import CLOUD_SQL_VIEWER_ROLE, MUNGE_WRITER_ROLES
+from clusterprint.contract import naming, node_metadata
+from clusterprint.facts.iam import CLOUD_SQL_VIEWER_ROLE, MUNGE_WRITER_ROLES
 
 
 class SlurmController(pulumi.ComponentResource):

@@ -7,8 +7,9 @@ from collections.abc import Sequence
 import pulumi
 import pulumi_gcp as gcp
 
-from clusterprint import catalog, naming
-from clusterprint.model import Bucket, FilestoreHome, Lustre
+from clusterprint.blueprint.model import Bucket, FilestoreHome, Lustre
+from clusterprint.contract import naming
+from clusterprint.facts import catalog
 
 #: The Filestore file share exported as /home.
 HOME_SHARE = "home"

@@ -7,8 +7,8 @@ from collections.abc import Mapping, Sequence
 import pulumi
 import pulumi_gcp as gcp
 
-from clusterprint import node_metadata
 from clusterprint.components.identity import NODE_SCOPES
+from clusterprint.contract import node_metadata
 
 #: Boot disk of the controller and login VMs.
 SERVICE_DISK_TYPE = "pd-balanced"

@@ -31,7 +31,8 @@ def results(mutmut: str) -> dict[str, str]:
 
 
 def source_file(mutant: str) -> str:
-    """``clusterprint.diff.x_diff_plans__mutmut_3`` is a mutant of clusterprint/diff.py."""
+    """``clusterprint.preview.diff.x_diff_plans__mutmut_3`` is a mutant of
+    clusterprint/preview/diff.py."""
     module = re.match(r"(.*?)\.x[_ǁ]", mutant)
     return (module[1] if module else mutant).replace(".", "/") + ".py"
 

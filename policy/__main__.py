@@ -1,6 +1,6 @@
 """clusterprint's policy pack: `pulumi preview --policy-pack policy` runs it on every resource.
 
-The policies are clusterprint.policies, the same functions `clusterprint plan --policy`
+The policies are clusterprint.preview.policies, the same functions `clusterprint plan --policy`
 runs offline; this file only adapts them to pulumi_policy. Each resource's inputs reach
 a policy as plain data, Pulumi's unknown values as ``[unknown]`` as in a plan, so a
 policy reads the same thing in both places.
@@ -31,7 +31,7 @@ from pulumi_policy import (  # noqa: E402
 )
 from pulumi_policy import proxy as unknowns  # noqa: E402
 
-from clusterprint import policies  # noqa: E402
+from clusterprint.preview import policies  # noqa: E402
 
 PACK_NAME = "clusterprint"
 #: The policy config key that says whether the blueprint sets ``storage.protect``.

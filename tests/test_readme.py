@@ -35,8 +35,8 @@ def test_the_validate_sample_is_what_validate_prints(tmp_path):
 
 
 def test_the_apis_to_enable_are_those_the_plans_need():
-    from clusterprint import prerequisites
-    from tests.clusterprint.test_prerequisites import PLANNED, planned_types
+    from clusterprint.facts import prerequisites
+    from tests.clusterprint.facts.test_prerequisites import PLANNED, planned_types
 
     command = re.search(r"gcloud services enable (.*?) --project", README.read_text(), re.S)
     assert command, "README lost its `gcloud services enable` line"

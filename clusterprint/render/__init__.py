@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from clusterprint.model import Blueprint
+from clusterprint.blueprint.model import Blueprint
 from clusterprint.render import metadata_guard
 from clusterprint.render.config_sync import ROLE_FILES, slurm_config_value
 from clusterprint.render.healthcheck import healthcheck_files

@@ -12,7 +12,7 @@ from __future__ import annotations
 import json
 from importlib import resources
 
-from clusterprint import node_metadata
+from clusterprint.contract import node_metadata
 
 #: The Slurm files each role installs: the controller every one it serves the configless
 #: compute nodes; a login node what its client commands read (slurm.conf; srun also reads

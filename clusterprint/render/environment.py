@@ -1,6 +1,6 @@
 """The jinja2 environment every template is rendered with.
 
-Templates live in the package (``clusterprint/templates``) so an installed wheel renders
+Templates live in the package (``clusterprint/render/templates``) so an installed wheel renders
 the same bytes as a checkout; undefined names fail instead of rendering as empty text.
 """
 
@@ -16,7 +16,7 @@ import jinja2
 def environment() -> jinja2.Environment:
     """One shared environment: strict, no autoescape (the output is config and shell)."""
     env = jinja2.Environment(
-        loader=jinja2.PackageLoader("clusterprint", "templates"),
+        loader=jinja2.PackageLoader("clusterprint.render", "templates"),
         undefined=jinja2.StrictUndefined,
         autoescape=False,
         trim_blocks=True,
@@ -54,5 +54,5 @@ def heredoc(text: str) -> str:
 
 
 def render(template: str, **context: object) -> str:
-    """The text of ``template`` (a path under ``clusterprint/templates``) with ``context``."""
+    """The text of ``template`` (a path under ``templates/`` here) with ``context``."""
     return environment().get_template(template).render(**context)

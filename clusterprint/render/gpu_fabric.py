@@ -1,6 +1,6 @@
 """What a GPU nodeset's compute script installs so its GPU NICs carry NCCL traffic.
 
-The family's software comes from ``clusterprint.gpu_software`` (keyed by the catalog's
+The family's software comes from ``clusterprint.facts.gpu_software`` (keyed by the catalog's
 networking kind); a nodeset gets it only when the cluster builds that GPU network
 (``network.gpu_networks: none`` leaves the VMs with one NIC and nothing to drive).
 """
@@ -10,8 +10,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 
-from clusterprint import catalog, gpu_fabric, gpu_software
-from clusterprint.model import Blueprint, Nodeset
+from clusterprint.blueprint import gpu_fabric
+from clusterprint.blueprint.model import Blueprint, Nodeset
+from clusterprint.facts import catalog, gpu_software
 from clusterprint.node import nics
 from clusterprint.render.environment import render
 

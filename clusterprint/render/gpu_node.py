@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from clusterprint import catalog, gpu_software
+from clusterprint.facts import catalog, gpu_software
 
 #: Debian's architecture name and NVIDIA's CUDA repository folder per CPU architecture.
 DEB_ARCH = {"x86_64": "amd64", "arm64": "arm64"}

@@ -12,8 +12,8 @@ import json
 import re
 from importlib import resources
 
-from clusterprint import catalog
-from clusterprint.model import Blueprint, Nodeset
+from clusterprint.blueprint.model import Blueprint, Nodeset
+from clusterprint.facts import catalog
 
 #: Where a node keeps the program and its config (node-local, beside prolog.d: configless
 #: slurmd fetches only slurm.conf and its kin) and its state.

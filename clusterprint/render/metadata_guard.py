@@ -21,7 +21,7 @@ from __future__ import annotations
 
 import json
 
-from clusterprint.model import Blueprint
+from clusterprint.blueprint.model import Blueprint
 
 #: The metadata server: metadata.google.internal, and its IPv6 address on IPv6 VMs.
 METADATA_IPV4 = "169.254.169.254"

@@ -12,10 +12,11 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import PurePosixPath
 
-from clusterprint import catalog, gpu_fabric, gpu_software
-from clusterprint.model import Blueprint, Nodeset, Partition
+from clusterprint.blueprint import gpu_fabric
+from clusterprint.blueprint.model import Blueprint, Nodeset, Partition
+from clusterprint.blueprint.slurm_time import slurm_minutes, slurm_time_seconds
+from clusterprint.facts import catalog, gpu_software
 from clusterprint.render.environment import render
-from clusterprint.slurm_time import slurm_minutes, slurm_time_seconds
 
 #: The job's time limit when the partition allows it: the first run imports the image
 #: (the toolkit's README: ~10 minutes for the PyTorch image) and builds nccl-tests.

@@ -11,8 +11,8 @@ import json
 from pathlib import Path
 from types import ModuleType
 
-from clusterprint import node_metadata
-from clusterprint.model import Blueprint, Nodeset
+from clusterprint.blueprint.model import Blueprint, Nodeset
+from clusterprint.contract import node_metadata
 from clusterprint.node import mlops_broker, register_model, tensorboard_upload
 from clusterprint.render import config_sync, gpu_node, healthcheck, metadata_guard, remediation
 from clusterprint.render.environment import render

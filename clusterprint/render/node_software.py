@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from clusterprint.model import Blueprint
+from clusterprint.blueprint.model import Blueprint
 
 #: (command, package): the command whose presence shows the Debian/Ubuntu package is there.
 Packages = tuple[tuple[str, str], ...]

@@ -1,7 +1,7 @@
 """The blueprint's training recipes as sbatch jobs that checkpoint, requeue and resume.
 
 Every entry of ``recipes`` becomes ``recipes/<name>.sbatch``: the catalog's training run
-(clusterprint/catalog.py RECIPES) in the container of the partition's machine family
+(clusterprint/facts/catalog.py RECIPES) in the container of the partition's machine family
 (gpu_software.RECIPE_SOFTWARE), with the NCCL environment the node rendered, checkpoints on
 the cluster's shared storage, a signal before the time limit that makes the ranks save and
 the job requeue itself, and a resume from the newest complete checkpoint.
@@ -11,11 +11,11 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from clusterprint import catalog, gpu_software
-from clusterprint.model import Blueprint, RecipeJob
+from clusterprint.blueprint.model import Blueprint, RecipeJob
+from clusterprint.blueprint.slurm_time import slurm_minutes, slurm_time_seconds
+from clusterprint.facts import catalog, gpu_software
 from clusterprint.render.environment import render
 from clusterprint.render.nccl_job import fabric_networking, staged_job_path
-from clusterprint.slurm_time import slurm_minutes, slurm_time_seconds
 
 #: The job's time limit where the partition allows it (gpu-recipes' A4 submit.slurm asks
 #: 24 hours); a longer run goes on through requeues, each resuming.

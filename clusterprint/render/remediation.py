@@ -11,8 +11,9 @@ from __future__ import annotations
 import json
 from importlib import resources
 
-from clusterprint import catalog, naming
-from clusterprint.model import Blueprint, Nodeset
+from clusterprint.blueprint.model import Blueprint, Nodeset
+from clusterprint.contract import naming
+from clusterprint.facts import catalog
 
 #: Where the controller keeps the program, its config and its state.
 PROGRAM = "/etc/slurm/clusterprint/remediate.py"

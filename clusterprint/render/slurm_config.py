@@ -6,8 +6,8 @@ here once, so a script can never point at a different controller than slurm.conf
 
 from __future__ import annotations
 
-from clusterprint import catalog, gpu_software
-from clusterprint.model import Blueprint, Nodeset, Partition
+from clusterprint.blueprint.model import Blueprint, Nodeset, Partition
+from clusterprint.facts import catalog, gpu_software
 from clusterprint.render.environment import render
 from clusterprint.render.healthcheck import slurm_conf_lines
 from clusterprint.render.remediation import REBOOT_PROGRAM

@@ -46,7 +46,7 @@ def time_plan(path: Path, runs: int) -> tuple[float, int]:
 
 def large_blueprint(directory: Path) -> Path:
     """The reference blueprint with its first nodeset at LARGE_COUNT nodes, as JSON."""
-    from clusterprint.loader import load_document
+    from clusterprint.blueprint.loader import load_document
 
     data = load_document(str(BLUEPRINT)).data
     nodeset = data["slurm"]["nodesets"][0]

@@ -16,8 +16,8 @@ from typing import Any
 
 import pytest
 
-from clusterprint.findings import Located, format_path
-from clusterprint.validate import Checked, check_text, printable
+from clusterprint.blueprint.findings import Located, format_path
+from clusterprint.blueprint.validate import Checked, check_text, printable
 
 #: The contract's line: FILE:LINE:COL: error|warning: [KEY.PATH: ]message[ (hint)].
 LINE_FORMAT = re.compile(r"^[^\s:][^:]*:\d+:\d+: (error|warning): \S.*$")

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from clusterprint.validate import Checked, check_text
+from clusterprint.blueprint.validate import Checked, check_text
 from tests.clusterprint.blueprint_texts import RuleCheck, blueprint_text
 
 

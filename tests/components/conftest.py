@@ -20,8 +20,8 @@ import pulumi
 import pytest
 from pulumi.runtime.mocks import MockMonitor
 
-from clusterprint.model import Blueprint
-from clusterprint.validate import load_checked
+from clusterprint.blueprint.model import Blueprint
+from clusterprint.blueprint.validate import load_checked
 
 ROOT = Path(__file__).resolve().parents[2]
 PROJECT = "test-project"

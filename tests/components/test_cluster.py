@@ -6,8 +6,8 @@ import json
 
 import pytest
 
+from clusterprint.blueprint.model import Blueprint
 from clusterprint.components.cluster import TrainingCluster
-from clusterprint.model import Blueprint
 from clusterprint.render import metadata_guard
 from tests.components.conftest import reference_blueprint
 

@@ -8,11 +8,11 @@ from typing import Any
 
 import pytest
 
-from clusterprint import node_metadata
+from clusterprint.blueprint.model import Nodeset
+from clusterprint.blueprint.validate import load_checked
 from clusterprint.components import program
 from clusterprint.components.managed import ManagedTrainingCluster, managed_reservation
-from clusterprint.model import Nodeset
-from clusterprint.validate import load_checked
+from clusterprint.contract import node_metadata
 
 CLUSTER = "gcp:hypercomputecluster/cluster:Cluster"
 MANAGED = str(Path(__file__).parent / "blueprints" / "managed.yaml")

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
+from clusterprint.blueprint.model import Peering
 from clusterprint.components.network import ClusterNetwork
-from clusterprint.model import Peering
 
 NETWORK = "gcp:compute/network:Network"
 SUBNET = "gcp:compute/subnetwork:Subnetwork"

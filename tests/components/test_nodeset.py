@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
+from clusterprint.blueprint.model import Nodeset
 from clusterprint.components.nodeset import FLEX_START_MAX_RUN_S, GpuNodeset
-from clusterprint.model import Nodeset
 
 TEMPLATE = "gcp:compute/instanceTemplate:InstanceTemplate"
 GROUP = "gcp:compute/instanceGroupManager:InstanceGroupManager"

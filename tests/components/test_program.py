@@ -66,7 +66,7 @@ def test_an_invalid_blueprint_is_refused_with_the_validator_lines(cloud, tmp_pat
 
 
 def test_a_validator_warning_reaches_pulumis_log_as_validate_prints_it(cloud, config, tmp_path):
-    from clusterprint.validate import check_file
+    from clusterprint.blueprint.validate import check_file
 
     typo = tmp_path / "typo.yaml"
     typo.write_text(CPU_SMALL.read_text().replace("machine_type: n2-standard-4",
@@ -126,7 +126,7 @@ def test_the_project_file_names_what_the_program_reads():
     """
     from ruamel.yaml import YAML
 
-    from clusterprint import plan
+    from clusterprint.preview import plan
 
     project = YAML(typ="safe").load((ROOT / "Pulumi.yaml").read_text())
     assert project["name"] == plan.PROJECT

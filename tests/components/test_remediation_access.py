@@ -12,8 +12,8 @@ import json
 
 import pytest
 
+from clusterprint.blueprint.model import Blueprint
 from clusterprint.components.cluster import TrainingCluster
-from clusterprint.model import Blueprint
 from tests.components.conftest import reference_blueprint
 
 MEMBER = "gcp:projects/iAMMember:IAMMember"

@@ -5,8 +5,8 @@ from __future__ import annotations
 
 import pytest
 
-from clusterprint import node_metadata
 from clusterprint.components.slurm_controller import SlurmController
+from clusterprint.contract import node_metadata
 
 INSTANCE = "gcp:compute/instance:Instance"
 SECRET = "gcp:secretmanager/secret:Secret"

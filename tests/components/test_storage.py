@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
+from clusterprint.blueprint.model import Bucket, FilestoreHome, Lustre
 from clusterprint.components.storage import SharedStorage
-from clusterprint.model import Bucket, FilestoreHome, Lustre
 
 FILESTORE = "gcp:filestore/instance:Instance"
 LUSTRE = "gcp:lustre/instance:Instance"

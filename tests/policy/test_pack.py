@@ -1,4 +1,4 @@
-"""The policy pack in policy/: it serves exactly clusterprint.policies, as the engine calls it.
+"""The policy pack in policy/ serves exactly clusterprint.preview.policies, as the engine calls it.
 
 No Pulumi CLI here: one test drives the pack's callbacks with pulumi_policy's own argument
 types, another starts the pack as the CLI does (``python -m pulumi.policy ENGINE policy``)
@@ -33,10 +33,10 @@ from pulumi_policy.proxy import (
     unknown_checking_proxy,
 )
 
-from clusterprint import policies
-from clusterprint.policies import FIREWALL, POLICIES, STACK_TYPE
-from clusterprint.policies import PolicyResource as Subject
-from tests.clusterprint.test_policies import PUBLIC_IPV4, REFUSED
+from clusterprint.preview import policies
+from clusterprint.preview.policies import FIREWALL, POLICIES, STACK_TYPE
+from clusterprint.preview.policies import PolicyResource as Subject
+from tests.clusterprint.preview.test_policies import PUBLIC_IPV4, REFUSED
 from tests.paths import ROOT
 
 PACK = ROOT / "policy"

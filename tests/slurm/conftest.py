@@ -31,7 +31,7 @@ from pathlib import Path
 
 import pytest
 
-from clusterprint.model import Blueprint
+from clusterprint.blueprint.model import Blueprint
 from clusterprint.render import compute_script_path, rendered_files
 
 #: The only slurm.conf keys a local run may change, by the reason they may.

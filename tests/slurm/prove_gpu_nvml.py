@@ -35,8 +35,8 @@ from pathlib import Path
 
 import pytest
 
-from clusterprint import catalog
-from clusterprint.model import Blueprint
+from clusterprint.blueprint.model import Blueprint
+from clusterprint.facts import catalog
 from clusterprint.render import compute_script_path, rendered_files
 from clusterprint.render.environment import render
 from tests.slurm.conftest import (

@@ -12,10 +12,10 @@ import os
 import time
 from pathlib import Path
 
-from clusterprint.model import Blueprint
+from clusterprint.blueprint.model import Blueprint
+from clusterprint.blueprint.validate import check_text
 from clusterprint.node import remediate
 from clusterprint.render import remediation
-from clusterprint.validate import check_text
 from tests.compute_fake import FakeCompute
 from tests.paths import BLUEPRINTS
 from tests.slurm.conftest import Daemon, LocalSlurm, wait_until

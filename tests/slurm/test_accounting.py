@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import re
 
-from clusterprint.validate import load_checked
+from clusterprint.blueprint.validate import load_checked
 from tests.paths import blueprint_path
 from tests.slurm.conftest import wait_until
 

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import re
 
-from clusterprint.validate import check_text
+from clusterprint.blueprint.validate import check_text
 from tests.paths import BLUEPRINTS
 
 #: a4 with a partition over both its nodesets (reserved and spot), as a user may add.

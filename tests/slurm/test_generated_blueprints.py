@@ -13,9 +13,19 @@ import re
 from hypothesis import HealthCheck, assume, example, given, settings
 from hypothesis import strategies as st
 
-from clusterprint import rules
-from clusterprint.model import LIST_NAME_PATTERN, NAME_PATTERN, PARTITION_NAME_PATTERN, Blueprint
-from clusterprint.slurm_time import MAX_MINUTES, format_minutes, slurm_minutes, slurm_time_seconds
+from clusterprint.blueprint import rules
+from clusterprint.blueprint.model import (
+    LIST_NAME_PATTERN,
+    NAME_PATTERN,
+    PARTITION_NAME_PATTERN,
+    Blueprint,
+)
+from clusterprint.blueprint.slurm_time import (
+    MAX_MINUTES,
+    format_minutes,
+    slurm_minutes,
+    slurm_time_seconds,
+)
 
 MACHINE_TYPES = ["a3-megagpu-8g", "a3-ultragpu-8g", "a4-highgpu-8g", "n2-standard-4",
                  "c2-standard-60"]

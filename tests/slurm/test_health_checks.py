@@ -19,7 +19,7 @@ from pathlib import Path
 
 import pytest
 
-from clusterprint.model import Blueprint
+from clusterprint.blueprint.model import Blueprint
 from clusterprint.render import healthcheck
 from tests.healthcheck_fakes import PROGRAM, calls, scenario, stub_bin
 from tests.slurm.conftest import Daemon, LocalSlurm, localize, wait_until

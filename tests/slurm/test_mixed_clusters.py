@@ -14,7 +14,7 @@ import re
 
 import pytest
 
-from clusterprint.model import Blueprint
+from clusterprint.blueprint.model import Blueprint
 
 #: Each cluster: its nodesets by machine type, and the GRES each node must register with.
 SHAPES = {

@@ -17,8 +17,8 @@ import subprocess
 import pytest
 from hypothesis import HealthCheck, given, settings
 
+from clusterprint.blueprint.validate import load_checked
 from clusterprint.render.nccl_job import nccl_job_path, nccl_jobs
-from clusterprint.validate import load_checked
 from tests.clusterprint.render.test_nccl_job import GENERATED
 from tests.paths import reference_blueprints
 from tests.slurm.test_generated_blueprints import blueprints

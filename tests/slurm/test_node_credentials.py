@@ -16,8 +16,8 @@ from pathlib import Path
 
 import pytest
 
+from clusterprint.blueprint.validate import load_checked
 from clusterprint.render import metadata_guard
-from clusterprint.validate import load_checked
 from tests.metadata_fake import FakeMetadata
 from tests.netns import metadata_namespace
 from tests.paths import blueprint_path

@@ -11,8 +11,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from clusterprint import gpu_software
-from clusterprint.validate import load_checked
+from clusterprint.blueprint.validate import load_checked
+from clusterprint.facts import gpu_software
 from tests.paths import blueprint_path
 
 

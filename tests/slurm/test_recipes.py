@@ -18,8 +18,8 @@ from pathlib import Path
 
 import pytest
 
+from clusterprint.blueprint.validate import load_checked
 from clusterprint.render.recipes import recipe_path, recipe_run
-from clusterprint.validate import load_checked
 from tests.clusterprint.render.test_recipes import every_recipe, with_recipes
 from tests.paths import blueprint_path
 from tests.slurm.conftest import wait_until

@@ -19,8 +19,8 @@ from pathlib import Path
 
 import pytest
 
-from clusterprint import node_metadata
-from clusterprint.model import Blueprint
+from clusterprint.blueprint.model import Blueprint
+from clusterprint.contract import node_metadata
 from clusterprint.render import node_scripts
 from clusterprint.render.config_sync import slurm_config_value
 from tests.metadata_fake import FakeMetadata

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from clusterprint import catalog
-from clusterprint.validate import load_checked
+from clusterprint.blueprint.validate import load_checked
+from clusterprint.facts import catalog
 from tests.paths import reference_blueprints
 
 BLUEPRINTS = reference_blueprints()

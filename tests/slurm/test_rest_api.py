@@ -20,8 +20,8 @@ import urllib.request
 
 import pytest
 
+from clusterprint.blueprint.validate import load_checked
 from clusterprint.render import rendered_files
-from clusterprint.validate import load_checked
 from tests.paths import blueprint_path
 from tests.slurm.conftest import Daemon, LocalSlurm, free_port, wait_until
 

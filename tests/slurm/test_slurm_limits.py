@@ -10,10 +10,10 @@ from __future__ import annotations
 import pytest
 from pydantic import ValidationError
 
-from clusterprint import rules
-from clusterprint.model import Blueprint
-from clusterprint.rules.slurm import limit_minutes
-from clusterprint.slurm_time import MAX_MINUTES, format_minutes
+from clusterprint.blueprint import rules
+from clusterprint.blueprint.model import Blueprint
+from clusterprint.blueprint.rules.slurm import limit_minutes
+from clusterprint.blueprint.slurm_time import MAX_MINUTES, format_minutes
 
 
 def blueprint(max_time: str | None = None, nodesets: tuple[str, ...] = ("cpu",),

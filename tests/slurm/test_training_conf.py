@@ -14,7 +14,7 @@ import re
 import resource
 import subprocess
 
-from clusterprint.validate import load_checked
+from clusterprint.blueprint.validate import load_checked
 from tests.paths import blueprint_path
 from tests.slurm.conftest import wait_until
 

@@ -17,11 +17,11 @@ from pathlib import Path
 
 import pytest
 
-from clusterprint import node_metadata
+from clusterprint.blueprint.validate import load_checked
+from clusterprint.contract import node_metadata
 from clusterprint.node import config_sync
 from clusterprint.render import node_scripts
 from clusterprint.render.config_sync import ROLE_FILES, slurm_config_value
-from clusterprint.validate import load_checked
 from tests.metadata_fake import FakeMetadata, etag_of
 from tests.paths import reference_blueprints
 

@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from clusterprint import node_metadata
+from clusterprint.contract import node_metadata
 from clusterprint.node import mlops_broker, register_model, tensorboard_upload
 
 RESOURCE = "projects/my-project/locations/us-central1/tensorboards/123"

@@ -12,7 +12,7 @@ import pytest
 from clusterprint.render import environment
 from clusterprint.render.environment import heredoc
 
-TEMPLATES = Path(environment.__file__).parents[1] / "templates"
+TEMPLATES = Path(environment.__file__).parent / "templates"
 
 TEXTS = [
     "plain\n",

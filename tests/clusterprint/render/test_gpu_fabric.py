@@ -15,10 +15,10 @@ from pathlib import Path
 
 import pytest
 
-from clusterprint import gpu_software
+from clusterprint.blueprint.validate import load_checked
+from clusterprint.facts import gpu_software
 from clusterprint.render import rendered_files
 from clusterprint.render.gpu_fabric import fabric_context
-from clusterprint.validate import load_checked
 from tests.clusterprint.render.test_node_scripts_boot import STUBS, Node, daemon_starts, ready
 from tests.paths import blueprint_path
 

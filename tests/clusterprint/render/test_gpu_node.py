@@ -18,10 +18,10 @@ from pathlib import Path
 import pytest
 from ruamel.yaml import YAML
 
-from clusterprint import catalog, gpu_software
+from clusterprint.blueprint.validate import check_text, load_checked
 from clusterprint.components.observability import DASHBOARD_CHARTS
+from clusterprint.facts import catalog, gpu_software
 from clusterprint.render import rendered_files
-from clusterprint.validate import check_text, load_checked
 from tests.clusterprint.render.test_node_scripts_boot import Node, daemon_starts, storage_ready
 from tests.paths import blueprint_path
 

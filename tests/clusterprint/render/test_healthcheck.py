@@ -10,11 +10,12 @@ import sys
 
 import pytest
 
-from clusterprint import catalog, cli
-from clusterprint.model import Blueprint
+from clusterprint.blueprint.model import Blueprint
+from clusterprint.blueprint.validate import load_checked
+from clusterprint.cli.main import main
+from clusterprint.facts import catalog
 from clusterprint.render import healthcheck, rendered_files
 from clusterprint.render.healthcheck import gpu_model, healthcheck_config
-from clusterprint.validate import load_checked
 from tests.healthcheck_fakes import PROGRAM, calls, scenario, stub_bin
 from tests.paths import blueprint_path
 
@@ -105,7 +106,7 @@ def test_the_program_never_holds_the_heredoc_terminator():
 
 def test_the_rendered_program_answers_its_fixed_command_line(tmp_path):
     out = tmp_path / "out"
-    assert cli.main(["render", blueprint_path("a3ultra"), "--out", str(out)]) == 0
+    assert main(["render", blueprint_path("a3ultra"), "--out", str(out)]) == 0
     fixtures = scenario(tmp_path / "fixtures", "h200")
     bin_dir = stub_bin(tmp_path / "bin")
     done = subprocess.run(

@@ -23,15 +23,15 @@ import pytest
 from hypothesis import HealthCheck, Phase, given, settings
 from hypothesis import strategies as st
 
-from clusterprint import node_metadata
-from clusterprint.model import Blueprint
+from clusterprint.blueprint.model import Blueprint
+from clusterprint.blueprint.schema import blueprint_schema
+from clusterprint.blueprint.validate import CONTROL_CATEGORIES
+from clusterprint.contract import node_metadata
 from clusterprint.render import rendered_files
 from clusterprint.render.nccl_job import staged_job_path
 from clusterprint.render.node_scripts import render_login_script
 from clusterprint.render.recipes import recipe_path, storage_root
 from clusterprint.render.slurm_config import render_slurm_configs
-from clusterprint.schema import blueprint_schema
-from clusterprint.validate import CONTROL_CATEGORIES
 from tests.clusterprint.render.test_node_scripts_boot import Node
 
 SCHEMA = blueprint_schema()

@@ -19,8 +19,8 @@ from collections.abc import Iterator
 import pytest
 from ruamel.yaml import YAML
 
+from clusterprint.blueprint.validate import check_text, load_checked
 from clusterprint.render import metadata_guard, rendered_files
-from clusterprint.validate import check_text, load_checked
 from tests.clusterprint.render.test_node_scripts_boot import Node
 from tests.metadata_fake import FakeMetadata
 from tests.netns import metadata_namespace

@@ -16,11 +16,11 @@ from pathlib import Path
 
 import pytest
 
-from clusterprint import gpu_software
-from clusterprint.model import Blueprint
+from clusterprint.blueprint.model import Blueprint
+from clusterprint.blueprint.validate import load_checked
+from clusterprint.facts import gpu_software
 from clusterprint.render import rendered_files
 from clusterprint.render.nccl_job import JOB_MINUTES, nccl_job_path
-from clusterprint.validate import load_checked
 from tests.paths import ROOT, reference_blueprints
 
 FIXTURES = ROOT / "tests" / "fixtures" / "nccl-tests"

@@ -10,9 +10,9 @@ from pathlib import Path
 
 import pytest
 
-from clusterprint.model import Blueprint
+from clusterprint.blueprint.model import Blueprint
+from clusterprint.blueprint.validate import check_text, load_checked
 from clusterprint.render import node_scripts, rendered_files
-from clusterprint.validate import check_text, load_checked
 from tests.clusterprint.blueprint_texts import blueprint_text
 from tests.paths import blueprint_path, reference_blueprints
 

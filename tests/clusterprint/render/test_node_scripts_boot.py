@@ -31,10 +31,11 @@ from pathlib import Path
 
 import pytest
 
-from clusterprint import catalog, node_metadata
+from clusterprint.blueprint.validate import load_checked
+from clusterprint.contract import node_metadata
+from clusterprint.facts import catalog
 from clusterprint.node import mlops_broker, register_model, tensorboard_upload
 from clusterprint.render import config_sync, healthcheck, rendered_files
-from clusterprint.validate import load_checked
 from tests.paths import blueprint_path
 
 STUBS = Path(__file__).parent / "stubs"

@@ -12,11 +12,11 @@ from pathlib import Path
 import pytest
 import yaml
 
-from clusterprint import catalog
-from clusterprint.model import Blueprint
+from clusterprint.blueprint.model import Blueprint
+from clusterprint.blueprint.validate import load_checked
+from clusterprint.facts import catalog
 from clusterprint.render import rendered_files
 from clusterprint.render.recipes import recipe_path
-from clusterprint.validate import load_checked
 from tests.clusterprint.render.test_nccl_job import sbatch_options
 from tests.paths import blueprint_path
 

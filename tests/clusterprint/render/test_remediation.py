@@ -5,9 +5,9 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+from clusterprint.blueprint.validate import load_checked
 from clusterprint.node import remediate
 from clusterprint.render import remediation, rendered_files
-from clusterprint.validate import load_checked
 from tests.paths import blueprint_path
 from tests.slurm.remediation_cluster import blueprint
 

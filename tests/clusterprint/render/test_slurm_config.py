@@ -2,10 +2,10 @@
 
 from __future__ import annotations
 
-from clusterprint.model import Blueprint
+from clusterprint.blueprint.model import Blueprint
+from clusterprint.blueprint.validate import load_checked
 from clusterprint.render import node_scripts, rendered_files
 from clusterprint.render.slurm_config import render_slurm_conf
-from clusterprint.validate import load_checked
 from tests.paths import blueprint_path
 
 

@@ -1,0 +1,51 @@
+"""One module per ``clusterprint`` command: ``add_arguments(parser)`` and ``run(args)``."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from typing import TYPE_CHECKING, TextIO
+
+if TYPE_CHECKING:
+    from clusterprint.blueprint.findings import Located
+    from clusterprint.blueprint.model import Blueprint
+
+
+def file_argument(text: str) -> str:
+    """An argparse type for FILE arguments: an empty name is a usage error, not the folder ``.``."""
+    if not text:
+        raise argparse.ArgumentTypeError("the file name is empty")
+    return text
+
+
+def checked_blueprint(path: str) -> tuple[Blueprint | None, int]:
+    """The valid blueprint in ``path`` and exit 0, or None and validate's exit status.
+
+    Commands that need a valid blueprint print its findings to stderr exactly as
+    ``validate`` prints them, warnings and the count line included, so their stdout
+    stays their output.
+    """
+    from clusterprint.blueprint.validate import check_file
+
+    checked = check_file(path)
+    print_findings(checked.findings, sys.stderr)
+    print_count(checked.findings, sys.stderr)
+    return (checked.blueprint, 0) if checked.ok else (None, checked.exit_code)
+
+
+def print_findings(located: list[Located], stream: TextIO) -> None:
+    """Each finding as its one line, the level word coloured when ``stream`` is a terminal."""
+    from clusterprint.cli.terminal import colour_wanted, finding_line
+
+    colour = colour_wanted(stream)
+    for finding in located:
+        print(finding_line(finding, colour), file=stream)
+
+
+def print_count(located: list[Located], stream: TextIO) -> None:
+    """The line that ends a list of findings, ``2 errors, 1 warning``; nothing for none."""
+    from clusterprint.blueprint.findings import count_text
+
+    text = count_text(f.finding for f in located)
+    if text:
+        print(text, file=stream)

@@ -1,0 +1,250 @@
+"""What a planned cluster holds and what it would cost: the summary `clusterprint plan` ends with.
+
+The counts come from the checked blueprint, which both orchestrators plan from (a managed
+cluster is a single resource whose nested inputs say the same less directly). The cost is
+an estimate at list prices in one reference region (``catalog.PRICE_REGION``), from the
+price table at the end of ``clusterprint.facts.catalog``: no discounts, no network egress, only
+the nodes kept up (``count``), monthly = hourly x ``catalog.HOURS_PER_MONTH``. Anything the
+table has no price for is listed as "no price on record" and left out of the total, which
+says so: a missing price never reads as free.
+
+The summary is JSON data (the ``summary`` key of ``plan --json``); the text after the tree
+is rendered from that same data, so both forms show the same numbers.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+from clusterprint.facts import catalog
+
+if TYPE_CHECKING:
+    from clusterprint.blueprint.model import Blueprint, Nodeset
+
+#: What an item without a price says instead of one.
+NO_PRICE = "no price on record"
+#: Who runs a managed cluster's controller (its machine type is not the blueprint's).
+MANAGED_CONTROLLER = "Cluster Director"
+
+
+@dataclass(frozen=True)
+class _Price:
+    """A unit price and where it is from; None as the price when there is none on record."""
+
+    unit_price: float | None
+    source: catalog.PriceSource | None = None
+    note: str = "list price"
+
+
+def summarize(blueprint: Blueprint) -> dict[str, Any]:
+    """The summary of a checked blueprint as ``plan --json`` writes it under ``summary``."""
+    bp = blueprint
+    managed = bp.orchestrator == "managed"
+    gpus: Counter[str] = Counter()
+    for ns in bp.slurm.nodesets:
+        family = catalog.gpu_family(ns.machine_type)
+        if family is not None:
+            gpus[family.gpu] += family.gpus * ns.count
+    filestore: Counter[str] = Counter()
+    home = bp.storage.home.filestore if bp.storage.home.uses_filestore else None
+    if home is not None:
+        filestore[home.tier] += home.capacity_gib
+    lustre: Counter[str] = Counter()
+    for entry in bp.storage.lustre:
+        lustre[str(entry.performance_tier)] += entry.capacity_gib
+    return {
+        "nodes": _nodes(bp.slurm.nodesets),
+        "gpus": {"byType": dict(sorted(gpus.items())), "total": sum(gpus.values())},
+        "login": {"count": bp.slurm.login.count, "machineType": bp.slurm.login.machine_type},
+        "controller": {"count": 1,
+                       "machineType": None if managed else bp.slurm.controller.machine_type},
+        "filestoreGib": dict(sorted(filestore.items())),
+        "lustreGib": dict(sorted(lustre.items(), key=lambda kv: int(kv[0]))),
+        "buckets": [{"bucket": b.bucket, "create": b.create} for b in bp.storage.buckets],
+        "cost": _cost(bp),
+    }
+
+
+def _nodes(nodesets: list[Nodeset]) -> list[dict[str, Any]]:
+    """Nodes per machine type, in the order the blueprint first names each type."""
+    by_type: dict[str, list[Nodeset]] = {}
+    for ns in nodesets:
+        by_type.setdefault(ns.machine_type, []).append(ns)
+    return [{"machineType": machine_type, "nodesets": [ns.name for ns in group],
+             "count": sum(ns.count for ns in group),
+             # The ceiling where a nodeset of the type sets one: Slurm's MaxNodeCount sum.
+             "maxCount": (sum(ns.upper_bound for ns in group)
+                          if any(ns.max_count is not None for ns in group) else None),
+             "gpusPerNode": group[0].gpus,
+             "gpuType": f.gpu if (f := catalog.gpu_family(machine_type)) else None}
+            for machine_type, group in by_type.items()]
+
+
+def _cost(bp: Blueprint) -> dict[str, Any]:
+    """Every priced or unpriced item, the totals of the priced ones, and what they exclude."""
+    items = [*_vm_items(bp), *_disk_items(bp), *_storage_items(bp)]
+    # The total of the rounded items, so that the printed rows add up to the printed total.
+    hourly = round(sum(i["hourly"] for i in items if i["hourly"] is not None), 4)
+    notes = [f"list prices in {catalog.PRICE_REGION}"
+             + (f" (the blueprint's region is {bp.region}: prices there differ)"
+                if bp.region != catalog.PRICE_REGION else ""),
+             "no discounts (committed or sustained use) and no network egress",
+             f"monthly = hourly x {catalog.HOURS_PER_MONTH}",
+             "only the nodes kept up (count); nodes added up to max_count cost more"]
+    kept_up = {ns.provisioning for ns in bp.slurm.nodesets if ns.count > 0}
+    if "reservation" in kept_up:
+        notes.append("reserved nodes are estimated at the on-demand price")
+    if "spot" in kept_up:
+        notes.append("spot prices as of the day read: they change up to once a day")
+    notes.append("boot disks of the controller and login nodes and the controller's state "
+                 "disk are not counted" if bp.orchestrator == "self-managed"
+                 else "boot disks of the login nodes are not counted")
+    if bp.storage.buckets:
+        notes.append("buckets are billed per GiB stored: not estimated")
+    sources = {source.url: source for source in catalog.PRICE_SOURCES}
+    used = sorted({i["source"] for i in items if i["source"] is not None})
+    return {
+        "estimate": True, "region": catalog.PRICE_REGION, "currency": "USD",
+        "hoursPerMonth": catalog.HOURS_PER_MONTH,
+        "hourly": hourly, "monthly": round(hourly * catalog.HOURS_PER_MONTH, 2),
+        "items": items,
+        "excluded": [i["item"] for i in items if i["hourly"] is None],
+        "notes": notes,
+        "sources": [{"url": url, "read": sources[url].read, "note": sources[url].note}
+                    for url in used],
+    }
+
+
+def _vm_items(bp: Blueprint) -> list[dict[str, Any]]:
+    """The nodesets' nodes kept up, the login nodes and the controller, each at its price."""
+    items = [_item(f"nodeset {ns.name}: {ns.count} x {ns.machine_type}, {ns.provisioning}",
+                   ns.count, "VM-hour", _vm_price(ns.machine_type, ns.provisioning))
+             for ns in bp.slurm.nodesets if ns.count > 0]
+    login = bp.slurm.login
+    if login.count > 0:
+        items.append(_item(f"login: {login.count} x {login.machine_type}", login.count,
+                           "VM-hour", _vm_price(login.machine_type, "on-demand")))
+    if bp.orchestrator == "managed":
+        items.append(_item(f"controller: run by {MANAGED_CONTROLLER}", 1, "VM-hour", _Price(
+            None, note="its machine type is not set by the blueprint")))
+    else:
+        controller = bp.slurm.controller.machine_type
+        items.append(_item(f"controller: 1 x {controller}", 1, "VM-hour",
+                           _vm_price(controller, "on-demand")))
+    return items
+
+
+def _vm_price(machine_type: str, provisioning: str) -> _Price:
+    """The price per VM-hour a node of this machine type and provisioning model is billed."""
+    price = catalog.MACHINE_PRICES.get(machine_type)
+    if price is None:
+        return _Price(None, note=catalog.UNPRICED_MACHINES.get(
+            machine_type, "not in the price table"))
+    if provisioning == "spot":
+        if price.spot is None:
+            return _Price(None, note="the source gives no spot price")
+        return _Price(price.spot, price.source, "spot price")
+    if provisioning == "flex-start":
+        return _Price(None, note="flex-start VMs have prices of their own; none on record")
+    if provisioning == "reservation":
+        return _Price(price.on_demand, price.source, "reservation, at the on-demand price")
+    return _Price(price.on_demand, price.source, "on-demand price")
+
+
+def _disk_items(bp: Blueprint) -> list[dict[str, Any]]:
+    """The boot disks of the nodes kept up: size x count of each nodeset, by disk type."""
+    items = []
+    for ns in bp.slurm.nodesets:
+        if ns.count == 0:
+            continue
+        items.append(_item(
+            f"boot disks of nodeset {ns.name}: {ns.count} x {ns.boot_disk.size_gb} GiB "
+            f"{ns.boot_disk_type}", ns.count * ns.boot_disk.size_gb, "GiB-month",
+            _storage_price(catalog.DISK_PRICES.get(ns.boot_disk_type), catalog.UNPRICED_DISKS.get(
+                ns.boot_disk_type, "not in the price table"))))
+    return items
+
+
+def _storage_items(bp: Blueprint) -> list[dict[str, Any]]:
+    """The Filestore /home and each Lustre instance, at their tier's price per GiB-month."""
+    items = []
+    home = bp.storage.home.filestore if bp.storage.home.uses_filestore else None
+    if home is not None:
+        items.append(_item(
+            f"Filestore /home: {home.capacity_gib} GiB {home.tier}", home.capacity_gib,
+            "GiB-month", _storage_price(catalog.FILESTORE_PRICES.get(home.tier),
+                                        catalog.UNPRICED_FILESTORE_TIERS.get(home.tier, ""))))
+    for entry in bp.storage.lustre:
+        tier = entry.performance_tier
+        items.append(_item(
+            f"Lustre {entry.name}: {entry.capacity_gib} GiB tier {tier}", entry.capacity_gib,
+            "GiB-month", _storage_price(catalog.LUSTRE_PRICES.get(tier),
+                                        catalog.UNPRICED_LUSTRE_TIERS.get(tier, ""))))
+    return items
+
+
+def _storage_price(price: catalog.StoragePrice | None, unpriced_reason: str) -> _Price:
+    """A per GiB-month price from one of the catalog's storage tables, or why there is none."""
+    if price is None:
+        return _Price(None, note=unpriced_reason)
+    return _Price(price.per_gib_month, price.source)
+
+
+def _item(what: str, quantity: int, per: str, price: _Price) -> dict[str, Any]:
+    """One cost row: hourly is quantity x the price, a GiB-month price spread over the month."""
+    hourly = None
+    if price.unit_price is not None:
+        per_hour = (price.unit_price if per == "VM-hour"
+                    else price.unit_price / catalog.HOURS_PER_MONTH)
+        hourly = round(quantity * per_hour, 4)
+    return {"item": what, "quantity": quantity, "per": per, "unitPrice": price.unit_price,
+            "hourly": hourly,
+            "source": price.source.url if price.source else None,
+            "read": price.source.read if price.source else None,
+            "note": price.note if price.unit_price is not None
+            else f"{NO_PRICE}: {price.note}"}
+
+
+def summary_text(summary: dict[str, Any]) -> str:
+    """The readable summary printed after the plan's tree, from the ``summary`` data."""
+    lines = ["", "Summary"]
+    for row in summary["nodes"]:
+        ceiling = f" (max_count {row['maxCount']})" if row["maxCount"] is not None else ""
+        lines.append(f"  nodes       {row['machineType']}: {row['count']}{ceiling}")
+    gpus = summary["gpus"]
+    by_type = "".join(f"{gpu}: {n}, " for gpu, n in gpus["byType"].items())
+    lines.append(f"  GPUs        {by_type}total {gpus['total']}")
+    login, controller = summary["login"], summary["controller"]
+    lines.append(f"  login       {login['count']} x {login['machineType']}")
+    lines.append("  controller  " + (f"1 x {controller['machineType']}"
+                                      if controller["machineType"] else
+                                      f"1, run by {MANAGED_CONTROLLER}"))
+    lines += [f"  Filestore   {tier}: {gib} GiB" for tier, gib in summary["filestoreGib"].items()]
+    lines += [f"  Lustre      tier {tier}: {gib} GiB" for tier, gib in summary["lustreGib"].items()]
+    lines += [f"  bucket      {b['bucket']} ({'created' if b['create'] else 'existing'})"
+              for b in summary["buckets"]]
+    cost = summary["cost"]
+    lines += ["", f"Estimated cost in {cost['region']} at list prices ({cost['currency']}), "
+                  "an estimate:"]
+    for item in cost["items"]:
+        shown = (f"{_usd(item['hourly'])}/hour ({item['note']}, "
+                 f"{_usd(item['unitPrice'])} per {item['per']})"
+                 if item["hourly"] is not None else item["note"])
+        lines.append(f"  {item['item']}: {shown}")
+    total = (f"  total: {_usd(cost['hourly'])}/hour, "
+             f"${cost['monthly']:,.2f}/month ({cost['hoursPerMonth']} hours)")
+    if cost["excluded"]:
+        # Each item's label, before its colon: "nodeset a3mega", "Lustre scratch".
+        labels = ", ".join(item.split(":", 1)[0] for item in cost["excluded"])
+        total += f", NOT counting what has {NO_PRICE}: {labels}"
+    lines.append(total)
+    lines += [f"  note: {note}" for note in cost["notes"]]
+    lines += [f"  prices: {s['url']} (read {s['read']}; {s['note']})" for s in cost["sources"]]
+    return "\n".join(lines) + "\n"
+
+
+def _usd(amount: float) -> str:
+    """Dollars with cents, and four places below a dollar, where cents would hide the price."""
+    return f"${amount:,.2f}" if amount >= 1 else f"${amount:.4f}"

@@ -1,0 +1,124 @@
+"""clusterprint diff says which changes reach the running VMs by themselves and which wait
+for a reboot or a recreated VM, and how to get them there."""
+
+from __future__ import annotations
+
+import json
+import re
+
+import pytest
+
+from clusterprint.blueprint.validate import check_text
+from clusterprint.cli.main import main
+from clusterprint.preview.diff import diff_plans
+from clusterprint.preview.diff_report import markdown_report, text_report
+from clusterprint.preview.plan import Plan, plan_blueprint
+from tests.paths import BLUEPRINTS
+
+CPU_SMALL = BLUEPRINTS / "cpu-small.yaml"
+EXTRA_PARTITION = "  partitions:\n    - name: extra\n      nodesets: [cpu]\n"
+
+
+@pytest.fixture(scope="module")
+def cpu_small_plan(tmp_path_factory) -> str:
+    """The reference blueprint's plan, saved as `plan --json` writes it."""
+    saved = tmp_path_factory.mktemp("plans") / "cpu-small.json"
+    saved.write_text(plan_of(CPU_SMALL.read_text()).json_text())
+    return str(saved)
+
+
+def rollouts(tmp_path, capsys, plan: str, *edits: tuple[str, str]) -> list[dict]:
+    """``diff --json`` of the saved plan against cpu-small with ``edits``: its rollouts."""
+    text = CPU_SMALL.read_text()
+    for old, new in edits:
+        edited = re.sub(old, new, text, count=1)
+        assert edited != text, f"{old!r} is not in the blueprint"
+        text = edited
+    changed = tmp_path / "changed.yaml"
+    changed.write_text(text)
+    assert main(["diff", plan, str(changed), "--json"]) == 0
+    return json.loads(capsys.readouterr().out)["rollouts"]
+
+
+def kinds(found: list[dict]) -> list[tuple[str, str, list[str]]]:
+    return [(r["kind"], r["name"], r["inputs"]) for r in found]
+
+
+def test_a_new_partition_reaches_the_running_controller_and_login_node_by_itself(
+        tmp_path, capsys, cpu_small_plan):
+    found = rollouts(tmp_path, capsys, cpu_small_plan, ("  partitions:\n", EXTRA_PARTITION))
+    assert kinds(found) == [
+        ("live", "cpu-small-controller-vm", ["metadata.clusterprint-slurm-config"]),
+        ("live", "cpu-small-login-0", ["metadata.clusterprint-slurm-config"])]
+    controller, login = (r["how"] for r in found)
+    assert ("clusterprint-config-sync service installs the new Slurm files and reconfigures "
+            "slurmctld") in controller and "configless" in controller
+    assert "client commands read them from their next run" in login
+
+
+def test_a_larger_max_count_is_live_in_slurm_but_the_remediation_config_waits_for_a_boot(
+        tmp_path, capsys, cpu_small_plan):
+    found = rollouts(tmp_path, capsys, cpu_small_plan, ("max_count: 4", "max_count: 8"))
+    assert kinds(found) == [
+        ("next-boot", "cpu-small-controller-vm", ["metadata.startup-script"]),
+        ("live", "cpu-small-controller-vm", ["metadata.clusterprint-slurm-config"]),
+        ("live", "cpu-small-login-0", ["metadata.clusterprint-slurm-config"])]
+    assert found[0]["how"] == (
+        "read at boot only: reboot the VM (`gcloud compute instances reset "
+        "cpu-small-controller --zone us-central1-c`) or rerun its startup script on it "
+        "(`sudo google_metadata_script_runner startup`)")
+
+
+def test_a_changed_nodeset_template_reaches_only_vms_recreated_from_it(
+        tmp_path, capsys, cpu_small_plan):
+    found = rollouts(tmp_path, capsys, cpu_small_plan,
+                     ("provisioning: spot", "provisioning: spot\n      boot_disk: {size_gb: 300}"))
+    assert kinds(found) == [("recreate", "cpu-small-nodeset-cpu-group",
+                             ["cpu-small-nodeset-cpu-template"])]
+    assert found[0]["how"] == (
+        "its running VMs keep the old instance template until they are recreated (the "
+        "update policy is OPPORTUNISTIC): drain their Slurm nodes, then `gcloud compute "
+        "instance-groups managed rolling-action replace $(gcloud compute instance-groups "
+        "managed list --filter='name~^cpu-small-nodeset-cpu-group-' --format='value(name)') "
+        "--zone us-central1-c`")
+
+
+def test_resizing_a_nodeset_needs_no_recreated_vm(tmp_path, capsys, cpu_small_plan):
+    assert rollouts(tmp_path, capsys, cpu_small_plan, ("count: 2", "count: 3")) == []
+
+
+def test_both_reports_list_them_after_the_changes():
+    old = plan_of(CPU_SMALL.read_text())
+    new_text = CPU_SMALL.read_text().replace("max_count: 4", "max_count: 8")
+    diff = diff_plans(old, plan_of(new_text))
+    text = text_report(diff, "old", "new", False)
+    assert text.index("~ update   cpu-small-controller-vm") < text.index(
+        "How the changes reach the running VMs:")
+    assert ("\n  next-boot cpu-small-controller-vm (metadata.startup-script): read at boot "
+            "only: ") in text
+    assert ("\n  live      cpu-small-login-0 (metadata.clusterprint-slurm-config): its "
+            "clusterprint-config-sync") in text
+    markdown = markdown_report(diff, "old", "new", False)
+    assert ("\n- **live** `cpu-small-login-0` (`metadata.clusterprint-slurm-config`): its "
+            "clusterprint-config-sync") in markdown
+    assert "#### How the changes reach the running VMs" in markdown
+
+
+def plan_of(text: str) -> Plan:
+    """The plan of a blueprint text."""
+    checked = check_text("changed.yaml", text)
+    assert checked.ok and checked.blueprint is not None
+    return plan_blueprint(checked.blueprint)
+
+
+def test_metadata_read_at_each_use_is_live_and_the_rest_waits_for_a_boot():
+    old = plan_of(CPU_SMALL.read_text())
+    new = Plan.from_json(json.loads(old.json_text()))
+    login = next(r for r in new.resources if r.name == "cpu-small-login-0")
+    login.inputs["metadata"]["clusterprint-tensorboard"] = "projects/p/locations/r/tensorboards/7"
+    login.inputs["metadata"]["clusterprint-home-source"] = "nfs:10.9.9.9:/home"
+    found = diff_plans(old, new).rollouts
+    assert [(r.kind, r.inputs) for r in found] == [
+        ("next-boot", ("metadata.clusterprint-home-source",)),
+        ("live", ("metadata.clusterprint-tensorboard",))]
+    assert found[1].how.startswith("clusterprint-tensorboard-upload reads it")

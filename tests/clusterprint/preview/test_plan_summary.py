@@ -1,0 +1,256 @@
+"""The summary `clusterprint plan` ends with: what the cluster holds, and what it would cost.
+
+The counts are worked out here from each blueprint's YAML with the model's defaults spelt
+out, not by the code under test; the cost is checked against hand-computed sums of the
+price table's rows.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import typing
+from collections import Counter
+from pathlib import Path
+
+import pytest
+import yaml
+
+from clusterprint.blueprint.model import BootDisk
+from clusterprint.blueprint.validate import load_checked
+from clusterprint.cli.main import main
+from clusterprint.facts import catalog
+from clusterprint.preview.plan import Plan, PlanFormatError
+from clusterprint.preview.plan_summary import NO_PRICE, summarize
+from tests.paths import BLUEPRINTS, ROOT
+
+REFERENCE = [*sorted(BLUEPRINTS.glob("*.yaml")),
+             *sorted((ROOT / "tests" / "components" / "blueprints").glob("*.yaml"))]
+CPU_SMALL = BLUEPRINTS / "cpu-small.yaml"
+A3ULTRA = BLUEPRINTS / "a3ultra.yaml"
+
+#: GPUs per VM of the machine types the reference blueprints use, from
+#: cloud.google.com/compute/docs/accelerator-optimized-machines (not from the catalog).
+GPUS = {"a3-megagpu-8g": ("nvidia-h100-mega-80gb", 8), "a3-ultragpu-8g": ("nvidia-h200-141gb", 8),
+        "a4-highgpu-8g": ("nvidia-b200", 8)}
+
+
+def expected_counts(path: Path) -> dict:
+    """The summary's counts, from the YAML and the defaults blueprint-v1 documents."""
+    raw = yaml.safe_load(path.read_text())
+    slurm, storage = raw["slurm"], raw.get("storage", {})
+    nodes: dict[str, dict] = {}
+    gpus: Counter[str] = Counter()
+    for ns in slurm["nodesets"]:
+        row = nodes.setdefault(ns["machine_type"], {"count": 0, "ceiling": 0, "max": False})
+        row["count"] += ns["count"]
+        row["ceiling"] += ns.get("max_count", ns["count"])
+        row["max"] = row["max"] or "max_count" in ns
+        if ns["machine_type"] in GPUS:
+            gpu, per_vm = GPUS[ns["machine_type"]]
+            gpus[gpu] += per_vm * ns["count"]
+    home = storage.get("home", {"filestore": {}})
+    filestore = ({} if "lustre" in home else
+                 {home["filestore"].get("tier", "ZONAL"):
+                  home["filestore"].get("capacity_gib", 1024)})
+    lustre: Counter[str] = Counter()
+    for entry in storage.get("lustre", []):
+        lustre[str(entry.get("performance_tier", 500))] += entry["capacity_gib"]
+    login = slurm.get("login", {})
+    managed = raw.get("orchestrator") == "managed"
+    return {
+        "nodes": {t: (r["count"], r["ceiling"] if r["max"] else None) for t, r in nodes.items()},
+        "gpus": (dict(gpus), sum(gpus.values())),
+        "login": (login.get("count", 1), login.get("machine_type", "n2-standard-4")),
+        "controller": None if managed else slurm.get("controller", {}).get(
+            "machine_type", "c2-standard-8"),
+        "filestoreGib": filestore,
+        "lustreGib": dict(lustre),
+        "buckets": [(b["bucket"], b.get("create", True)) for b in storage.get("buckets", [])],
+    }
+
+
+def planned(capsys, path: Path | str) -> tuple[dict, str]:
+    """The summary of ``plan --json`` and the text ``plan`` prints, through the CLI."""
+    assert main(["plan", str(path), "--json"]) == 0
+    data = json.loads(capsys.readouterr().out)
+    assert main(["plan", str(path)]) == 0
+    return data["summary"], capsys.readouterr().out
+
+
+@pytest.mark.parametrize("path", REFERENCE, ids=[p.name for p in REFERENCE])
+def test_the_summary_counts_what_each_reference_blueprint_declares(capsys, path):
+    summary, text = planned(capsys, path)
+    want = expected_counts(path)
+    assert {r["machineType"]: (r["count"], r["maxCount"]) for r in summary["nodes"]} == (
+        want["nodes"])
+    assert (summary["gpus"]["byType"], summary["gpus"]["total"]) == want["gpus"]
+    assert (summary["login"]["count"], summary["login"]["machineType"]) == want["login"]
+    assert summary["controller"] == {"count": 1, "machineType": want["controller"]}
+    assert summary["filestoreGib"] == want["filestoreGib"]
+    assert summary["lustreGib"] == want["lustreGib"]
+    assert [(b["bucket"], b["create"]) for b in summary["buckets"]] == want["buckets"]
+    # The text after the tree shows the same numbers.
+    for machine_type, (count, ceiling) in want["nodes"].items():
+        shown = f" (max_count {ceiling})" if ceiling is not None else ""
+        assert f"  nodes       {machine_type}: {count}{shown}\n" in text
+    assert f"total {want['gpus'][1]}\n" in text
+    for tier, gib in want["lustreGib"].items():
+        assert f"  Lustre      tier {tier}: {gib} GiB\n" in text
+
+
+@pytest.mark.parametrize("path", REFERENCE, ids=[p.name for p in REFERENCE])
+def test_the_total_is_the_sum_of_the_priced_items_and_names_the_rest(capsys, path):
+    summary, text = planned(capsys, path)
+    cost = summary["cost"]
+    assert cost["estimate"] is True and cost["region"] == "us-central1"
+    priced = [i for i in cost["items"] if i["hourly"] is not None]
+    assert cost["hourly"] == pytest.approx(sum(i["hourly"] for i in priced), abs=1e-9)
+    assert cost["monthly"] == pytest.approx(cost["hourly"] * 730, abs=0.005)
+    assert cost["excluded"] == [i["item"] for i in cost["items"] if i["hourly"] is None]
+    for item in cost["items"]:
+        if item["hourly"] is None:
+            assert item["note"].startswith(f"{NO_PRICE}: ") and item["unitPrice"] is None
+            assert f"  {item['item']}: {item['note']}\n" in text
+    assert re.search(rf"  total: \$[\d,.]+/hour, \${cost['monthly']:,.2f}/month", text)
+    if cost["excluded"]:
+        assert f"NOT counting what has {NO_PRICE}: " in text
+    assert "an estimate" in text and "no network egress" in text and "x 730" in text
+
+
+def test_cpu_small_costs_its_nodes_login_controller_and_boot_disks(capsys):
+    """Worked by hand from the price table (us-central1): spot n2-standard-4 $0.0921,
+    e2-standard-2 $0.0670, n2-standard-2 $0.0971 an hour, pd-balanced $0.10 a GiB-month."""
+    summary, text = planned(capsys, CPU_SMALL)
+    cost = summary["cost"]
+    hourly = {i["item"]: i["hourly"] for i in cost["items"]}
+    assert hourly == {
+        "nodeset cpu: 2 x n2-standard-4, spot": 0.1842,
+        "login: 1 x e2-standard-2": 0.067,
+        "controller: 1 x n2-standard-2": 0.0971,
+        "boot disks of nodeset cpu: 2 x 200 GiB pd-balanced": 0.0548,  # 400 x 0.10 / 730
+        "Filestore /home: 1024 GiB BASIC_HDD": None,
+    }
+    assert (cost["hourly"], cost["monthly"]) == (0.4031, 294.26)
+    assert cost["excluded"] == ["Filestore /home: 1024 GiB BASIC_HDD"]
+    assert ("  total: $0.4031/hour, $294.26/month (730 hours), NOT counting what has no price "
+            "on record: Filestore /home\n") in text
+    assert "  note: spot prices as of the day read" in text
+
+
+def test_a_filestore_price_joins_the_total_per_gib_month(monkeypatch):
+    """Once a tier has a price, /home costs capacity x price / 730 an hour and the total no
+    longer excludes it: 1024 GiB at $0.20 is $0.2805 an hour."""
+    monkeypatch.setitem(catalog.FILESTORE_PRICES, "BASIC_HDD",
+                        catalog.StoragePrice(0.20, catalog.CYCLENERD_PRICING))
+    cost = summarize(load_checked(str(CPU_SMALL)))["cost"]
+    assert cost["items"][-1]["hourly"] == 0.2805
+    assert (cost["hourly"], cost["monthly"], cost["excluded"]) == (0.6836, 499.03, [])
+
+
+def test_a_reservation_is_estimated_at_the_on_demand_price():
+    """a3ultra: 8 reserved A3 Ultra VMs at $83.492 (8 x $10.4365 per H200) an hour."""
+    cost = summarize(load_checked(str(A3ULTRA)))["cost"]
+    nodes = cost["items"][0]
+    assert (nodes["quantity"], nodes["unitPrice"], nodes["hourly"]) == (8, 83.492, 667.936)
+    assert nodes["note"] == "reservation, at the on-demand price"
+    assert "reserved nodes are estimated at the on-demand price" in cost["notes"]
+    assert any("the blueprint's region is europe-west1" in note for note in cost["notes"])
+    assert [s["url"] for s in cost["sources"]] == sorted(
+        [catalog.CYCLENERD_PRICING.url, catalog.GPU_LIST_PRICES.url])
+
+
+@pytest.mark.parametrize(("old", "new", "item", "hourly"), [
+    ("provisioning: spot", "provisioning: on-demand", "nodeset cpu: 2 x n2-standard-4, on-demand",
+     0.3884),
+    ("machine_type: n2-standard-2", "machine_type: c3-standard-4", "controller: 1 x c3-standard-4",
+     None),
+], ids=["on-demand-nodes", "cpu-type-not-in-the-table"])
+def test_each_node_is_priced_by_its_provisioning_or_said_to_have_no_price(
+        tmp_path, old, new, item, hourly):
+    path = tmp_path / "bp.yaml"
+    path.write_text(CPU_SMALL.read_text().replace(old, new))
+    cost = summarize(load_checked(str(path)))["cost"]
+    row = next(i for i in cost["items"] if i["item"] == item)
+    assert row["hourly"] == hourly
+    assert (item in cost["excluded"]) == (hourly is None)
+    if hourly is None:
+        assert row["note"] == f"{NO_PRICE}: not in the price table"
+
+
+def test_a_managed_cluster_says_cluster_director_runs_its_controller(capsys):
+    summary, text = planned(capsys, ROOT / "tests" / "components" / "blueprints" / "managed.yaml")
+    assert "  controller  1, run by Cluster Director\n" in text
+    controller = next(i for i in summary["cost"]["items"] if i["item"].startswith("controller"))
+    assert controller["hourly"] is None and controller["item"] in summary["cost"]["excluded"]
+    # The flex-start nodeset keeps no node up: it costs nothing and is not priced.
+    assert not any("nodeset flex" in i["item"] for i in summary["cost"]["items"])
+
+
+def reference_machine_types() -> set[str]:
+    """Every machine type a reference blueprint names, and the model's defaults."""
+    types = {"c2-standard-8", "n2-standard-4"}
+    for path in REFERENCE:
+        slurm = yaml.safe_load(path.read_text())["slurm"]
+        types |= {ns["machine_type"] for ns in slurm["nodesets"]}
+        types |= {slurm[k]["machine_type"] for k in ("controller", "login") if k in slurm}
+    return types
+
+
+def test_every_machine_type_the_catalog_offers_is_priced_or_listed_as_unpriced():
+    """A new catalog type without a price row fails here instead of costing nothing."""
+    offered = {*catalog.GPU_MACHINES, *catalog.MANAGED_N2_MACHINES,
+               *catalog.MANAGED_LOGIN_MACHINES, *reference_machine_types()}
+    priced, unpriced = set(catalog.MACHINE_PRICES), set(catalog.UNPRICED_MACHINES)
+    assert not priced & unpriced
+    assert offered - priced - unpriced == set()
+    assert unpriced <= offered
+
+
+def test_every_disk_and_storage_tier_is_priced_or_listed_as_unpriced():
+    disk_types = set(typing.get_args(typing.get_args(BootDisk.model_fields["type"].annotation)[0]))
+    for priced, unpriced, offered in (
+            (catalog.DISK_PRICES, catalog.UNPRICED_DISKS, disk_types),
+            (catalog.FILESTORE_PRICES, catalog.UNPRICED_FILESTORE_TIERS, catalog.FILESTORE_TIERS),
+            (catalog.LUSTRE_PRICES, catalog.UNPRICED_LUSTRE_TIERS, catalog.LUSTRE_TIERS)):
+        assert not set(priced) & set(unpriced)
+        assert set(priced) | set(unpriced) == set(offered)
+
+
+def test_every_price_row_names_its_source_and_the_day_read():
+    rows = [*catalog.MACHINE_PRICES.values(), *catalog.DISK_PRICES.values(),
+            *catalog.FILESTORE_PRICES.values(), *catalog.LUSTRE_PRICES.values()]
+    for row in rows:
+        assert row.source in catalog.PRICE_SOURCES
+    for source in catalog.PRICE_SOURCES:
+        assert source.url.startswith("https://") and re.fullmatch(r"\d{4}-\d\d-\d\d", source.read)
+    for price in catalog.MACHINE_PRICES.values():
+        assert price.on_demand > 0 and (price.spot is None or 0 < price.spot < price.on_demand)
+
+
+def saved(capsys, tmp_path: Path, keep_summary: bool) -> str:
+    assert main(["plan", str(CPU_SMALL), "--json"]) == 0
+    data = json.loads(capsys.readouterr().out)
+    if not keep_summary:
+        del data["summary"]
+    path = tmp_path / f"plan-{keep_summary}.json"
+    path.write_text(json.dumps(data))
+    return str(path)
+
+
+@pytest.mark.parametrize(("old_summary", "new_summary"),
+                         [(True, False), (False, True), (True, True)])
+def test_diff_reads_saved_plans_with_or_without_the_summary(capsys, tmp_path, old_summary,
+                                                             new_summary):
+    old, new = saved(capsys, tmp_path, old_summary), saved(capsys, tmp_path, new_summary)
+    assert main(["diff", old, new, "--json"]) == 0
+    report = json.loads(capsys.readouterr().out)
+    assert report["changes"] == [] and report["summary"]["unchanged"] > 0
+
+
+def test_a_saved_plan_keeps_its_summary_and_refuses_one_that_is_not_an_object(capsys, tmp_path):
+    data = json.loads(Path(saved(capsys, tmp_path, True)).read_text())
+    plan = Plan.from_json(data)
+    assert plan.summary == data["summary"] and plan.as_json() == data
+    with pytest.raises(PlanFormatError, match='"summary" must be an object'):
+        Plan.from_json({**data, "summary": ["nodes"]})
