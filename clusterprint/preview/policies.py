@@ -192,7 +192,7 @@ class Violation:
                 f"[{self.policy.name}]; fix: {self.policy.fix}")
 
 
-#: Every policy by name, in the order the README's table lists them.
+#: Every policy by name, in the order docs/security.md's table lists them.
 POLICIES: dict[str, Policy] = {}
 
 

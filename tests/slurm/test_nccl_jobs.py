@@ -64,8 +64,10 @@ def check_jobs(cluster, blueprint) -> None:
     for number, job in enumerate(nccl_jobs(blueprint)):
         # A node registered for an earlier job serves again (the k-th node of a nodeset), so
         # the nodes registered never outnumber MaxNodeCount, the sum of the upper bounds.
+        # At least one node of every nodeset the job names: slurmctld refuses a constraint
+        # on a feature no node has registered yet (docs/operations.md, "Not built yet").
         taken: dict[str, int] = {}
-        for index in range(job.nodes):
+        for index in range(max(job.nodes, len(job.nodesets))):
             nodeset = job.nodesets[index % len(job.nodesets)]
             taken[nodeset] = taken.get(nodeset, -1) + 1
             name = f"{nodeset}-{taken[nodeset]}"

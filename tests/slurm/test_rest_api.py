@@ -28,7 +28,7 @@ from tests.slurm.conftest import Daemon, LocalSlurm, free_port, wait_until
 #: The unprivileged user slurmrestd runs as and the user who submits: slurmrestd refuses
 #: root and SlurmUser.
 AS_NOBODY = ("setpriv", "--reuid=nobody", "--regid=nogroup", "--clear-groups", "--")
-#: The OpenAPI version the README's example uses: served by Slurm 22.05 and by Ubuntu 24.04's
+#: The OpenAPI version docs/services.md's example uses: served by Slurm 22.05 and by Ubuntu 24.04's
 #: 23.11 (deprecated there, beside v0.0.39 and v0.0.40).
 API = "/slurm/v0.0.38"
 JOB = {"script": "#!/bin/bash\necho over REST\n",
