@@ -1,5 +1,5 @@
 """The node health check against recorded tool output: as functions on the parsed text,
-and as the process Slurm runs, its tools stand-ins on PATH (tests/healthcheck_fakes.py)."""
+and as the process Slurm runs, its tools stand-ins on PATH (tests/support/healthcheck_fakes.py)."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ import json
 import pytest
 
 from clusterprint.node import healthcheck as hc
-from tests.healthcheck_fakes import (
+from tests.support.healthcheck_fakes import (
     FIXTURES,
     calls,
     node_config,
