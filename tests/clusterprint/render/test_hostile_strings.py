@@ -294,7 +294,8 @@ def test_hostile_strings_stay_data_in_every_rendered_file_and_on_the_node(workdi
                    f"{storage_root(blueprint)}/alice/clusterprint/{recipe.name}/checkpoints"]
 
 
-def test_a_staged_file_holding_the_heredocs_marker_reaches_the_login_node_whole(tmp_path):
+def test_a_staged_file_holding_the_heredocs_marker_reaches_the_login_node_whole(sandbox,
+                                                                              tmp_path):
     """The login node stages each job through a heredoc: a job whose text holds the usual
     marker line arrives whole, and the lines after it are never run as root."""
     blueprint = Blueprint.model_validate(BASE)
