@@ -4,7 +4,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 SYSTEM_PACKAGES := slurmctld slurmd slurm-client slurmrestd munge shellcheck slurmdbd mariadb-server tmux
 
-.PHONY: demo test venv system-packages lint bench snapshot mutation
+.PHONY: demo test test-fast venv system-packages lint bench snapshot mutation
 
 $(BIN)/clusterprint: pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -31,10 +31,21 @@ system-packages:
 	fi
 
 lint: venv
-	$(BIN)/ruff check .
+	$(BIN)/ruff check --no-cache .
+
+# The whole suite, every tier, in parallel: one pytest-xdist worker per core (TEST_JOBS=1 for
+# one process); --dist loadgroup keeps the tests that share something on one worker (see
+# tests/conftest.py). Root, for the sandbox and Slurm tiers.
+TEST_JOBS ?= auto
 
 test: system-packages venv lint
-	$(BIN)/pytest -q
+	$(BIN)/pytest -q -n $(TEST_JOBS) --dist loadgroup
+
+# Lint and the unit tier only: no daemons, no namespaces, no Pulumi mocks, no apt and no root
+# (any user who can read the checkout and its venv; see docs/development.md), in under two
+# minutes.
+test-fast: venv lint
+	$(BIN)/pytest -q -m unit -n $(TEST_JOBS) --dist loadgroup
 
 bench: venv
 	$(BIN)/python tests/benchmarks/bench_cli.py

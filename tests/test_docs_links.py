@@ -13,7 +13,7 @@ from urllib.parse import unquote
 
 import pytest
 
-from tests.paths import ROOT
+from tests.support.paths import ROOT
 
 #: Folders that hold no page of the project's own (build output, virtual environments,
 #: caches, mutmut's copy of the tree).

@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.paths import ROOT
+from tests.support.paths import ROOT
 
 #: The layers, bottom first: each may import its own and those before it.
 LAYERS = ("node", "facts", "contract", "blueprint", "render", "components", "preview", "cli")

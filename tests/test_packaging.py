@@ -20,7 +20,7 @@ from pathlib import Path
 
 import pulumi
 
-from tests.paths import ROOT, blueprint_path
+from tests.support.paths import ROOT, blueprint_path
 
 
 def setuptools_config() -> dict:

@@ -6,7 +6,7 @@ import re
 import subprocess
 import sys
 
-from tests.paths import BLUEPRINTS, ROOT
+from tests.support.paths import BLUEPRINTS, ROOT
 
 README = ROOT / "README.md"
 
@@ -36,7 +36,7 @@ def test_the_validate_sample_is_what_validate_prints(tmp_path):
 
 def test_the_apis_to_enable_are_those_the_plans_need():
     from clusterprint.facts import prerequisites
-    from tests.clusterprint.facts.test_prerequisites import PLANNED, planned_types
+    from tests.support.plans import PLANNED, planned_types
 
     command = re.search(r"gcloud services enable (.*?) --project", README.read_text(), re.S)
     assert command, "README lost its `gcloud services enable` line"

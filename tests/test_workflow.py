@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 from ruamel.yaml import YAML
 
-from tests.paths import ROOT
+from tests.support.paths import ROOT
 
 WORKFLOW = ROOT / ".github/workflows/clusterprint.yml"
 #: ``owner/repo@<40 hex> # vX.Y.Z``: a hash GitHub cannot move, with the tag it was.

@@ -19,7 +19,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
-from tests.healthcheck_fakes import (  # noqa: E402
+from tests.support.healthcheck_fakes import (  # noqa: E402
     node_config,
     run_program,
     scenario,

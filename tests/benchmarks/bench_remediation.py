@@ -28,8 +28,8 @@ ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT))
 
 from clusterprint.render import remediation  # noqa: E402
-from tests.slurm.conftest import LocalSlurm, start_munged, wait_until  # noqa: E402
-from tests.slurm.remediation_cluster import Remediation, blueprint  # noqa: E402
+from tests.support.local_slurm import LocalSlurm, start_munged, wait_until  # noqa: E402
+from tests.support.remediation_cluster import Remediation, blueprint  # noqa: E402
 
 NODE = "a4-a4-0001"
 

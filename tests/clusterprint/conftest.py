@@ -1,11 +1,12 @@
-"""Fixtures shared by the clusterprint tests; the texts themselves live in blueprint_texts."""
+"""Fixtures shared by the clusterprint tests; the texts themselves live in
+tests/support/blueprint_texts.py."""
 
 from __future__ import annotations
 
 import pytest
 
 from clusterprint.blueprint.validate import Checked, check_text
-from tests.clusterprint.blueprint_texts import RuleCheck, blueprint_text
+from tests.support.blueprint_texts import RuleCheck, blueprint_text
 
 
 @pytest.fixture

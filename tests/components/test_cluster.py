@@ -9,7 +9,7 @@ import pytest
 from clusterprint.blueprint.model import Blueprint
 from clusterprint.components.cluster import TrainingCluster
 from clusterprint.render import metadata_guard
-from tests.components.conftest import reference_blueprint
+from tests.support.pulumi_mocks import reference_blueprint
 
 REFERENCES = ["a3mega", "a3ultra", "a4", "cpu-small"]
 TEMPLATE = "gcp:compute/instanceTemplate:InstanceTemplate"

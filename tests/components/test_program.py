@@ -6,7 +6,7 @@ import pulumi
 import pytest
 
 from clusterprint.components import program
-from tests.components.conftest import ROOT
+from tests.support.paths import ROOT
 
 CPU_SMALL = ROOT / "blueprints" / "cpu-small.yaml"
 

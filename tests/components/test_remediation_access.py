@@ -14,7 +14,7 @@ import pytest
 
 from clusterprint.blueprint.model import Blueprint
 from clusterprint.components.cluster import TrainingCluster
-from tests.components.conftest import reference_blueprint
+from tests.support.pulumi_mocks import reference_blueprint
 
 MEMBER = "gcp:projects/iAMMember:IAMMember"
 ROLE = "gcp:projects/iAMCustomRole:IAMCustomRole"

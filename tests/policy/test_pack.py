@@ -36,8 +36,8 @@ from pulumi_policy.proxy import (
 from clusterprint.preview import policies
 from clusterprint.preview.policies import FIREWALL, POLICIES, STACK_TYPE
 from clusterprint.preview.policies import PolicyResource as Subject
-from tests.clusterprint.preview.test_policies import PUBLIC_IPV4, REFUSED
-from tests.paths import ROOT
+from tests.support.paths import ROOT
+from tests.support.policy_cases import PUBLIC_IPV4, REFUSED
 
 PACK = ROOT / "policy"
 

@@ -39,7 +39,7 @@ from clusterprint.blueprint.model import Blueprint
 from clusterprint.facts import catalog
 from clusterprint.render import compute_script_path, rendered_files
 from clusterprint.render.environment import render
-from tests.slurm.conftest import (
+from tests.support.local_slurm import (
     NVIDIA_MAJOR,
     Daemon,
     LocalSlurm,

@@ -14,8 +14,8 @@ from __future__ import annotations
 import re
 
 from clusterprint.blueprint.validate import load_checked
-from tests.paths import blueprint_path
-from tests.slurm.conftest import wait_until
+from tests.support.local_slurm import wait_until
+from tests.support.paths import blueprint_path
 
 GPU_NODE = "a3mega-vm"
 

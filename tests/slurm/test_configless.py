@@ -10,7 +10,7 @@ from __future__ import annotations
 import re
 
 from clusterprint.blueprint.validate import check_text
-from tests.paths import BLUEPRINTS
+from tests.support.paths import BLUEPRINTS
 
 #: a4 with a partition over both its nodesets (reserved and spot), as a user may add.
 A4_ALL = (BLUEPRINTS / "a4.yaml").read_text().replace(

@@ -3,7 +3,7 @@
 Each node is its own machine here: slurmd runs in its own UTS and network namespace (its
 own hostname, its own primary NIC on a veth pair with a default route to this machine,
 where slurmctld listens), so two dynamic nodes run side by side on SlurmdPort. The GPU
-tools are the recorded fakes (tests/healthcheck_fakes.py); `ip` and `scontrol` are real.
+tools are the recorded fakes (tests/support/healthcheck_fakes.py); `ip` and `scontrol` are real.
 The rendered HealthCheckProgram wrapper, prolog and epilog change only in their paths, and
 slurm.conf only in the controller's address (and, where a job is requeued, cred_expire).
 """
@@ -21,8 +21,8 @@ import pytest
 
 from clusterprint.blueprint.model import Blueprint
 from clusterprint.render import healthcheck
-from tests.healthcheck_fakes import PROGRAM, calls, scenario, stub_bin
-from tests.slurm.conftest import Daemon, LocalSlurm, localize, wait_until
+from tests.support.healthcheck_fakes import PROGRAM, calls, scenario, stub_bin
+from tests.support.local_slurm import Daemon, LocalSlurm, localize, wait_until
 
 #: What a node needs of this machine's commands; the GPU tools are fakes.
 FAKED = ("nvidia-smi", "dcgmi", "journalctl")
@@ -86,7 +86,7 @@ class Nodes:
         """slurm.conf with the controller at an address the namespaces reach and the health
         check's wrapper in this test's folder; with ``scripts`` ("prolog", "epilog") the
         rendered prolog or epilog, localized, in place of the stand-in in the node's
-        prolog.d or epilog.d (tests/slurm/conftest.py)."""
+        prolog.d or epilog.d (tests/support/local_slurm.py)."""
         conf = self.cluster.conf
         text = localize(conf.read_text(), {
             "SlurmctldHost": f"localhost({self.controller})",

@@ -5,7 +5,7 @@ GPUs: every node registers from its compute script's ``--conf`` line, the CPU no
 GRES, each GPU node with its typed GPUs bound to their device files; a job step gets exactly
 the GPUs it asked for, by their indices (the job holds its whole node: GPU partitions are
 exclusive); no node is drained. A GPU node's GPUs are the line the
-gpu/nvml plugin makes of what NVML finds (tests/slurm/conftest.py).
+gpu/nvml plugin makes of what NVML finds (tests/support/local_slurm.py).
 """
 
 from __future__ import annotations

@@ -12,29 +12,18 @@ per GPU, which is what the job asks. `sbatch --test-only` then says whether the 
 from __future__ import annotations
 
 import re
-import subprocess
 
 import pytest
 from hypothesis import HealthCheck, given, settings
 
 from clusterprint.blueprint.validate import load_checked
 from clusterprint.render.nccl_job import nccl_job_path, nccl_jobs
-from tests.clusterprint.render.test_nccl_job import GENERATED
-from tests.paths import reference_blueprints
-from tests.slurm.test_generated_blueprints import blueprints
+from tests.support.drawn_blueprints import blueprints
+from tests.support.job_blueprints import GENERATED
+from tests.support.local_slurm import NODE_CPUS, sbatch_test_only
+from tests.support.paths import reference_blueprints
 
 BLUEPRINTS = {**{p.stem: load_checked(str(p)) for p in reference_blueprints()}, **GENERATED}
-#: What a registering test node declares beyond its rendered --conf line (see above).
-NODE_CPUS = "CPUs=16"
-
-
-def sbatch_test_only(cluster, script, *options: str) -> str:
-    """What ``sbatch --test-only`` says of the job (on stderr), failing when it refuses it."""
-    done = subprocess.run(["sbatch", "--test-only", *options, str(script)], env=cluster.env,
-                          capture_output=True, text=True, timeout=60)
-    assert done.returncode == 0, done.stderr
-    assert "to start at" in done.stderr, done.stderr
-    return done.stderr
 
 
 @pytest.mark.parametrize("name", sorted(BLUEPRINTS))

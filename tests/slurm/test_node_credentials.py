@@ -1,6 +1,6 @@
 """Real Slurm behind the metadata guard: a user's job gets no node token and reads no secret.
 
-slurmctld and slurmd run in a network namespace of the test's own (tests/netns.py) where a
+slurmctld and slurmd run in a network namespace of the test's own (tests/support/netns.py) where a
 fake metadata server answers on 169.254.169.254 port 80 and the rendered guard
 (clusterprint/render/metadata_guard.py) is loaded with the real nft. A job submitted by an
 unprivileged user runs as that user on the node, as on a VM: it is refused the token at once
@@ -18,9 +18,9 @@ import pytest
 
 from clusterprint.blueprint.validate import load_checked
 from clusterprint.render import metadata_guard
-from tests.metadata_fake import FakeMetadata
-from tests.netns import metadata_namespace
-from tests.paths import blueprint_path
+from tests.support.metadata_fake import FakeMetadata
+from tests.support.netns import metadata_namespace
+from tests.support.paths import blueprint_path
 
 TOKEN_PATH = "/computeMetadata/v1/instance/service-accounts/default/token"
 NOBODY = 65534

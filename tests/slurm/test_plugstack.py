@@ -13,7 +13,7 @@ from pathlib import Path
 
 from clusterprint.blueprint.validate import load_checked
 from clusterprint.facts import gpu_software
-from tests.paths import blueprint_path
+from tests.support.paths import blueprint_path
 
 
 def test_configless_nodes_get_plugstack_conf_and_run_jobs_without_pyxis(local_slurm):

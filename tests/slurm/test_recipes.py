@@ -20,11 +20,15 @@ import pytest
 
 from clusterprint.blueprint.validate import load_checked
 from clusterprint.render.recipes import recipe_path, recipe_run
-from tests.clusterprint.render.test_recipes import every_recipe, with_recipes
-from tests.paths import blueprint_path
-from tests.slurm.conftest import wait_until
-from tests.slurm.test_nccl_jobs import NODE_CPUS, sbatch_test_only
-from tests.slurm.test_training_conf import CRED_EXPIRE_S, job_fields
+from tests.support.job_blueprints import every_recipe, with_recipes
+from tests.support.local_slurm import (
+    CRED_EXPIRE_S,
+    NODE_CPUS,
+    job_fields,
+    sbatch_test_only,
+    wait_until,
+)
+from tests.support.paths import blueprint_path
 
 #: The stand-in trainer (see the module docstring); STANDIN_STEP_S is one step's time.
 STANDIN = r"""#!/bin/bash

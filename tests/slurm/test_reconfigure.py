@@ -5,7 +5,7 @@ reach the controller the way a VM gets them: the value the component writes to m
 ``clusterprint-slurm-config``, served by a fake metadata server that waits for changes,
 read by clusterprint-config-sync running as its service does. As in every test here, the
 served slurm.conf differs from the rendered one only in its local lines (host, ports,
-paths, auth, process tracking: tests/slurm/conftest.py LOCAL_KEYS).
+paths, auth, process tracking: tests/support/local_slurm.py LOCAL_KEYS).
 """
 
 from __future__ import annotations
@@ -23,8 +23,8 @@ from clusterprint.blueprint.model import Blueprint
 from clusterprint.contract import node_metadata
 from clusterprint.render import node_scripts
 from clusterprint.render.config_sync import slurm_config_value
-from tests.metadata_fake import FakeMetadata
-from tests.slurm.conftest import LOCAL_KEYS, Daemon, LocalSlurm, localize, wait_until
+from tests.support.local_slurm import LOCAL_KEYS, Daemon, LocalSlurm, localize, wait_until
+from tests.support.metadata_fake import FakeMetadata
 
 KEY = node_metadata.SLURM_CONFIG
 

@@ -6,7 +6,7 @@ import pytest
 
 from clusterprint.blueprint.validate import load_checked
 from clusterprint.facts import catalog
-from tests.paths import reference_blueprints
+from tests.support.paths import reference_blueprints
 
 BLUEPRINTS = reference_blueprints()
 

@@ -14,7 +14,7 @@ import sys
 import pytest
 
 from clusterprint.render import remediation
-from tests.slurm.remediation_cluster import GROUP, Remediation, blueprint
+from tests.support.remediation_cluster import GROUP, Remediation, blueprint
 
 ECC = "cp:gpu-ecc: 3 uncorrected errors on GPU 5"
 

@@ -22,8 +22,8 @@ import pytest
 
 from clusterprint.blueprint.validate import load_checked
 from clusterprint.render import rendered_files
-from tests.paths import blueprint_path
-from tests.slurm.conftest import Daemon, LocalSlurm, free_port, wait_until
+from tests.support.local_slurm import Daemon, LocalSlurm, free_port, wait_until
+from tests.support.paths import blueprint_path
 
 #: The unprivileged user slurmrestd runs as and the user who submits: slurmrestd refuses
 #: root and SlurmUser.

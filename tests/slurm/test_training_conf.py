@@ -15,16 +15,11 @@ import resource
 import subprocess
 
 from clusterprint.blueprint.validate import load_checked
-from tests.paths import blueprint_path
-from tests.slurm.conftest import wait_until
+from tests.support.local_slurm import CRED_EXPIRE_S, job_fields, wait_until
+from tests.support.paths import blueprint_path
 
 #: 8 MiB, systemd's default locked-memory limit (DefaultLimitMEMLOCK), in KiB as ulimit -l.
 SHELL_MEMLOCK_KIB = 8192
-
-
-def job_fields(cluster, job: str) -> dict[str, str]:
-    """``scontrol show job`` of ``job`` as a dict of its fields."""
-    return dict(re.findall(r"(\w+)=(\S*)", cluster.run("scontrol", "show", "job", job)))
 
 
 def memlock_limits() -> tuple[str, str, int]:
@@ -60,11 +55,6 @@ def test_jobs_keep_the_nodes_unlimited_locked_memory_not_the_submitting_shells(l
     # Without PropagateResourceLimitsExcept=MEMLOCK the shell's limit would reach the job.
     assert limited_shell(srun.replace("srun ", "srun --propagate=MEMLOCK ")) == [
         str(shell_limit)]
-
-
-#: Seconds a requeued job waits before it may start again: AuthInfo's cred_expire, 120 by
-#: default (slurm.conf(5)); the prolog test shortens it to keep the test short.
-CRED_EXPIRE_S = 10
 
 
 def test_a_failing_prolog_drains_its_node_and_the_job_runs_unheld_on_a_healthy_one(

@@ -8,7 +8,7 @@ import pytest
 from clusterprint.blueprint.gpu_fabric import gpu_networking, gpu_ranges, subnets_needed
 from clusterprint.blueprint.model import Blueprint
 from clusterprint.blueprint.validate import load_checked
-from tests.paths import blueprint_path
+from tests.support.paths import blueprint_path
 
 
 def reference(name: str) -> Blueprint:

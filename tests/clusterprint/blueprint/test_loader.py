@@ -7,7 +7,7 @@ import pytest
 
 from clusterprint.blueprint.loader import MAX_DEPTH, MAX_FILE_BYTES, load_document, parse
 from clusterprint.blueprint.validate import check_file
-from tests.clusterprint.blueprint_texts import LINE_FORMAT, MINIMAL, blueprint_text, describe
+from tests.support.blueprint_texts import LINE_FORMAT, MINIMAL, blueprint_text, describe
 
 #: The slowest refusal allowed for a hostile file on a busy 2-core machine.
 QUICK_S = 5.0

@@ -4,7 +4,7 @@ import pytest
 from pydantic import ValidationError
 
 from clusterprint.blueprint.model import Blueprint
-from tests.clusterprint.blueprint_texts import MINIMAL, apply_overrides
+from tests.support.blueprint_texts import MINIMAL, apply_overrides
 
 
 def build(**overrides):

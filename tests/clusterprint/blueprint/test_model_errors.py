@@ -5,7 +5,7 @@ from pydantic import BaseModel
 
 from clusterprint.blueprint import model
 from clusterprint.blueprint.model_errors import PATTERN_MEANINGS
-from tests.clusterprint.blueprint_texts import DROP, Here, describe
+from tests.support.blueprint_texts import DROP, Here, describe
 
 NS = "slurm.nodesets[0]"
 

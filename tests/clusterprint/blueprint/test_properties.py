@@ -15,8 +15,8 @@ from ruamel.yaml import YAML
 
 from clusterprint.blueprint.loader import parse
 from clusterprint.blueprint.validate import check_text
-from tests.clusterprint.blueprint_texts import LINE_FORMAT, to_yaml
-from tests.paths import ROOT
+from tests.support.blueprint_texts import LINE_FORMAT, to_yaml
+from tests.support.paths import ROOT
 
 TEXTS = {p.name: p.read_text() for p in sorted((ROOT / "blueprints").glob("*.yaml"))}
 REFERENCES = {name: parse(text, False).data for name, text in TEXTS.items()}

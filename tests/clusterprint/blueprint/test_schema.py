@@ -10,8 +10,8 @@ from pydantic import BaseModel
 from clusterprint.blueprint import model
 from clusterprint.blueprint.loader import parse
 from clusterprint.blueprint.schema import blueprint_schema, schema_text
-from tests.clusterprint.blueprint_texts import DROP, MINIMAL, apply_overrides, blueprint_text
-from tests.paths import ROOT
+from tests.support.blueprint_texts import DROP, MINIMAL, apply_overrides, blueprint_text
+from tests.support.paths import ROOT
 
 COMMITTED = ROOT / "schemas" / "blueprint.schema.json"
 BLUEPRINTS = sorted((ROOT / "blueprints").glob("*.yaml"))

@@ -18,14 +18,14 @@ from clusterprint.blueprint.validate import (
     load_checked,
     printable,
 )
-from tests.clusterprint.blueprint_texts import (
+from tests.support.blueprint_texts import (
     DROP,
     MINIMAL,
     Here,
     apply_overrides,
     blueprint_text,
 )
-from tests.paths import blueprint_path
+from tests.support.paths import blueprint_path
 
 A3MEGA = blueprint_path("a3mega")
 

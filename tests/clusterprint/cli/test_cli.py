@@ -7,7 +7,7 @@ import sys
 import pytest
 
 from clusterprint.cli.main import COMMANDS, main
-from tests.paths import ROOT
+from tests.support.paths import ROOT
 
 
 def test_top_level_help_lists_every_command(capsys):

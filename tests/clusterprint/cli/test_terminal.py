@@ -12,8 +12,8 @@ import pytest
 
 from clusterprint.blueprint.findings import Finding, Located, error, warning
 from clusterprint.cli.terminal import LEVEL_COLOURS, RESET, colour_wanted, finding_line
-from tests.clusterprint.blueprint_texts import blueprint_text
-from tests.paths import ROOT
+from tests.support.blueprint_texts import blueprint_text
+from tests.support.paths import ROOT
 
 ESC = "\x1b["
 RED_ERROR = f"{LEVEL_COLOURS['error']}error{RESET}"

@@ -9,7 +9,7 @@ import pytest
 
 from clusterprint.cli import version as version_module
 from clusterprint.cli.version import version
-from tests.paths import ROOT
+from tests.support.paths import ROOT
 
 DECLARED = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]["version"]
 

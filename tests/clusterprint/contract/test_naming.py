@@ -15,7 +15,7 @@ from clusterprint.blueprint.model import Blueprint
 from clusterprint.blueprint.validate import check_text
 from clusterprint.contract import naming, node_metadata
 from clusterprint.preview.plan import plan_program
-from tests.clusterprint.blueprint_texts import blueprint_text
+from tests.support.blueprint_texts import blueprint_text
 
 LONGEST_CLUSTER = "c" * 20
 LONGEST_ENTRY = "e" * 16

@@ -7,7 +7,7 @@ import pytest
 from clusterprint.blueprint.model import ZONE_PATTERN
 from clusterprint.blueprint.validate import load_checked
 from clusterprint.facts import catalog
-from tests.paths import ROOT
+from tests.support.paths import ROOT
 
 
 @pytest.mark.parametrize(("tier", "minimum", "step", "threshold", "step_above", "maximum"), [

@@ -9,42 +9,11 @@ the table must be a type some plan creates, so the table is neither short nor pa
 from __future__ import annotations
 
 import re
-from functools import cache
-from pathlib import Path
 
 import pytest
-from ruamel.yaml import YAML
 
-from clusterprint.blueprint.validate import check_text, load_checked
 from clusterprint.facts import prerequisites
-from clusterprint.preview.plan import plan_blueprint
-from tests.clusterprint.blueprint_texts import apply_overrides, to_yaml
-from tests.paths import ROOT, blueprint_path, reference_blueprints
-
-MANAGED = ROOT / "tests" / "components" / "blueprints" / "managed.yaml"
-#: What no reference blueprint turns on but a user's can: each adds a resource type.
-VARIANT = {
-    "network.peerings": [{"name": "hub",
-                          "peer_network": "projects/hub-project/global/networks/hub"}],
-    "slurm.nodesets[0].provisioning": "flex-start",
-    "slurm.nodesets[0].placement": "compact",
-}
-PLANNED = [*(p.stem for p in reference_blueprints()), "managed", "cpu-small+variant"]
-
-
-@cache
-def planned_types(name: str) -> frozenset[str]:
-    """The resource types the plan of one blueprint registers."""
-    if name == "managed":
-        blueprint = load_checked(str(MANAGED))
-    elif name == "cpu-small+variant":
-        data = YAML(typ="safe").load(Path(blueprint_path("cpu-small")).read_text())
-        checked = check_text("variant.yaml", to_yaml(apply_overrides(data, VARIANT)))
-        assert checked.ok, checked.lines()
-        blueprint = checked.blueprint
-    else:
-        blueprint = load_checked(blueprint_path(name))
-    return frozenset(r.type for r in plan_blueprint(blueprint).resources)
+from tests.support.plans import PLANNED, planned_types
 
 
 @pytest.mark.parametrize("name", PLANNED)

@@ -1,7 +1,7 @@
 """clusterprint-config-sync: a changed metadata value reaches a running node's Slurm files.
 
 The metadata server is a local fake that waits for changes as Compute Engine's does
-(tests/metadata_fake.py). Slurm's commands are recorded by a fake, except ``scontrol -V``,
+(tests/support/metadata_fake.py). Slurm's commands are recorded by a fake, except ``scontrol -V``,
 which is the installed Slurm's: it parses every slurm.conf before it is swapped in.
 """
 
@@ -22,8 +22,8 @@ from clusterprint.contract import node_metadata
 from clusterprint.node import config_sync
 from clusterprint.render import node_scripts
 from clusterprint.render.config_sync import ROLE_FILES, slurm_config_value
-from tests.metadata_fake import FakeMetadata, etag_of
-from tests.paths import reference_blueprints
+from tests.support.metadata_fake import FakeMetadata, etag_of
+from tests.support.paths import reference_blueprints
 
 KEY = node_metadata.SLURM_CONFIG
 SLURM_CONF = ("ClusterName=demo\nSlurmctldHost=demo-controller\nSelectType=select/cons_tres\n"
@@ -161,7 +161,9 @@ def test_a_changed_value_is_written_and_reconfigures_slurmctld_once(etc, slurm, 
     metadata.set(KEY, value(**{"slurm.conf": with_lines(
         "PartitionName=extra Nodes=cpu Default=NO State=UP")}))
     eventually(lambda: slurm.actions(), "reconfigure after the change")
-    time.sleep(1.5)  # another wait times out unchanged: nothing more happens
+    # Two more waits begin: the first of them timed out unchanged, and nothing more happened.
+    seen = len(metadata.waits())
+    eventually(lambda: len(metadata.waits()) >= seen + 2, "another wait times out unchanged")
     running.stop()
     assert slurm.actions() == ["scontrol reconfigure"]
     assert "PartitionName=extra" in (etc / "slurm.conf").read_text()

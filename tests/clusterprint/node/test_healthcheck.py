@@ -1,5 +1,5 @@
 """The node health check against recorded tool output: as functions on the parsed text,
-and as the process Slurm runs, its tools stand-ins on PATH (tests/healthcheck_fakes.py)."""
+and as the process Slurm runs, its tools stand-ins on PATH (tests/support/healthcheck_fakes.py)."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ import json
 import pytest
 
 from clusterprint.node import healthcheck as hc
-from tests.healthcheck_fakes import (
+from tests.support.healthcheck_fakes import (
     FIXTURES,
     calls,
     node_config,
@@ -254,8 +254,9 @@ def test_a_hung_nvidia_smi_is_cut_off_and_unhealthy(node):
 def test_a_full_disk_and_a_missing_mount_are_named(node, tmp_path):
     unmounted = tmp_path / "scratch"
     unmounted.mkdir()
+    # /dev/shm: a mounted file system any user can write (the unit tier runs unprivileged).
     fixtures, bin_dir, config = node(
-        None, tools=("ip",), mounts=[str(unmounted), "/"],
+        None, tools=("ip",), mounts=[str(unmounted), "/dev/shm"],
         disks=[{"path": str(tmp_path), "min_free_gib": 10**9, "if_mounted": False},
                {"path": str(tmp_path / "localssd"), "min_free_gib": 1, "if_mounted": True}])
     done = run_program(config, fixtures, bin_dir, "--no-drain")

@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 
 from clusterprint.node import remediate
-from tests.compute_fake import FakeCompute
+from tests.support.compute_fake import FakeCompute
 
 #: One node as Debian's Slurm 22.05 `scontrol show node -o` printed it here.
 LINE = ("NodeName=a4-a4-0001 Arch=x86_64 CoresPerSocket=2  CPUAlloc=0 CPUEfctv=2 CPUTot=2 "

@@ -8,12 +8,12 @@ from pathlib import Path
 
 import pytest
 
-from clusterprint.blueprint.validate import load_checked
 from clusterprint.cli.main import main
 from clusterprint.preview.diff import diff_plans
-from clusterprint.preview.plan import Plan, PlannedResource, plan_blueprint
+from clusterprint.preview.plan import Plan, PlannedResource
 from clusterprint.preview.replacements import RULES, forces_replacement
-from tests.paths import BLUEPRINTS
+from tests.support.paths import BLUEPRINTS
+from tests.support.plans import plan_of_file
 
 LUSTRE = "gcp:lustre/instance:Instance"
 FILESTORE = "gcp:filestore/instance:Instance"
@@ -312,7 +312,7 @@ def test_every_table_type_is_a_real_pulumi_gcp_token():
 def a3mega_plan(tmp_path_factory) -> str:
     """The reference blueprint's plan, saved once as `plan --json` writes it."""
     path = tmp_path_factory.mktemp("plans") / "a3mega.json"
-    path.write_text(plan_blueprint(load_checked(str(A3MEGA))).json_text())
+    path.write_text(plan_of_file(A3MEGA).json_text())
     return str(path)
 
 
@@ -429,7 +429,7 @@ LUSTRE_500 = ("performance_tier: 500", "performance_tier: 1000")
 def test_what_mounts_a_replaced_file_system_is_replaced_or_updated_with_it(
         tmp_path, capsys, name, edits, expected):
     path = BLUEPRINTS / f"{name}.yaml"
-    saved = write(tmp_path, "saved.json", plan_blueprint(load_checked(str(path))).json_text())
+    saved = write(tmp_path, "saved.json", plan_of_file(path).json_text())
     text = path.read_text()
     for old, new in edits:
         assert old in text

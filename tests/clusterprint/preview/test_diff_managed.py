@@ -14,10 +14,9 @@ from pathlib import Path
 
 import pytest
 
-from clusterprint.blueprint.validate import load_checked
 from clusterprint.cli.main import main
-from clusterprint.preview.plan import plan_blueprint
-from tests.paths import ROOT
+from tests.support.paths import ROOT
+from tests.support.plans import plan_of_file
 
 MANAGED = ROOT / "tests" / "components" / "blueprints" / "managed.yaml"
 CLUSTER = "a4managed-cluster"
@@ -27,7 +26,7 @@ CLUSTER = "a4managed-cluster"
 def managed_plan(tmp_path_factory) -> str:
     """The managed blueprint's plan, saved once as `plan --json` writes it."""
     path = tmp_path_factory.mktemp("plans") / "managed.json"
-    path.write_text(plan_blueprint(load_checked(str(MANAGED))).json_text())
+    path.write_text(plan_of_file(MANAGED).json_text())
     return str(path)
 
 

@@ -13,7 +13,8 @@ from clusterprint.cli.main import main
 from clusterprint.preview.diff import diff_plans
 from clusterprint.preview.diff_report import markdown_report, text_report
 from clusterprint.preview.plan import Plan, plan_blueprint
-from tests.paths import BLUEPRINTS
+from tests.support.paths import BLUEPRINTS
+from tests.support.plans import plan_of_file
 
 CPU_SMALL = BLUEPRINTS / "cpu-small.yaml"
 EXTRA_PARTITION = "  partitions:\n    - name: extra\n      nodesets: [cpu]\n"
@@ -23,7 +24,7 @@ EXTRA_PARTITION = "  partitions:\n    - name: extra\n      nodesets: [cpu]\n"
 def cpu_small_plan(tmp_path_factory) -> str:
     """The reference blueprint's plan, saved as `plan --json` writes it."""
     saved = tmp_path_factory.mktemp("plans") / "cpu-small.json"
-    saved.write_text(plan_of(CPU_SMALL.read_text()).json_text())
+    saved.write_text(plan_of_file(CPU_SMALL).json_text())
     return str(saved)
 
 
@@ -88,7 +89,7 @@ def test_resizing_a_nodeset_needs_no_recreated_vm(tmp_path, capsys, cpu_small_pl
 
 
 def test_both_reports_list_them_after_the_changes():
-    old = plan_of(CPU_SMALL.read_text())
+    old = plan_of_file(CPU_SMALL)
     new_text = CPU_SMALL.read_text().replace("max_count: 4", "max_count: 8")
     diff = diff_plans(old, plan_of(new_text))
     text = text_report(diff, "old", "new", False)
@@ -112,7 +113,7 @@ def plan_of(text: str) -> Plan:
 
 
 def test_metadata_read_at_each_use_is_live_and_the_rest_waits_for_a_boot():
-    old = plan_of(CPU_SMALL.read_text())
+    old = plan_of_file(CPU_SMALL)
     new = Plan.from_json(json.loads(old.json_text()))
     login = next(r for r in new.resources if r.name == "cpu-small-login-0")
     login.inputs["metadata"]["clusterprint-tensorboard"] = "projects/p/locations/r/tensorboards/7"

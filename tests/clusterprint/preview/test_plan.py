@@ -9,7 +9,8 @@ import pytest
 from clusterprint.cli.main import main
 from clusterprint.preview.plan import SECRET, UNKNOWN, Plan, plan_program
 from clusterprint.preview.replacements import RULES
-from tests.paths import ROOT
+from tests.support.paths import ROOT
+from tests.support.plans import plan_of_file, reference_plan
 
 REFERENCE = sorted(p.name for p in (ROOT / "blueprints").glob("*.yaml"))
 
@@ -185,13 +186,12 @@ def test_node_count_does_not_change_the_resource_count(tmp_path, capsys):
 def test_vms_and_templates_boot_the_rendered_scripts(name):
     """What `clusterprint render` writes is exactly what the plan puts in each VM's metadata."""
     from clusterprint.blueprint.validate import load_checked
-    from clusterprint.preview.plan import plan_blueprint
     from clusterprint.render import node_scripts
 
     blueprint = load_checked(str(ROOT / "blueprints" / name))
     scripts = node_scripts(blueprint)
     booted = {r.name: r.inputs["metadata"]["startup-script"]
-              for r in plan_blueprint(blueprint).resources
+              for r in plan_of_file(ROOT / "blueprints" / name).resources
               if r.type in ("gcp:compute/instance:Instance",
                             "gcp:compute/instanceTemplate:InstanceTemplate")}
     cluster = blueprint.name
@@ -204,10 +204,9 @@ def test_vms_and_templates_boot_the_rendered_scripts(name):
 def test_the_plan_shows_the_tensorboard_reaching_the_login_node_only():
     """With observability.tensorboard the login VM's metadata names the TensorBoard the plan
     creates; no other VM or template carries it."""
-    from clusterprint.blueprint.validate import load_checked
-    from clusterprint.preview.plan import mock_id, plan_blueprint
+    from clusterprint.preview.plan import mock_id
 
-    resources = plan_blueprint(load_checked(str(ROOT / "blueprints" / "a3mega.yaml"))).resources
+    resources = reference_plan("a3mega").resources
     tensorboard = next(r for r in resources if r.type == "gcp:vertex/aiTensorboard:AiTensorboard")
     carried = {r.name: r.inputs["metadata"].get("clusterprint-tensorboard") for r in resources
                if r.type in ("gcp:compute/instance:Instance",

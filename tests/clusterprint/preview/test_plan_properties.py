@@ -26,8 +26,8 @@ from clusterprint.blueprint.validate import check_text
 from clusterprint.contract import naming
 from clusterprint.facts import catalog
 from clusterprint.preview.plan import Plan, plan_program
-from tests.clusterprint.blueprint_texts import LINE_FORMAT, MINIMAL, apply_overrides, to_yaml
-from tests.paths import ROOT
+from tests.support.blueprint_texts import LINE_FORMAT, MINIMAL, apply_overrides, to_yaml
+from tests.support.paths import ROOT
 
 #: Nodesets beside one named x: its children's names, and the storage children's.
 NODESETS = ["x-template", "x-group", "x-placement", "x-resize", "home", "lnet"]

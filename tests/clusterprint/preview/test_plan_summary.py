@@ -22,7 +22,7 @@ from clusterprint.cli.main import main
 from clusterprint.facts import catalog
 from clusterprint.preview.plan import Plan, PlanFormatError
 from clusterprint.preview.plan_summary import NO_PRICE, summarize
-from tests.paths import BLUEPRINTS, ROOT
+from tests.support.paths import BLUEPRINTS, ROOT
 
 REFERENCE = [*sorted(BLUEPRINTS.glob("*.yaml")),
              *sorted((ROOT / "tests" / "components" / "blueprints").glob("*.yaml"))]

@@ -68,7 +68,7 @@ def test_every_bash_function_of_the_boot_scripts_is_defined_in_one_template():
     """Shared helpers live once (common.sh.j2), not copied into each role's part: the
     duplicates tool does not read templates. The RxDM prolog (rxdm.sh.j2) is a program of
     its own, with its own ``fail``."""
-    folder = Path(environment.__file__).parent / "templates" / "scripts"
+    folder = TEMPLATES / "scripts"
     defined: dict[str, list[str]] = {}
     for template in sorted(folder.glob("*.sh.j2")):
         if template.name == "rxdm.sh.j2":

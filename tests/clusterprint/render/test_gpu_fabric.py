@@ -8,7 +8,6 @@ RxDM prolog runs as a process with stub docker and modprobe.
 from __future__ import annotations
 
 import os
-import shutil
 import subprocess
 import time
 from pathlib import Path
@@ -19,8 +18,8 @@ from clusterprint.blueprint.validate import load_checked
 from clusterprint.facts import gpu_software
 from clusterprint.render import rendered_files
 from clusterprint.render.gpu_fabric import fabric_context
-from tests.clusterprint.render.test_node_scripts_boot import STUBS, Node, daemon_starts, ready
-from tests.paths import blueprint_path
+from tests.support.boot_sandbox import STUBS, Node, daemon_starts, ready
+from tests.support.paths import blueprint_path
 
 RELEASE = os.uname().release
 #: This machine's /etc/os-release, which the scripts read as a VM's (noble on the images).
@@ -59,9 +58,8 @@ def scripts() -> dict[str, dict[str, str]]:
 
 
 @pytest.fixture
-def bare(tmp_path) -> Node:
+def bare(sandbox, tmp_path) -> Node:
     """A VM on the default accelerator image: Slurm and munge, no fabric part at all."""
-    assert os.geteuid() == 0 and shutil.which("unshare"), "these tests need root and unshare"
     node = Node(tmp_path)
     (node.fake / "secret" / "1").write_text("key from the controller")
     return node

@@ -10,7 +10,6 @@ by enroot on the VM): the stubs record what was asked, not what the cloud did.
 from __future__ import annotations
 
 import json
-import os
 import re
 import shutil
 from pathlib import Path
@@ -22,8 +21,8 @@ from clusterprint.blueprint.validate import check_text, load_checked
 from clusterprint.components.observability import DASHBOARD_CHARTS
 from clusterprint.facts import catalog, gpu_software
 from clusterprint.render import rendered_files
-from tests.clusterprint.render.test_node_scripts_boot import Node, daemon_starts, storage_ready
-from tests.paths import blueprint_path
+from tests.support.boot_sandbox import Node, daemon_starts, storage_ready
+from tests.support.paths import blueprint_path
 
 #: blueprint, its GPU nodeset, its machine type, the public sample of its GPUs, the CUDA
 #: major that sample's driver reports (tests/fixtures/gpu/README.md).
@@ -56,9 +55,8 @@ def distro() -> str:
 
 
 @pytest.fixture
-def bare(tmp_path) -> Node:
+def bare(sandbox, tmp_path) -> Node:
     """A fresh VM of a plain image: Slurm, munge and the NFS client, nothing of a GPU node's."""
-    assert os.geteuid() == 0 and shutil.which("unshare"), "these tests need root and unshare"
     return Node(tmp_path)
 
 

@@ -16,8 +16,8 @@ from clusterprint.cli.main import main
 from clusterprint.facts import catalog
 from clusterprint.render import healthcheck, rendered_files
 from clusterprint.render.healthcheck import gpu_model, healthcheck_config
-from tests.healthcheck_fakes import PROGRAM, calls, scenario, stub_bin
-from tests.paths import blueprint_path
+from tests.support.healthcheck_fakes import PROGRAM, calls, scenario, stub_bin
+from tests.support.paths import blueprint_path
 
 
 def cluster(gpu: str = "quick", interval_s: int = 300, machine_type: str = "a3-ultragpu-8g"

@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import copy
 import json
-import os
 import re
 import shutil
 import subprocess
@@ -32,7 +31,7 @@ from clusterprint.render.nccl_job import staged_job_path
 from clusterprint.render.node_scripts import render_login_script
 from clusterprint.render.recipes import recipe_path, storage_root
 from clusterprint.render.slurm_config import render_slurm_configs
-from tests.clusterprint.render.test_node_scripts_boot import Node
+from tests.support.boot_sandbox import Node
 
 SCHEMA = blueprint_schema()
 #: The command hostile text tries to run; the sandbox's image has it, and it leaves a mark.
@@ -257,8 +256,7 @@ def run_recipe(node: Node, text: str) -> list[str]:
 
 
 @pytest.fixture(scope="module")
-def workdir(tmp_path_factory) -> Path:
-    assert os.geteuid() == 0 and shutil.which("unshare"), "these tests need root and unshare"
+def workdir(sandbox, tmp_path_factory) -> Path:
     assert shutil.which("shellcheck"), "install shellcheck (make system-packages)"
     return tmp_path_factory.mktemp("hostile")
 
@@ -296,7 +294,8 @@ def test_hostile_strings_stay_data_in_every_rendered_file_and_on_the_node(workdi
                    f"{storage_root(blueprint)}/alice/clusterprint/{recipe.name}/checkpoints"]
 
 
-def test_a_staged_file_holding_the_heredocs_marker_reaches_the_login_node_whole(tmp_path):
+def test_a_staged_file_holding_the_heredocs_marker_reaches_the_login_node_whole(sandbox,
+                                                                              tmp_path):
     """The login node stages each job through a heredoc: a job whose text holds the usual
     marker line arrives whole, and the lines after it are never run as root."""
     blueprint = Blueprint.model_validate(BASE)

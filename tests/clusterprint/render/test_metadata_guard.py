@@ -1,7 +1,7 @@
 """The metadata guard on a booted login or compute node: root gets a token, nobody else does.
 
 Each test boots the rendered script in the boot sandbox (test_node_scripts_boot.Node) inside a
-network namespace of its own (tests/netns.py) where a fake metadata server listens on
+network namespace of its own (tests/support/netns.py) where a fake metadata server listens on
 169.254.169.254 port 80, as Compute Engine's does, and the script's nft is the real one: the
 rule the boot loads is the rule that judges the requests. A DNS listener on the same address
 (port 53) stands for the resolver that must stay open to everyone.
@@ -21,10 +21,10 @@ from ruamel.yaml import YAML
 
 from clusterprint.blueprint.validate import check_text, load_checked
 from clusterprint.render import metadata_guard, rendered_files
-from tests.clusterprint.render.test_node_scripts_boot import Node
-from tests.metadata_fake import FakeMetadata
-from tests.netns import metadata_namespace
-from tests.paths import blueprint_path
+from tests.support.boot_sandbox import Node
+from tests.support.metadata_fake import FakeMetadata
+from tests.support.netns import metadata_namespace
+from tests.support.paths import blueprint_path
 
 TOKEN_PATH = "/computeMetadata/v1/instance/service-accounts/default/token"
 TOKEN = '{"access_token": "ya29.node-token", "expires_in": 3599, "token_type": "Bearer"}'
@@ -82,7 +82,7 @@ def assert_guarded() -> None:
 
 
 @pytest.fixture
-def metadata_server() -> Iterator[FakeMetadata]:
+def metadata_server(sandbox) -> Iterator[FakeMetadata]:
     """In a namespace of the test's own: the metadata server (a token), DNS on its address,
     and a listener on its IPv6 address."""
     with metadata_namespace():
@@ -111,7 +111,7 @@ def _accept_forever(server: socket.socket) -> None:
 
 
 @pytest.fixture
-def vm(tmp_path) -> Node:
+def vm(sandbox, tmp_path) -> Node:
     """A fresh VM in the boot sandbox, its munge key's secret already made."""
     node = Node(tmp_path)
     (node.fake / "secret" / "1").write_text("key from the controller")

@@ -21,7 +21,15 @@ from clusterprint.blueprint.validate import load_checked
 from clusterprint.facts import gpu_software
 from clusterprint.render import rendered_files
 from clusterprint.render.nccl_job import JOB_MINUTES, nccl_job_path
-from tests.paths import ROOT, reference_blueprints
+from tests.support.job_blueprints import (
+    A3HIGH,
+    GENERATED,
+    MIXED,
+    NO_FABRIC,
+    TWO_NODESETS,
+    sbatch_options,
+)
+from tests.support.paths import ROOT, reference_blueprints
 
 FIXTURES = ROOT / "tests" / "fixtures" / "nccl-tests"
 #: 2 x A3 High over TCPX: Avg bus bandwidth 30.9622.
@@ -58,45 +66,11 @@ ALL_REDUCE_PERF = """#!/bin/bash
 echo "NCCL_NET=${NCCL_NET:-} LD_LIBRARY_PATH=$LD_LIBRARY_PATH args: $*"
 cat "$FAKE/output"
 """
-
-
-def blueprint_of(nodesets: list[dict], partitions: list[dict], **network) -> Blueprint:
-    """A blueprint of these nodesets and partitions (rendering needs no validation)."""
-    return Blueprint.model_validate({
-        "apiVersion": "clusterprint/v1", "kind": "TrainingCluster", "name": "proof",
-        "region": "us-central1", "zone": "us-central1-a", "network": network,
-        "slurm": {"nodesets": nodesets, "partitions": partitions}})
-
-
-def nodeset(name: str, machine_type: str, count: int = 2) -> dict:
-    return {"name": name, "machine_type": machine_type, "count": count}
-
-
-A3HIGH = blueprint_of([nodeset("h100", "a3-highgpu-8g")], [{"name": "gpu", "nodesets": ["h100"]}])
-#: A cheap debug nodeset beside the GPUs, in one partition and in its own.
-MIXED = blueprint_of(
-    [nodeset("cpu", "n2-standard-4"), nodeset("mega", "a3-megagpu-8g"),
-     nodeset("l4", "g2-standard-96", count=1)],
-    [{"name": "all", "nodesets": ["cpu", "l4", "mega"]}, {"name": "debug", "nodesets": ["cpu"]},
-     {"name": "l4", "nodesets": ["l4"], "max_time": "0:10:00"}])
-NO_FABRIC = blueprint_of([nodeset("mega", "a3-megagpu-8g")],
-                         [{"name": "mega", "nodesets": ["mega"]}], gpu_networks="none")
-#: Reserved and spot nodes of one machine type in one partition: the job may use either.
-TWO_NODESETS = blueprint_of([nodeset("a4", "a4-highgpu-8g", count=1),
-                             nodeset("a4spot", "a4-highgpu-8g", count=1)],
-                            [{"name": "a4", "nodesets": ["a4", "a4spot"]}])
-GENERATED = {"mixed": MIXED, "a3high": A3HIGH, "no-fabric": NO_FABRIC,
-             "two-nodesets": TWO_NODESETS}
 ALL_BLUEPRINTS = {**{p.stem: load_checked(str(p)) for p in reference_blueprints()}, **GENERATED}
 
 
 def jobs_of(blueprint: Blueprint) -> dict[str, str]:
     return {k: v for k, v in rendered_files(blueprint).items() if k.startswith("jobs/")}
-
-
-def sbatch_options(job: str) -> dict[str, str]:
-    """The job's #SBATCH options by name."""
-    return dict(re.findall(r"^#SBATCH --([\w-]+)(?:=(\S*))?$", job, re.MULTILINE))
 
 
 @pytest.mark.parametrize("name", sorted(ALL_BLUEPRINTS))

@@ -13,8 +13,8 @@ import pytest
 from clusterprint.blueprint.model import Blueprint
 from clusterprint.blueprint.validate import check_text, load_checked
 from clusterprint.render import node_scripts, rendered_files
-from tests.clusterprint.blueprint_texts import blueprint_text
-from tests.paths import blueprint_path, reference_blueprints
+from tests.support.blueprint_texts import blueprint_text
+from tests.support.paths import blueprint_path, reference_blueprints
 
 BLUEPRINTS = reference_blueprints()
 SCRIPTS = [(path, name) for path in BLUEPRINTS

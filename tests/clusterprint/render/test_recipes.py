@@ -10,34 +10,11 @@ import subprocess
 from pathlib import Path
 
 import pytest
-import yaml
 
-from clusterprint.blueprint.model import Blueprint
-from clusterprint.blueprint.validate import load_checked
 from clusterprint.facts import catalog
 from clusterprint.render import rendered_files
 from clusterprint.render.recipes import recipe_path
-from tests.clusterprint.render.test_nccl_job import sbatch_options
-from tests.paths import blueprint_path
-
-#: Where each family's recipes are drawn: a3ultra launches torchrun per node, a4 srun ranks.
-FAMILIES = {"a3ultra": "a3ultra", "a4": "a4spot"}
-
-
-def with_recipes(name: str, recipes: list[dict], folder: Path, **changes) -> Blueprint:
-    """The reference blueprint ``name`` with ``recipes`` (and top-level ``changes``), checked."""
-    data = yaml.safe_load(Path(blueprint_path(name)).read_text())
-    data.update(recipes=recipes, **changes)
-    path = folder / f"{name}.yaml"
-    path.write_text(yaml.safe_dump(data))
-    return load_checked(str(path))
-
-
-def every_recipe(name: str, folder: Path) -> Blueprint:
-    """The blueprint with every catalog recipe, each on the nodes its model needs."""
-    return with_recipes(name, [
-        {"name": r.name, "partition": FAMILIES[name], "nodes": -(-r.gpus // 8)}
-        for r in catalog.RECIPES.values()], folder)
+from tests.support.job_blueprints import FAMILIES, every_recipe, sbatch_options, with_recipes
 
 
 @pytest.mark.parametrize("name", sorted(FAMILIES))

@@ -8,8 +8,8 @@ from pathlib import Path
 from clusterprint.blueprint.validate import load_checked
 from clusterprint.node import remediate
 from clusterprint.render import remediation, rendered_files
-from tests.paths import blueprint_path
-from tests.slurm.remediation_cluster import blueprint
+from tests.support.paths import blueprint_path
+from tests.support.remediation_cluster import blueprint
 
 
 def files_of(name: str) -> dict[str, str]:

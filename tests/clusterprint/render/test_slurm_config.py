@@ -6,7 +6,7 @@ from clusterprint.blueprint.model import Blueprint
 from clusterprint.blueprint.validate import load_checked
 from clusterprint.render import node_scripts, rendered_files
 from clusterprint.render.slurm_config import render_slurm_conf
-from tests.paths import blueprint_path
+from tests.support.paths import blueprint_path
 
 
 def lines(text: str) -> list[str]:

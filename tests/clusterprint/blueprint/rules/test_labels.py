@@ -4,7 +4,7 @@ import pytest
 
 from clusterprint.contract import naming
 from clusterprint.facts import catalog
-from tests.clusterprint.blueprint_texts import Here, table_tests
+from tests.support.blueprint_texts import Here, table_tests
 
 REFUSED = [
     pytest.param("labels.reserved", "labels.clusterprint-cluster",

@@ -2,7 +2,7 @@
 
 import pytest
 
-from tests.clusterprint.blueprint_texts import Here, table_tests
+from tests.support.blueprint_texts import Here, table_tests
 
 SUBNET = "projects/my-project/regions/{}/subnetworks/sub"
 EXISTING = {"network.existing": "projects/my-project/global/networks/net"}

@@ -11,7 +11,7 @@ from clusterprint.blueprint.rules.managed import NO_MANAGED_FIX, as_managed_mode
 from clusterprint.blueprint.validate import check_text
 from clusterprint.facts import catalog
 from clusterprint.facts.catalog import MANAGED_UNSUPPORTED_KEYS
-from tests.clusterprint.blueprint_texts import (
+from tests.support.blueprint_texts import (
     MINIMAL,
     Here,
     apply_overrides,

@@ -2,7 +2,7 @@
 
 import pytest
 
-from tests.clusterprint.blueprint_texts import Here, table_tests
+from tests.support.blueprint_texts import Here, table_tests
 
 CPU = {"machine_type": "n2-standard-4", "count": 1}
 GPU = {"slurm.nodesets[0].machine_type": "a3-megagpu-8g"}

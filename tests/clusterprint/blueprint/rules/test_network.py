@@ -2,7 +2,7 @@
 
 import pytest
 
-from tests.clusterprint.blueprint_texts import Here, table_tests
+from tests.support.blueprint_texts import Here, table_tests
 
 A3MEGA = {"slurm.nodesets[0].machine_type": "a3-megagpu-8g"}
 A3ULTRA = {"slurm.nodesets[0].machine_type": "a3-ultragpu-8g"}

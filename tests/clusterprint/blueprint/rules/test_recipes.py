@@ -2,7 +2,7 @@
 
 import pytest
 
-from tests.clusterprint.blueprint_texts import Here, table_tests
+from tests.support.blueprint_texts import Here, table_tests
 
 GPU = {"slurm.nodesets[0].machine_type": "a3-megagpu-8g", "slurm.nodesets[0].max_count": 4}
 #: A partition over 4 GPU nodes and 6 CPU nodes: a GPU recipe fits on the 4 GPU nodes only.

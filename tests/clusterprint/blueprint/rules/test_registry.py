@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 
 from clusterprint.blueprint.rules import RULES
-from tests.paths import ROOT
+from tests.support.paths import ROOT
 
 HERE = Path(__file__).parent
 RULE_TABLE = ROOT / "docs" / "blueprint.md"

@@ -2,7 +2,7 @@
 
 import pytest
 
-from tests.clusterprint.blueprint_texts import Here, table_tests
+from tests.support.blueprint_texts import Here, table_tests
 
 REFUSED = [
     pytest.param("security.node-credentials", "security.users_get_node_credentials",

@@ -2,7 +2,7 @@
 
 import pytest
 
-from tests.clusterprint.blueprint_texts import Here, table_tests
+from tests.support.blueprint_texts import Here, table_tests
 
 NS = "slurm.nodesets[0]"
 RESERVATION = "projects/my-project/reservations/res"

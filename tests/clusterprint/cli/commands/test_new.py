@@ -15,7 +15,7 @@ from ruamel.yaml import YAML
 from clusterprint.cli import wizard
 from clusterprint.cli.main import main
 from clusterprint.facts import catalog
-from tests.paths import ROOT
+from tests.support.paths import ROOT
 
 #: How long one prompt may take to appear on a loaded machine.
 PROMPT_TIMEOUT_S = 30

@@ -9,7 +9,7 @@ import pytest
 from clusterprint.blueprint.validate import load_checked
 from clusterprint.cli.main import EXIT_USAGE, main
 from clusterprint.render import output, rendered_files
-from tests.paths import blueprint_path
+from tests.support.paths import blueprint_path
 
 A4 = blueprint_path("a4")
 CPU_SMALL = blueprint_path("cpu-small")

@@ -5,7 +5,7 @@ import json
 import pytest
 
 from clusterprint.cli.main import main
-from tests.paths import ROOT
+from tests.support.paths import ROOT
 
 COMMITTED = ROOT / "schemas" / "blueprint.schema.json"
 

@@ -5,8 +5,8 @@ import json
 import pytest
 
 from clusterprint.cli.main import main
-from tests.clusterprint.blueprint_texts import LINE_FORMAT, Here, blueprint_text
-from tests.paths import ROOT
+from tests.support.blueprint_texts import LINE_FORMAT, Here, blueprint_text
+from tests.support.paths import ROOT
 
 BLUEPRINTS = sorted((ROOT / "blueprints").glob("*.yaml"))
 JSON_KEYS = {"file", "line", "column", "path", "rule", "severity", "message", "hint"}

@@ -16,9 +16,9 @@ from clusterprint.blueprint.model import Blueprint
 from clusterprint.blueprint.validate import check_text
 from clusterprint.node import remediate
 from clusterprint.render import remediation
-from tests.compute_fake import FakeCompute
-from tests.paths import BLUEPRINTS
-from tests.slurm.conftest import Daemon, LocalSlurm, wait_until
+from tests.support.compute_fake import FakeCompute
+from tests.support.local_slurm import Daemon, LocalSlurm, wait_until
+from tests.support.paths import BLUEPRINTS
 
 NODESET = "a4"
 GROUP = "a4-nodeset-a4-group-5e1f2a9"

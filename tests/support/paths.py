@@ -9,7 +9,7 @@ from __future__ import annotations
 from pathlib import Path
 
 #: The repository's root folder.
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 #: The reference blueprints' folder.
 BLUEPRINTS = ROOT / "blueprints"
 

@@ -13,7 +13,7 @@ import sys
 from pathlib import Path
 
 from clusterprint.node import healthcheck
-from tests.paths import ROOT
+from tests.support.paths import ROOT
 
 FIXTURES = ROOT / "tests" / "fixtures" / "healthcheck"
 FAKE_TOOL = FIXTURES / "bin" / "fake_tool.py"

@@ -14,7 +14,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler
 
-from tests.local_http import serve
+from tests.support.local_http import serve
 
 
 @dataclass

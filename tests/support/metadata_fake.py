@@ -17,7 +17,7 @@ from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler
 from urllib.parse import parse_qs, urlsplit
 
-from tests.local_http import serve
+from tests.support.local_http import serve
 
 PREFIX = "/computeMetadata/v1/instance/attributes/"
 
