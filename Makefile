@@ -2,7 +2,7 @@
 PYTHON ?= python3
 VENV := .venv
 BIN := $(VENV)/bin
-SYSTEM_PACKAGES := slurmctld slurmd slurm-client slurmrestd munge shellcheck slurmdbd mariadb-server tmux
+SYSTEM_PACKAGES := slurmctld slurmd slurm-client slurmrestd munge shellcheck slurmdbd mariadb-server tmux nftables iproute2
 
 .PHONY: demo test test-fast venv system-packages lint bench snapshot mutation
 
@@ -22,7 +22,8 @@ demo: venv
 	$(BIN)/clusterprint plan blueprints/a3mega.yaml
 
 # Real Slurm (slurmrestd, slurmdbd and MariaDB too) and shellcheck for the tests that prove
-# rendered files, and tmux for the test that drives `clusterprint new` in a real terminal
+# rendered files, tmux for the test that drives `clusterprint new` in a real terminal, and
+# nftables and iproute2 for the metadata guard's proof in a network namespace of its own
 # (Debian packages).
 system-packages:
 	@missing=""; for p in $(SYSTEM_PACKAGES); do dpkg -s $$p >/dev/null 2>&1 || missing="$$missing $$p"; done; \
