@@ -12,7 +12,7 @@ from typing import Annotated, Literal
 from pydantic import BaseModel, ConfigDict, Field
 
 from clusterprint.contract import naming
-from clusterprint.facts import catalog
+from clusterprint.facts import catalog, machines
 
 NAME_PATTERN = r"^[a-z][a-z0-9-]{0,18}[a-z0-9]$"
 LIST_NAME_PATTERN = r"^[a-z](?:[a-z0-9-]{0,14}[a-z0-9])?$"
@@ -319,12 +319,12 @@ class Nodeset(Strict):
     @property
     def gpus(self) -> int:
         """GPUs per node (0 for CPU machines)."""
-        return catalog.gpu_count(self.machine_type)
+        return machines.gpu_count(self.machine_type)
 
     @property
     def boot_disk_type(self) -> str:
         """The boot disk type actually used."""
-        return self.boot_disk.type or catalog.boot_disk_type(self.machine_type)
+        return self.boot_disk.type or machines.boot_disk_type(self.machine_type)
 
 
 class Partition(Strict):
@@ -549,7 +549,7 @@ class Blueprint(Strict):
         """The system VPC's MTU: the file's, else the GPU family's recommendation."""
         if self.network.mtu is not None:
             return self.network.mtu
-        return catalog.recommended_mtu([n.machine_type for n in self.slurm.nodesets])
+        return machines.recommended_mtu([n.machine_type for n in self.slurm.nodesets])
 
     def lustre(self, name: str) -> Lustre | None:
         """The Lustre entry called ``name``, if listed."""

@@ -13,7 +13,7 @@ from importlib import resources
 
 from clusterprint.blueprint.model import Blueprint, Nodeset
 from clusterprint.contract import naming
-from clusterprint.facts import catalog
+from clusterprint.facts import machines
 
 #: Where the controller keeps the program, its config and its state.
 PROGRAM = "/etc/slurm/clusterprint/remediate.py"
@@ -46,7 +46,7 @@ def program_text() -> str:
 
 def reports_faulty_host(nodeset: Nodeset) -> bool:
     """Whether Compute Engine takes a host-fault report for the nodeset's VMs."""
-    return (nodeset.machine_type in catalog.HOST_FAULT_REPORT_MACHINES
+    return (nodeset.machine_type in machines.HOST_FAULT_REPORT_MACHINES
             and nodeset.provisioning == "reservation" and nodeset.reservation_bound)
 
 

@@ -7,7 +7,7 @@ here once, so a script can never point at a different controller than slurm.conf
 from __future__ import annotations
 
 from clusterprint.blueprint.model import Blueprint, Nodeset, Partition
-from clusterprint.facts import catalog, gpu_software
+from clusterprint.facts import gpu_software, machines
 from clusterprint.render.environment import render
 from clusterprint.render.healthcheck import slurm_conf_lines
 from clusterprint.render.remediation import REBOOT_PROGRAM
@@ -63,7 +63,7 @@ def dynamic_node_conf(nodeset: Nodeset) -> str:
     """
     parts = [f"Feature={nodeset.name}"]
     if nodeset.gpus:
-        parts.append(f"Gres=gpu:{catalog.gres_type(nodeset.machine_type)}:{nodeset.gpus}")
+        parts.append(f"Gres=gpu:{machines.gres_type(nodeset.machine_type)}:{nodeset.gpus}")
     return " ".join(parts)
 
 
@@ -76,11 +76,11 @@ def default_mem_per_cpu(nodesets: list[Nodeset]) -> int | None:
     a job given every CPU of the leanest shape fits. None (a job then gets its nodes' whole
     memory) where a shape's memory is not in the catalog or a nodeset has GPUs.
     """
-    shapes = [catalog.cpu_shape(n.machine_type) for n in nodesets]
-    if any(n.gpus for n in nodesets) or not all(s in catalog.MIB_PER_VCPU_AT_LEAST
+    shapes = [machines.cpu_shape(n.machine_type) for n in nodesets]
+    if any(n.gpus for n in nodesets) or not all(s in machines.MIB_PER_VCPU_AT_LEAST
                                                  for s in shapes):
         return None
-    return int(min(catalog.MIB_PER_VCPU_AT_LEAST[s] for s in shapes) * KERNEL_SHARE)
+    return int(min(machines.MIB_PER_VCPU_AT_LEAST[s] for s in shapes) * KERNEL_SHARE)
 
 
 def partition_conf(blueprint: Blueprint, partition: Partition) -> dict:

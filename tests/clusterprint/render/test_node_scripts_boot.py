@@ -33,7 +33,7 @@ import pytest
 
 from clusterprint.blueprint.validate import load_checked
 from clusterprint.contract import node_metadata
-from clusterprint.facts import catalog
+from clusterprint.facts import machines
 from clusterprint.node import mlops_broker, register_model, tensorboard_upload
 from clusterprint.render import config_sync, healthcheck, rendered_files
 from tests.paths import blueprint_path
@@ -777,7 +777,7 @@ def ready(node: Node, name: str, carries_fabric: bool = True) -> Node:
     the GPU fabric's parts, unless ``carries_fabric``)."""
     storage_ready(node, name, carries_fabric)
     if name in GPU_SAMPLES:
-        node.local_ssds(catalog.bundled_local_ssds(GPU_SAMPLES[name][0]))
+        node.local_ssds(machines.bundled_local_ssds(GPU_SAMPLES[name][0]))
         node.gpu_software_on_image()
         node.driver(GPU_SAMPLES[name][1], 8)
     return node
