@@ -44,9 +44,6 @@ class CapacityBand:
 
 TIB = 1024
 
-FilestoreTier = Literal["BASIC_HDD", "BASIC_SSD", "ZONAL", "REGIONAL", "ENTERPRISE",
-                        "HIGH_SCALE_SSD"]
-
 # cloud.google.com/filestore/docs/service-tiers (63.9 TiB is 65,433 GiB; BASIC grows by 1 GiB).
 FILESTORE_TIERS: dict[str, tuple[CapacityBand, ...]] = {
     "BASIC_HDD": (CapacityBand(1 * TIB, 65433, 1),),
@@ -56,6 +53,8 @@ FILESTORE_TIERS: dict[str, tuple[CapacityBand, ...]] = {
     "ENTERPRISE": (CapacityBand(1 * TIB, 10 * TIB, 256),),
     "HIGH_SCALE_SSD": (CapacityBand(10 * TIB, 100 * TIB, 2560),),
 }
+#: A Filestore tier's name, as the model accepts it: the tiers above, in their order.
+FilestoreTier = Literal[tuple(FILESTORE_TIERS)]
 
 #: Filestore tiers whose instance lives in a region rather than a zone.
 FILESTORE_REGIONAL_TIERS = frozenset({"REGIONAL", "ENTERPRISE"})
@@ -107,6 +106,8 @@ LUSTRE_TIERS: dict[int, LustreTier] = {
         LustreTier(125, 72_000, 72_000, None, None, 12_240_000),
     )
 }
+#: A Managed Lustre performance tier, as the model accepts it: the tiers above, lowest first.
+LustreThroughput = Literal[tuple(sorted(LUSTRE_TIERS))]
 
 
 #: The block each Managed Lustre instance takes from the private service access range: a
@@ -190,6 +191,8 @@ RECIPES: dict[str, Recipe] = {
                hf_model="google/gemma-3-27b-it", save_interval=10, steps=500),
     )
 }
+#: A recipe's name, as the model accepts it: the recipes above, in their order.
+RecipeName = Literal[tuple(RECIPES)]
 
 #: Labels one resource may carry, its own and clusterprint's together
 #: (cloud.google.com/compute/docs/labeling-resources#requirements).
