@@ -152,6 +152,26 @@ class Rxdm:
 
 
 @dataclass(frozen=True)
+class UdevRule:
+    """A udev rule file that binds the PCI devices of one vendor and device id; the boot
+    writes ``text`` and triggers udev on the same ids."""
+
+    path: str
+    #: the PCI vendor and device ids, as sysfs writes them (``0x1ae0``)
+    vendor: str
+    device: str
+    #: what the rule does with each matching device, after its match and ``TAG+="systemd"``
+    actions: tuple[str, ...]
+
+    @property
+    def text(self) -> str:
+        """The rule file: the match on the ids, then one action per continued line."""
+        match = (f'ACTION=="add", SUBSYSTEM=="pci", ATTR{{vendor}}=="{self.vendor}", '
+                 f'ATTR{{device}}=="{self.device}", TAG+="systemd"')
+        return ", \\\n    ".join((match, *self.actions)) + "\n"
+
+
+@dataclass(frozen=True)
 class FabricSoftware:
     """What makes a family's GPU NICs carry NCCL traffic, and the job environment for it."""
 
@@ -159,8 +179,8 @@ class FabricSoftware:
     title: str
     apt: tuple[AptPart, ...]
     dmabuf: DkmsModule | None
-    #: udev rule file and its text (A3 Mega's /dev/aperture_devices)
-    udev_rule: tuple[str, str] | None
+    #: the udev rule of A3 Mega's /dev/aperture_devices
+    udev_rule: UdevRule | None
     installer: InstallerImage | None
     rxdm: Rxdm | None
     #: the plugin's own environment script, sourced first by /etc/clusterprint/nccl-env.sh
@@ -213,14 +233,13 @@ TCPXO = FabricSoftware(
     title="GPUDirect-TCPXO",
     apt=(DOCKER, CONTAINER_TOOLKIT),
     dmabuf=DkmsModule("import-helper", "dmabuf-import-helper", "1.1", TCPXO_APT),
-    udev_rule=("/etc/udev/rules.d/00-a3-megagpu.rules",
-               'ACTION=="add", SUBSYSTEM=="pci", ATTR{vendor}=="0x1ae0", '
-               'ATTR{device}=="0x0084", TAG+="systemd", \\\n'
-               '    RUN+="/usr/bin/mkdir --mode=0755 -p /dev/aperture_devices", \\\n'
-               '    RUN+="/usr/bin/systemd-mount --type=none --options=bind --collect '
-               '%S/%p /dev/aperture_devices/%k", \\\n'
-               '    RUN+="/usr/bin/bash -c \'/usr/bin/chmod 0666 '
-               '/dev/aperture_devices/%k/resource*\'"\n'),
+    udev_rule=UdevRule(
+        "/etc/udev/rules.d/00-a3-megagpu.rules", vendor="0x1ae0", device="0x0084",
+        actions=('RUN+="/usr/bin/mkdir --mode=0755 -p /dev/aperture_devices"',
+                 'RUN+="/usr/bin/systemd-mount --type=none --options=bind --collect '
+                 '%S/%p /dev/aperture_devices/%k"',
+                 'RUN+="/usr/bin/bash -c \'/usr/bin/chmod 0666 '
+                 '/dev/aperture_devices/%k/resource*\'"')),
     installer=InstallerImage(
         "us-docker.pkg.dev/gce-ai-infra/gpudirect-tcpxo/nccl-plugin-gpudirecttcpx-dev:v1.0.17",
         "/var/lib/tcpxo/lib64", "nccl-env-profile.sh", ("install", "--install-nccl")),
