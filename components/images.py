@@ -20,7 +20,7 @@ examples/machine-learning/a4x-highgpu-4g, builds on its ``-v20260522`` image).
 from __future__ import annotations
 
 from clusterprint.blueprint.model import Image
-from clusterprint.facts import catalog
+from clusterprint.facts import machines
 
 GPU_IMAGE = ("projects/ubuntu-os-accelerator-images/global/images/family/"
              "ubuntu-accelerator-2404-amd64-with-nvidia-580")
@@ -33,7 +33,7 @@ def boot_image(machine_type: str, image: Image | None = None) -> str:
     """The image family path a VM of ``machine_type`` boots: the blueprint's, else a default."""
     if image is not None:
         return f"projects/{image.project}/global/images/family/{image.family}"
-    family = catalog.gpu_family(machine_type)
+    family = machines.gpu_family(machine_type)
     if family is None:
         return CPU_IMAGE
     return GPU_ARM64_IMAGE if family.arch == "arm64" else GPU_IMAGE

@@ -9,7 +9,7 @@ import pulumi_gcp as gcp
 
 from clusterprint.blueprint.model import Peering
 from clusterprint.contract import naming
-from clusterprint.facts import catalog
+from clusterprint.facts import catalog, gpu_software
 
 #: Every protocol: nodes of one cluster talk Slurm, munge, NCCL and MPI to each other.
 ALL_TRAFFIC = [gcp.compute.FirewallAllowArgs(protocol="all")]
@@ -31,7 +31,7 @@ class ClusterNetwork(pulumi.ComponentResource):
                  subnet_cidr: str = "10.0.0.0/20",
                  ssh_source_ranges: Sequence[str] = (catalog.IAP_RANGE,), nat: bool = True,
                  node_tag: str | None = None,
-                 gpu_networking: catalog.GpuNetworking = "none",
+                 gpu_networking: gpu_software.GpuNetworking = "none",
                  gpu_subnet_cidrs: Sequence[str] = (), extra_gvnic_cidrs: Sequence[str] = (),
                  peerings: Sequence[Peering] = (), existing_network: str | None = None,
                  existing_subnetwork: str | None = None,
@@ -120,7 +120,7 @@ class ClusterNetwork(pulumi.ComponentResource):
                              opts=self._child)
         return self._subnet(f"{logical}-subnet", network.id, cidr)
 
-    def _gpu_subnets(self, kind: catalog.GpuNetworking, cidrs: list[str],
+    def _gpu_subnets(self, kind: gpu_software.GpuNetworking, cidrs: list[str],
                      zone: str) -> list[pulumi.Input[str]]:
         if kind == "none" or not cidrs:
             return []

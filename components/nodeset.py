@@ -11,7 +11,7 @@ from clusterprint.blueprint.model import Nodeset
 from clusterprint.components.identity import NODE_SCOPES
 from clusterprint.components.images import boot_image
 from clusterprint.contract import naming, node_metadata
-from clusterprint.facts import catalog
+from clusterprint.facts import machines
 
 #: The longest a flex-start (DWS) VM may run, the API's maximum of 7 days: Slurm, not
 #: the API, ends jobs (gcp-facts: flex-start max run duration 600 to 604800 s).
@@ -32,7 +32,7 @@ def network_interfaces(machine_type: str, system_subnetworks: Sequence[pulumi.In
     4 MRDMA NICs. A2, G2 and A3 High below 8 GPUs have no GPU networks: one gVNIC. CPU
     machines get one NIC of the default type. None has an access config: no external IP.
     """
-    family = catalog.gpu_family(machine_type)
+    family = machines.gpu_family(machine_type)
     if family is None:
         return [gcp.compute.InstanceTemplateNetworkInterfaceArgs(
             subnetwork=system_subnetworks[0])]

@@ -10,18 +10,18 @@ from __future__ import annotations
 import ipaddress
 
 from clusterprint.blueprint.model import Blueprint
-from clusterprint.facts import catalog
+from clusterprint.facts import gpu_software, machines
 
 
-def fabric_kinds(bp: Blueprint) -> list[catalog.GpuNetworking]:
+def fabric_kinds(bp: Blueprint) -> list[gpu_software.GpuNetworking]:
     """The GPU networking kinds of the blueprint's nodesets (empty with gpu_networks: none)."""
     if bp.network.gpu_networks == "none":
         return []
     return sorted({f.networking for n in bp.slurm.nodesets
-                   if (f := catalog.gpu_family(n.machine_type)) and f.networking != "none"})
+                   if (f := machines.gpu_family(n.machine_type)) and f.networking != "none"})
 
 
-def gpu_networking(bp: Blueprint) -> catalog.GpuNetworking:
+def gpu_networking(bp: Blueprint) -> gpu_software.GpuNetworking:
     """The one kind of GPU network the cluster builds: one cluster, one GPU fabric.
 
     TCPX(O) VPCs and a RoCE VPC cannot serve a mix; the rule ``network.gpu-fabric``
@@ -34,10 +34,10 @@ def gpu_networking(bp: Blueprint) -> catalog.GpuNetworking:
     return kinds[0] if kinds else "none"
 
 
-def _families(bp: Blueprint) -> list[catalog.MachineFamily]:
+def _families(bp: Blueprint) -> list[machines.MachineFamily]:
     kinds = fabric_kinds(bp)
     return [f for n in bp.slurm.nodesets
-            if (f := catalog.gpu_family(n.machine_type)) and f.networking in kinds]
+            if (f := machines.gpu_family(n.machine_type)) and f.networking in kinds]
 
 
 def gpu_subnet_count(bp: Blueprint) -> int:

@@ -12,7 +12,7 @@ from typing import Annotated, Literal
 from pydantic import BaseModel, ConfigDict, Field
 
 from clusterprint.contract import naming
-from clusterprint.facts import catalog
+from clusterprint.facts import catalog, machines
 
 NAME_PATTERN = r"^[a-z][a-z0-9-]{0,18}[a-z0-9]$"
 LIST_NAME_PATTERN = r"^[a-z](?:[a-z0-9-]{0,14}[a-z0-9])?$"
@@ -174,7 +174,7 @@ class Lustre(Strict):
     mount: str | None = Field(None, pattern=MOUNT_PATH_PATTERN, max_length=PATH_MAX_LENGTH,
                               description="Absolute mount path. Default /lustre/<name>; the "
                                           f"/home entry mounts at /home. {MOUNT_WORDS}")
-    performance_tier: Literal[125, 250, 500, 1000] = Field(
+    performance_tier: catalog.LustreThroughput = Field(
         500, description="Throughput in MB/s per TiB; fixed once created.")
     capacity_gib: int = Field(ge=1, description="Capacity in GiB; min, step and max follow "
                                                 "the tier.")
@@ -319,12 +319,12 @@ class Nodeset(Strict):
     @property
     def gpus(self) -> int:
         """GPUs per node (0 for CPU machines)."""
-        return catalog.gpu_count(self.machine_type)
+        return machines.gpu_count(self.machine_type)
 
     @property
     def boot_disk_type(self) -> str:
         """The boot disk type actually used."""
-        return self.boot_disk.type or catalog.boot_disk_type(self.machine_type)
+        return self.boot_disk.type or machines.boot_disk_type(self.machine_type)
 
 
 class Partition(Strict):
@@ -444,15 +444,10 @@ class Slurm(Strict):
         return next((n for n in self.nodesets if n.name == name), None)
 
 
-RecipeName = Literal["llama3-8b-pretrain", "llama3-70b-pretrain", "gemma-2b-sft",
-                     "gemma-7b-sft", "gemma3-1b-sft", "gemma-2b-rl", "gemma3-1b-rl",
-                     "gemma3-27b-rl"]
-
-
 class RecipeJob(Strict):
     """A training job from the recipe catalog, staged onto the login node."""
 
-    name: RecipeName = Field(
+    name: catalog.RecipeName = Field(
         description="A recipe of the catalog: Llama 3 8B or 70B pretraining, Gemma "
                     "supervised fine-tuning (gemma-2b, gemma-7b, gemma3-1b) or GRPO "
                     "reinforcement learning (gemma-2b, gemma3-1b, gemma3-27b).")
@@ -549,7 +544,7 @@ class Blueprint(Strict):
         """The system VPC's MTU: the file's, else the GPU family's recommendation."""
         if self.network.mtu is not None:
             return self.network.mtu
-        return catalog.recommended_mtu([n.machine_type for n in self.slurm.nodesets])
+        return machines.recommended_mtu([n.machine_type for n in self.slurm.nodesets])
 
     def lustre(self, name: str) -> Lustre | None:
         """The Lustre entry called ``name``, if listed."""

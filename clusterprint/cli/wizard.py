@@ -23,19 +23,15 @@ from clusterprint.blueprint.model import (
 )
 from clusterprint.blueprint.rules.location import zone_region
 from clusterprint.blueprint.rules.storage import capacity_problem
-from clusterprint.facts import catalog
+from clusterprint.facts import catalog, machines
 
 #: An answer's check: why the text is refused, or None when it is fine.
 Check = Callable[[str], "str | None"]
 
 MAX_NODES = 16384
 
-#: Family names as Google's pages write them, by machine type without its size.
-_FAMILY_NAMES = {
-    "a4-highgpu": "A4", "a3-ultragpu": "A3 Ultra", "a3-megagpu": "A3 Mega",
-    "a3-highgpu": "A3 High", "a3-edgegpu": "A3 Edge", "a2-ultragpu": "A2 Ultra",
-    "a2-highgpu": "A2", "a2-megagpu": "A2",
-}
+#: GPU families in the order the machine table lists them: newest first.
+_FAMILY_ORDER = tuple(dict.fromkeys(f.family for f in machines.MACHINE_FAMILIES))
 _NETWORKING = {"tcpx": ", GPUDirect-TCPX", "tcpxo": ", GPUDirect-TCPXO", "rdma": ", RDMA",
                "none": ""}
 #: CPU machine types offered, by family: N2 for general work, C2 for compute-bound jobs.
@@ -55,21 +51,19 @@ class MachineOffer:
 
 
 def _gpu_offer(machine_type: str) -> MachineOffer | None:
-    family = catalog.gpu_family(machine_type)
-    name = _FAMILY_NAMES.get(machine_type.rsplit("-", 1)[0])
-    if family is None or name is None or not catalog.machine_zones(machine_type):
+    family = machines.gpu_family(machine_type)
+    if family is None or not family.zones:
         return None
-    gpu = catalog.gres_type(machine_type) or family.gpu
-    return MachineOffer(machine_type, name,
-                        f"{family.gpus} x {gpu.upper()}{_NETWORKING[family.networking]}")
+    return MachineOffer(machine_type, family.family,
+                        f"{family.gpus} x {family.gres.upper()}{_NETWORKING[family.networking]}")
 
 
 #: Every machine type the wizard offers: the GPU families whose zones the catalog knows,
 #: largest first, then the CPU ones. A type outside it is written by hand.
 OFFERS: tuple[MachineOffer, ...] = (
-    *sorted((o for t in catalog.GPU_MACHINES if (o := _gpu_offer(t))),
-            key=lambda o: (list(_FAMILY_NAMES.values()).index(o.family),
-                           -catalog.gpu_count(o.machine_type), o.machine_type)),
+    *sorted((o for t in machines.GPU_MACHINES if (o := _gpu_offer(t))),
+            key=lambda o: (_FAMILY_ORDER.index(o.family),
+                           -machines.gpu_count(o.machine_type), o.machine_type)),
     *(MachineOffer(t, family, f"{t.rsplit('-', 1)[1]} vCPUs")
       for family, types in _CPU_OFFERS.items() for t in types),
 )
@@ -193,12 +187,12 @@ def lustre_size_problem(tier: int) -> Check:
 
 def regions_of(machine_type: str) -> list[str]:
     """The regions holding at least one zone of ``machine_type``, in the catalog's order."""
-    return list(dict.fromkeys(zone_region(z) for z in catalog.machine_zones(machine_type)))
+    return list(dict.fromkeys(zone_region(z) for z in machines.machine_zones(machine_type)))
 
 
 def zones_of(machine_type: str, region: str | None) -> list[str]:
     """The zones of ``machine_type``, only those in ``region`` when one is chosen."""
-    return [z for z in catalog.machine_zones(machine_type)
+    return [z for z in machines.machine_zones(machine_type)
             if region is None or zone_region(z) == region]
 
 
@@ -365,7 +359,7 @@ def _nodeset_lines(a: Answers, nodeset: str) -> list[str]:
 
 def controller_machine_type(zone: str) -> str:
     """The controller: C2 where the zone has it (as the model's default), else N2."""
-    return "c2-standard-8" if zone in catalog.machine_zones("c2-standard-8") else "n2-standard-8"
+    return "c2-standard-8" if zone in machines.machine_zones("c2-standard-8") else "n2-standard-8"
 
 
 #: The login node type: N2 exists in every zone the wizard offers (a test holds it to that).
@@ -379,7 +373,7 @@ def blueprint_text(a: Answers, file: str, schema: str, modeline_note: str | None
     Schema for the modeline, and ``modeline_note`` a comment saying how to get the schema
     where no copy was found.
     """
-    gpus = catalog.gpu_count(a.machine_type)
+    gpus = machines.gpu_count(a.machine_type)
     nodeset = "gpu" if gpus else "cpu"
     zone_note = ("CHANGE with region: the zone of your reservation" if a.reservation else
                  f"CHANGE with region: a zone with {a.machine_type}")

@@ -11,13 +11,16 @@ import json
 from dataclasses import dataclass
 from typing import Literal
 
-from clusterprint.facts.catalog import GpuNetworking
+#: The kinds of GPU fabric a machine family's GPU NICs carry NCCL traffic over (FABRIC
+#: below holds each one's software; machines.MachineFamily.networking names its kind).
+GpuNetworking = Literal["none", "tcpx", "tcpxo", "rdma"]
 
 # --- nccl proof job ---
 # What `jobs/nccl-allreduce-<partition>.sbatch` runs: NVIDIA's nccl-tests built inside an
 # NGC container (as the Cluster Toolkit's `examples/machine-learning/*/nccl-tests/` and
 # Google's cluster-health-scanner `deploy/slurm/build-nccl-tests-*.sh` build it), run
-# through pyxis on two nodes, its `# Avg bus bandwidth` held to the family's threshold.
+# through pyxis on two nodes, its `# Avg bus bandwidth` held to the family's threshold. Each
+# machine type's NcclProof is on its row of machines.MACHINE_FAMILIES.
 
 #: The nccl-tests release the job builds (github.com/NVIDIA/nccl-tests tags); the toolkit's
 #: and the health scanner's scripts clone the default branch, which moves under a cluster.
@@ -43,49 +46,6 @@ class NcclProof:
     #: public source gives one (the job then prints the bandwidth and passes).
     threshold_gbps: int | None
     threshold_source: str | None
-
-
-_CHS = "GoogleCloudPlatform/cluster-health-scanner deploy/helm/health_checks/nccl_healthcheck/"
-_CTK = "GoogleCloudPlatform/cluster-toolkit examples/machine-learning/"
-#: gpu-recipes' Slurm recipes that import the NeMo 25.11 image (ORIG_IMAGE) for pyxis: the
-#: toolkit's PyTorch tags carry CUDA 12.6 or older, and Blackwell (B200, GB200) needs 12.8.
-_RECIPES = "AI-Hypercomputer/gpu-recipes training/{}/megatron-bridge-slurm/nemo2511/{}/recipe/" \
-           "sbatch_script.sh"
-
-#: Per machine type. The thresholds are the health scanner's BANDWIDTH_THRESHOLD for a
-#: 2-node all_gather_perf; nccl-tests' bus bandwidth is corrected to be comparable across
-#: collectives (nccl-tests doc/PERFORMANCE.md, "Bus bandwidth"), so the job holds
-#: all_reduce_perf to the same numbers.
-NCCL_PROOFS: dict[str, NcclProof] = {
-    "a3-highgpu-8g": NcclProof("nvcr.io#nvidia/pytorch:23.10-py3",
-                               _CTK + "a3-highgpu-8g/nccl-tests/import_pytorch_container.sh",
-                               60, _CHS + "a3.yaml"),
-    # A3 Edge is A3 High's TCPX fabric; the health scanner has no check for it.
-    "a3-edgegpu-8g": NcclProof("nvcr.io#nvidia/pytorch:23.10-py3",
-                               _CTK + "a3-highgpu-8g/nccl-tests/import_pytorch_container.sh",
-                               None, None),
-    "a3-megagpu-8g": NcclProof("nvcr.io#nvidia/pytorch:24.04-py3",
-                               _CTK + "a3-megagpu-8g/nccl-tests/import_pytorch_container.sh",
-                               150, _CHS + "a3plus.yaml"),
-    "a3-ultragpu-8g": NcclProof("nvcr.io#nvidia/pytorch:24.09-py3",
-                                _CTK + "a3-ultragpu-8g/nccl-tests/import_pytorch_container.sh",
-                                250, _CHS + "a3ultra.yaml"),
-    "a4-highgpu-8g": NcclProof(
-        "nvcr.io#nvidia/nemo:25.11",
-        _RECIPES.format("a4/qwen3_235b_a22b", "128gpus-bf16-seq4096-gbs4096"),
-        250, _CHS + "a4.yaml"),
-    "a4x-highgpu-4g": NcclProof(
-        "nvcr.io#nvidia/nemo:25.11",
-        _RECIPES.format("a4x/llama3_8b", "8gpus-fp8cs-seq8192-gbs128"),
-        160, _CHS + "a4x.yaml"),
-}
-
-#: Machine types without GPU networks (A2, G2, A3 High below 8 GPUs) and clusters built with
-#: `gpu_networks: none`: NCCL over the VM's own NIC, with no threshold. The image is
-#: clusterprint's choice: the toolkit's newest nccl-tests image (CUDA 12.6: A100, L4, H100).
-NCCL_PROOF_WITHOUT_FABRIC = NcclProof(
-    "nvcr.io#nvidia/pytorch:24.09-py3",
-    _CTK + "a3-ultragpu-8g/nccl-tests/import_pytorch_container.sh", None, None)
 
 
 @dataclass(frozen=True)
@@ -116,7 +76,7 @@ NCCL_ENV_FILE = "/etc/clusterprint/nccl-env.sh"
 
 # --- fabric ---
 # What makes each family's GPU NICs carry NCCL traffic (scripts/gpu_fabric.sh.j2) and the
-# job environment /etc/clusterprint/nccl-env.sh, keyed by catalog.MachineFamily.networking.
+# job environment /etc/clusterprint/nccl-env.sh, keyed by machines.MachineFamily.networking.
 
 #: How a boot script tells that an image already carries a part: a command on PATH, a
 #: kernel module built for the running kernel (modinfo), or an installed Debian package.
@@ -192,6 +152,26 @@ class Rxdm:
 
 
 @dataclass(frozen=True)
+class UdevRule:
+    """A udev rule file that binds the PCI devices of one vendor and device id; the boot
+    writes ``text`` and triggers udev on the same ids."""
+
+    path: str
+    #: the PCI vendor and device ids, as sysfs writes them (``0x1ae0``)
+    vendor: str
+    device: str
+    #: what the rule does with each matching device, after its match and ``TAG+="systemd"``
+    actions: tuple[str, ...]
+
+    @property
+    def text(self) -> str:
+        """The rule file: the match on the ids, then one action per continued line."""
+        match = (f'ACTION=="add", SUBSYSTEM=="pci", ATTR{{vendor}}=="{self.vendor}", '
+                 f'ATTR{{device}}=="{self.device}", TAG+="systemd"')
+        return ", \\\n    ".join((match, *self.actions)) + "\n"
+
+
+@dataclass(frozen=True)
 class FabricSoftware:
     """What makes a family's GPU NICs carry NCCL traffic, and the job environment for it."""
 
@@ -199,8 +179,8 @@ class FabricSoftware:
     title: str
     apt: tuple[AptPart, ...]
     dmabuf: DkmsModule | None
-    #: udev rule file and its text (A3 Mega's /dev/aperture_devices)
-    udev_rule: tuple[str, str] | None
+    #: the udev rule of A3 Mega's /dev/aperture_devices
+    udev_rule: UdevRule | None
     installer: InstallerImage | None
     rxdm: Rxdm | None
     #: the plugin's own environment script, sourced first by /etc/clusterprint/nccl-env.sh
@@ -253,14 +233,13 @@ TCPXO = FabricSoftware(
     title="GPUDirect-TCPXO",
     apt=(DOCKER, CONTAINER_TOOLKIT),
     dmabuf=DkmsModule("import-helper", "dmabuf-import-helper", "1.1", TCPXO_APT),
-    udev_rule=("/etc/udev/rules.d/00-a3-megagpu.rules",
-               'ACTION=="add", SUBSYSTEM=="pci", ATTR{vendor}=="0x1ae0", '
-               'ATTR{device}=="0x0084", TAG+="systemd", \\\n'
-               '    RUN+="/usr/bin/mkdir --mode=0755 -p /dev/aperture_devices", \\\n'
-               '    RUN+="/usr/bin/systemd-mount --type=none --options=bind --collect '
-               '%S/%p /dev/aperture_devices/%k", \\\n'
-               '    RUN+="/usr/bin/bash -c \'/usr/bin/chmod 0666 '
-               '/dev/aperture_devices/%k/resource*\'"\n'),
+    udev_rule=UdevRule(
+        "/etc/udev/rules.d/00-a3-megagpu.rules", vendor="0x1ae0", device="0x0084",
+        actions=('RUN+="/usr/bin/mkdir --mode=0755 -p /dev/aperture_devices"',
+                 'RUN+="/usr/bin/systemd-mount --type=none --options=bind --collect '
+                 '%S/%p /dev/aperture_devices/%k"',
+                 'RUN+="/usr/bin/bash -c \'/usr/bin/chmod 0666 '
+                 '/dev/aperture_devices/%k/resource*\'"')),
     installer=InstallerImage(
         "us-docker.pkg.dev/gce-ai-infra/gpudirect-tcpxo/nccl-plugin-gpudirecttcpx-dev:v1.0.17",
         "/var/lib/tcpxo/lib64", "nccl-env-profile.sh", ("install", "--install-nccl")),
@@ -319,7 +298,7 @@ TCPX = FabricSoftware(
             "Cluster Toolkit's a3high blueprint builds it for GPUDirect-TCPX",
 )
 
-#: The fabric software by catalog.MachineFamily.networking.
+#: The fabric software by machines.MachineFamily.networking.
 FABRIC: dict[GpuNetworking, FabricSoftware] = {f.networking: f for f in (TCPXO, TCPX, RDMA)}
 # --- node software ---
 # What every GPU node gets whatever its fabric: DCGM, the Ops Agent and its GPU metrics,
@@ -491,7 +470,8 @@ def ops_agent_config() -> str:
 # --- recipes ---
 # What `recipes/<name>.sbatch` runs per machine family: the NeMo image the public Slurm
 # recipe of the family pins, and how it starts the ranks. Megatron-Bridge runs inside it
-# from the image's own /opt/Megatron-Bridge; NeMo-RL runs from its own image.
+# from the image's own /opt/Megatron-Bridge; NeMo-RL runs from its own image. A family's
+# RecipeSoftware is on its row of machines.MACHINE_FAMILIES.
 
 RecipeLaunchForm = Literal["torchrun", "srun"]
 
@@ -508,21 +488,11 @@ class RecipeSoftware:
     source: str
 
 
-_GR = "AI-Hypercomputer/gpu-recipes training/"
-RECIPE_SOFTWARE: dict[str, RecipeSoftware] = {
-    "a3-ultragpu-8g": RecipeSoftware(
-        "nvcr.io#nvidia/nemo:25.11", "torchrun",
-        _GR + "a3ultra/llama3_8b/megatron-bridge-slurm/nemo2511/16gpus-fp8cs-seq8192-gbs128/"
-        "recipe/launch_script.sh"),
-    "a4-highgpu-8g": RecipeSoftware(
-        "nvcr.io#nvidia/nemo:25.09", "srun",
-        _GR + "a4/llama3_70b/megatron-bridge-slurm/nemo2509/64gpus-fp8cs-seq8192-gbs2048/"
-        "recipe/submit.slurm"),
-}
 #: Families with no public Slurm recipe (A3 Mega, A3 High, A2, G2, A4X): clusterprint's
 #: choice, the newest pinned NeMo image (nemo2511) launched as on A3 Ultra.
 RECIPE_SOFTWARE_DEFAULT = RecipeSoftware(
-    "nvcr.io#nvidia/nemo:25.11", "torchrun", "clusterprint's choice: " + _GR + "a3ultra/")
+    "nvcr.io#nvidia/nemo:25.11", "torchrun",
+    "clusterprint's choice: AI-Hypercomputer/gpu-recipes training/a3ultra/")
 
 #: NeMo-RL's release image (docs/guides: nvcr.io/nvidia/nemo-rl:v0.7.0); its code is in
 #: /opt/nemo-rl, where ray.sub's COMMAND runs `uv run examples/run_grpo.py`.

@@ -2,9 +2,9 @@
 
 The counts come from the checked blueprint, which both orchestrators plan from (a managed
 cluster is a single resource whose nested inputs say the same less directly). The cost is
-an estimate at list prices in one reference region (``catalog.PRICE_REGION``), from the
+an estimate at list prices in one reference region (``prices.PRICE_REGION``), from the
 price table at the end of ``clusterprint.facts.catalog``: no discounts, no network egress, only
-the nodes kept up (``count``), monthly = hourly x ``catalog.HOURS_PER_MONTH``. Anything the
+the nodes kept up (``count``), monthly = hourly x ``prices.HOURS_PER_MONTH``. Anything the
 table has no price for is listed as "no price on record" and left out of the total, which
 says so: a missing price never reads as free.
 
@@ -18,7 +18,7 @@ from collections import Counter
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from clusterprint.facts import catalog
+from clusterprint.facts import machines, prices
 
 if TYPE_CHECKING:
     from clusterprint.blueprint.model import Blueprint, Nodeset
@@ -34,7 +34,7 @@ class _Price:
     """A unit price and where it is from; None as the price when there is none on record."""
 
     unit_price: float | None
-    source: catalog.PriceSource | None = None
+    source: prices.PriceSource | None = None
     note: str = "list price"
 
 
@@ -44,7 +44,7 @@ def summarize(blueprint: Blueprint) -> dict[str, Any]:
     managed = bp.orchestrator == "managed"
     gpus: Counter[str] = Counter()
     for ns in bp.slurm.nodesets:
-        family = catalog.gpu_family(ns.machine_type)
+        family = machines.gpu_family(ns.machine_type)
         if family is not None:
             gpus[family.gpu] += family.gpus * ns.count
     filestore: Counter[str] = Counter()
@@ -78,7 +78,7 @@ def _nodes(nodesets: list[Nodeset]) -> list[dict[str, Any]]:
              "maxCount": (sum(ns.upper_bound for ns in group)
                           if any(ns.max_count is not None for ns in group) else None),
              "gpusPerNode": group[0].gpus,
-             "gpuType": f.gpu if (f := catalog.gpu_family(machine_type)) else None}
+             "gpuType": f.gpu if (f := machines.gpu_family(machine_type)) else None}
             for machine_type, group in by_type.items()]
 
 
@@ -87,11 +87,11 @@ def _cost(bp: Blueprint) -> dict[str, Any]:
     items = [*_vm_items(bp), *_disk_items(bp), *_storage_items(bp)]
     # The total of the rounded items, so that the printed rows add up to the printed total.
     hourly = round(sum(i["hourly"] for i in items if i["hourly"] is not None), 4)
-    notes = [f"list prices in {catalog.PRICE_REGION}"
+    notes = [f"list prices in {prices.PRICE_REGION}"
              + (f" (the blueprint's region is {bp.region}: prices there differ)"
-                if bp.region != catalog.PRICE_REGION else ""),
+                if bp.region != prices.PRICE_REGION else ""),
              "no discounts (committed or sustained use) and no network egress",
-             f"monthly = hourly x {catalog.HOURS_PER_MONTH}",
+             f"monthly = hourly x {prices.HOURS_PER_MONTH}",
              "only the nodes kept up (count); nodes added up to max_count cost more"]
     kept_up = {ns.provisioning for ns in bp.slurm.nodesets if ns.count > 0}
     if "reservation" in kept_up:
@@ -103,12 +103,12 @@ def _cost(bp: Blueprint) -> dict[str, Any]:
                  else "boot disks of the login nodes are not counted")
     if bp.storage.buckets:
         notes.append("buckets are billed per GiB stored: not estimated")
-    sources = {source.url: source for source in catalog.PRICE_SOURCES}
+    sources = {source.url: source for source in prices.PRICE_SOURCES}
     used = sorted({i["source"] for i in items if i["source"] is not None})
     return {
-        "estimate": True, "region": catalog.PRICE_REGION, "currency": "USD",
-        "hoursPerMonth": catalog.HOURS_PER_MONTH,
-        "hourly": hourly, "monthly": round(hourly * catalog.HOURS_PER_MONTH, 2),
+        "estimate": True, "region": prices.PRICE_REGION, "currency": "USD",
+        "hoursPerMonth": prices.HOURS_PER_MONTH,
+        "hourly": hourly, "monthly": round(hourly * prices.HOURS_PER_MONTH, 2),
         "items": items,
         "excluded": [i["item"] for i in items if i["hourly"] is None],
         "notes": notes,
@@ -138,9 +138,9 @@ def _vm_items(bp: Blueprint) -> list[dict[str, Any]]:
 
 def _vm_price(machine_type: str, provisioning: str) -> _Price:
     """The price per VM-hour a node of this machine type and provisioning model is billed."""
-    price = catalog.MACHINE_PRICES.get(machine_type)
+    price = machines.MACHINE_PRICES.get(machine_type)
     if price is None:
-        return _Price(None, note=catalog.UNPRICED_MACHINES.get(
+        return _Price(None, note=machines.UNPRICED_MACHINES.get(
             machine_type, "not in the price table"))
     if provisioning == "spot":
         if price.spot is None:
@@ -162,7 +162,7 @@ def _disk_items(bp: Blueprint) -> list[dict[str, Any]]:
         items.append(_item(
             f"boot disks of nodeset {ns.name}: {ns.count} x {ns.boot_disk.size_gb} GiB "
             f"{ns.boot_disk_type}", ns.count * ns.boot_disk.size_gb, "GiB-month",
-            _storage_price(catalog.DISK_PRICES.get(ns.boot_disk_type), catalog.UNPRICED_DISKS.get(
+            _storage_price(prices.DISK_PRICES.get(ns.boot_disk_type), prices.UNPRICED_DISKS.get(
                 ns.boot_disk_type, "not in the price table"))))
     return items
 
@@ -174,18 +174,18 @@ def _storage_items(bp: Blueprint) -> list[dict[str, Any]]:
     if home is not None:
         items.append(_item(
             f"Filestore /home: {home.capacity_gib} GiB {home.tier}", home.capacity_gib,
-            "GiB-month", _storage_price(catalog.FILESTORE_PRICES.get(home.tier),
-                                        catalog.UNPRICED_FILESTORE_TIERS.get(home.tier, ""))))
+            "GiB-month", _storage_price(prices.FILESTORE_PRICES.get(home.tier),
+                                        prices.UNPRICED_FILESTORE_TIERS.get(home.tier, ""))))
     for entry in bp.storage.lustre:
         tier = entry.performance_tier
         items.append(_item(
             f"Lustre {entry.name}: {entry.capacity_gib} GiB tier {tier}", entry.capacity_gib,
-            "GiB-month", _storage_price(catalog.LUSTRE_PRICES.get(tier),
-                                        catalog.UNPRICED_LUSTRE_TIERS.get(tier, ""))))
+            "GiB-month", _storage_price(prices.LUSTRE_PRICES.get(tier),
+                                        prices.UNPRICED_LUSTRE_TIERS.get(tier, ""))))
     return items
 
 
-def _storage_price(price: catalog.StoragePrice | None, unpriced_reason: str) -> _Price:
+def _storage_price(price: prices.StoragePrice | None, unpriced_reason: str) -> _Price:
     """A per GiB-month price from one of the catalog's storage tables, or why there is none."""
     if price is None:
         return _Price(None, note=unpriced_reason)
@@ -197,7 +197,7 @@ def _item(what: str, quantity: int, per: str, price: _Price) -> dict[str, Any]:
     hourly = None
     if price.unit_price is not None:
         per_hour = (price.unit_price if per == "VM-hour"
-                    else price.unit_price / catalog.HOURS_PER_MONTH)
+                    else price.unit_price / prices.HOURS_PER_MONTH)
         hourly = round(quantity * per_hour, 4)
     return {"item": what, "quantity": quantity, "per": per, "unitPrice": price.unit_price,
             "hourly": hourly,

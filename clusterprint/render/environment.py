@@ -25,7 +25,24 @@ def environment() -> jinja2.Environment:
     )
     env.filters["shell_quote"] = lambda value: shlex.quote(str(value))
     env.filters["heredoc"] = heredoc
+    env.globals["os_release"] = os_release
+    env.globals["nvidia_distro"] = NVIDIA_DISTRO
     return env
+
+
+#: Where a boot script reads the VM's distribution from.
+OS_RELEASE = "/etc/os-release"
+
+
+def os_release(key: str, drop: str = '"') -> str:
+    """The bash command substitution that reads ``key`` of /etc/os-release, every character
+    of ``drop`` removed: ``ID="ubuntu"`` reads ubuntu. The one way every template reads it."""
+    return f"$(sed -n 's/^{key}=//p' {OS_RELEASE} | tr -d '{drop}')"
+
+
+#: The release as NVIDIA's repository folders name it, ID and VERSION_ID without its dot:
+#: ubuntu2404 for ID=ubuntu VERSION_ID="24.04".
+NVIDIA_DISTRO = os_release("ID") + os_release("VERSION_ID", drop='".')
 
 
 #: The end marker of a heredoc, unless a line of its content is that very word.

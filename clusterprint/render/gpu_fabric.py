@@ -12,7 +12,7 @@ from pathlib import Path
 
 from clusterprint.blueprint import gpu_fabric
 from clusterprint.blueprint.model import Blueprint, Nodeset
-from clusterprint.facts import catalog, gpu_software
+from clusterprint.facts import gpu_software, machines
 from clusterprint.node import nics
 from clusterprint.render.environment import render
 
@@ -71,9 +71,9 @@ def env_lines(software: gpu_software.FabricSoftware) -> list[str]:
     return lines
 
 
-def family_fabric(blueprint: Blueprint, nodeset: Nodeset) -> catalog.MachineFamily | None:
+def family_fabric(blueprint: Blueprint, nodeset: Nodeset) -> machines.MachineFamily | None:
     """The nodeset's GPU family when the cluster builds its GPU network, else None."""
-    family = catalog.gpu_family(nodeset.machine_type)
+    family = machines.gpu_family(nodeset.machine_type)
     if family is None or family.networking not in gpu_fabric.fabric_kinds(blueprint):
         return None
     return family

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from clusterprint.facts import catalog, gpu_software
+from clusterprint.facts import gpu_software, machines
 
 #: Debian's architecture name and NVIDIA's CUDA repository folder per CPU architecture.
 DEB_ARCH = {"x86_64": "amd64", "arm64": "arm64"}
@@ -73,7 +73,7 @@ def pyxis() -> Pyxis:
 
 def gpu_node(machine_type: str) -> GpuNode:
     """The GPU node software of a nodeset of ``machine_type`` (a GPU machine type)."""
-    family = catalog.gpu_family(machine_type)
+    family = machines.gpu_family(machine_type)
     arch = family.arch if family else "x86_64"
     version = gpu_software.ENROOT_VERSION
     releases = gpu_software.ENROOT_RELEASES.format(version=version)
@@ -83,7 +83,7 @@ def gpu_node(machine_type: str) -> GpuNode:
                   .replace("{distro}", "$distro"))
     limits = "".join(f"* - {item} {value}\n" for item, value in gpu_software.JOB_LIMITS)
     return GpuNode(
-        local_ssds=catalog.bundled_local_ssds(machine_type),
+        local_ssds=machines.bundled_local_ssds(machine_type),
         local_ssd_mount=gpu_software.LOCAL_SSD_MOUNT,
         cuda_arch=CUDA_ARCH[arch],
         cuda_repository=repository,

@@ -13,7 +13,7 @@ import re
 from importlib import resources
 
 from clusterprint.blueprint.model import Blueprint, Nodeset
-from clusterprint.facts import catalog
+from clusterprint.facts import machines
 
 #: Where a node keeps the program and its config (node-local, beside prolog.d: configless
 #: slurmd fetches only slurm.conf and its kin) and its state.
@@ -34,9 +34,6 @@ NODE_STATE = "CYCLE,ANY"
 #: Free space a node needs, GiB: the boot disk always, the local SSD where it is mounted
 #: (enroot's images and caches live there on GPU nodes).
 MIN_FREE_GIB = {"/": 10, "/mnt/localssd": 50}
-#: GPU models whose SXM parts GCE machine types carry with NVLink between all GPUs
-#: (the L4 of G2 has none, so it lists no NVLink counters).
-NVLINK_MODELS = {"A100", "H100", "H200", "B200", "GB200"}
 #: The DCGM diagnostic levels of ``gpu: quick`` (before each job) and ``thorough`` (also
 #: after a failed job): level 1 takes seconds, level 2 about two minutes (dcgmi diag docs).
 DCGM_QUICK, DCGM_THOROUGH = 1, 2
@@ -71,10 +68,10 @@ def healthcheck_config(blueprint: Blueprint, nodeset: Nodeset) -> dict:
     """What the program checks on a node of ``nodeset``."""
     gpu = None
     if checks_gpus(blueprint, nodeset):
-        family = catalog.gpu_family(nodeset.machine_type)
+        family = machines.gpu_family(nodeset.machine_type)
         model = gpu_model(family.gpu)
         thorough = blueprint.slurm.health_checks.gpu == "thorough"
-        gpu = {"count": nodeset.gpus, "model": model, "nvlink": model in NVLINK_MODELS,
+        gpu = {"count": nodeset.gpus, "model": model, "nvlink": family.nvlink,
                "dcgm_level": DCGM_QUICK,
                "dcgm_level_after_failure": DCGM_THOROUGH if thorough else None}
     return {"nodeset": nodeset.name, "gpu": gpu, "mounts": mounts(blueprint),

@@ -15,7 +15,7 @@ from pathlib import PurePosixPath
 from clusterprint.blueprint import gpu_fabric
 from clusterprint.blueprint.model import Blueprint, Nodeset, Partition
 from clusterprint.blueprint.slurm_time import slurm_minutes, slurm_time_seconds
-from clusterprint.facts import catalog, gpu_software
+from clusterprint.facts import gpu_software, machines
 from clusterprint.render.environment import render
 
 #: The job's time limit when the partition allows it: the first run imports the image
@@ -35,7 +35,7 @@ class NcclJob:
 
     partition: str
     machine_type: str
-    networking: catalog.GpuNetworking
+    networking: gpu_software.GpuNetworking
     nodesets: tuple[str, ...]
     gpus: int
     nodes: int
@@ -55,9 +55,9 @@ def staged_job_path(rendered: str) -> str:
     return f"{STAGED_ROOT}/{PurePosixPath(rendered)}"
 
 
-def fabric_networking(blueprint: Blueprint, machine_type: str) -> catalog.GpuNetworking:
+def fabric_networking(blueprint: Blueprint, machine_type: str) -> gpu_software.GpuNetworking:
     """The fabric the nodes really get: none where the blueprint builds no GPU networks."""
-    family = catalog.gpu_family(machine_type)
+    family = machines.gpu_family(machine_type)
     kind = family.networking if family else "none"
     return kind if kind in gpu_fabric.fabric_kinds(blueprint) else "none"
 
@@ -76,8 +76,7 @@ def nccl_job(blueprint: Blueprint, partition: Partition) -> NcclJob | None:
     chosen = max(nodesets, key=lambda n: fabric_networking(blueprint, n.machine_type) != "none")
     alike: list[Nodeset] = [n for n in nodesets if n.machine_type == chosen.machine_type]
     networking = fabric_networking(blueprint, chosen.machine_type)
-    proof = (gpu_software.NCCL_PROOFS.get(chosen.machine_type) if networking != "none"
-             else None) or gpu_software.NCCL_PROOF_WITHOUT_FABRIC
+    proof = machines.nccl_proof(chosen.machine_type, networking)
     return NcclJob(partition=partition.name, machine_type=chosen.machine_type,
                    networking=networking, nodesets=tuple(n.name for n in alike),
                    gpus=chosen.gpus, nodes=min(JOB_NODES, sum(n.upper_bound for n in alike)),

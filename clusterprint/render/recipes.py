@@ -2,7 +2,7 @@
 
 Every entry of ``recipes`` becomes ``recipes/<name>.sbatch``: the catalog's training run
 (clusterprint/facts/catalog.py RECIPES) in the container of the partition's machine family
-(gpu_software.RECIPE_SOFTWARE), with the NCCL environment the node rendered, checkpoints on
+(machines.recipe_software), with the NCCL environment the node rendered, checkpoints on
 the cluster's shared storage, a signal before the time limit that makes the ranks save and
 the job requeue itself, and a resume from the newest complete checkpoint.
 """
@@ -13,7 +13,7 @@ from dataclasses import dataclass
 
 from clusterprint.blueprint.model import Blueprint, RecipeJob
 from clusterprint.blueprint.slurm_time import slurm_minutes, slurm_time_seconds
-from clusterprint.facts import catalog, gpu_software
+from clusterprint.facts import catalog, gpu_software, machines
 from clusterprint.render.environment import render
 from clusterprint.render.nccl_job import fabric_networking, staged_job_path
 
@@ -42,7 +42,7 @@ class RecipeRun:
     software: gpu_software.RecipeSoftware
     image: str
     mounts: gpu_software.FabricMounts
-    networking: catalog.GpuNetworking
+    networking: gpu_software.GpuNetworking
     storage_root: str
     tensor_parallel: int
     pipeline_parallel: int
@@ -81,8 +81,7 @@ def recipe_run(blueprint: Blueprint, job: RecipeJob) -> RecipeRun | None:
     if not partition or not nodesets:
         return None
     chosen = nodesets[0]
-    software = gpu_software.RECIPE_SOFTWARE.get(chosen.machine_type,
-                                                gpu_software.RECIPE_SOFTWARE_DEFAULT)
+    software = machines.recipe_software(chosen.machine_type)
     limit = slurm_time_seconds(partition.max_time) if partition.max_time else None
     gpus = job.nodes * chosen.gpus
     tensor = min(recipe.tensor_parallel, chosen.gpus)

@@ -13,7 +13,7 @@ from importlib import resources
 
 from clusterprint.blueprint.model import Blueprint, Nodeset
 from clusterprint.contract import naming
-from clusterprint.facts import catalog
+from clusterprint.facts import machines
 
 #: Where the controller keeps the program, its config and its state.
 PROGRAM = "/etc/slurm/clusterprint/remediate.py"
@@ -27,8 +27,8 @@ UNIT = "clusterprint-remediate.service"
 #: Failed remediations in a row before a nodeset is protected (AWS ParallelCluster's
 #: clustermgtd waits for 10 failed launches; a failed replacement costs more, so 3).
 PROTECT_AFTER_FAILURES = 3
-#: How long a recreated VM has to register: slurm.conf's ResumeTimeout, which bounds a
-#: node's reboot the same way.
+#: How long a recreated VM has to register, and slurm.conf's ResumeTimeout (rendered from
+#: this), which bounds a node's reboot the same way.
 REPLACE_TIMEOUT_S = 1800
 #: How long a host-fault report may take before the VM is recreated anyway: the report
 #: takes 10 to 12 minutes (cloud.google.com/ai-hypercomputer/docs/manage/report-faulty-host).
@@ -46,7 +46,7 @@ def program_text() -> str:
 
 def reports_faulty_host(nodeset: Nodeset) -> bool:
     """Whether Compute Engine takes a host-fault report for the nodeset's VMs."""
-    return (nodeset.machine_type in catalog.HOST_FAULT_REPORT_MACHINES
+    return (nodeset.machine_type in machines.HOST_FAULT_REPORT_MACHINES
             and nodeset.provisioning == "reservation" and nodeset.reservation_bound)
 
 

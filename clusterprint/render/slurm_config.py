@@ -7,10 +7,11 @@ here once, so a script can never point at a different controller than slurm.conf
 from __future__ import annotations
 
 from clusterprint.blueprint.model import Blueprint, Nodeset, Partition
-from clusterprint.facts import catalog, gpu_software
+from clusterprint.contract import node_metadata
+from clusterprint.facts import gpu_software, machines
 from clusterprint.render.environment import render
 from clusterprint.render.healthcheck import slurm_conf_lines
-from clusterprint.render.remediation import REBOOT_PROGRAM
+from clusterprint.render.remediation import REBOOT_PROGRAM, REPLACE_TIMEOUT_S
 
 SLURMCTLD_PORT = 6817
 SLURMD_PORT = 6818
@@ -44,14 +45,9 @@ KERNEL_SHARE = 0.9
 PROLOG_EPILOG_TIMEOUT_S = 600
 
 
-def controller_host(blueprint: Blueprint) -> str:
-    """The controller's short internal DNS name: the components name its VM exactly so."""
-    return f"{blueprint.name}-controller"
-
-
 def conf_server(blueprint: Blueprint) -> str:
     """Where configless slurmd fetches its configuration: ``host:port`` of slurmctld."""
-    return f"{controller_host(blueprint)}:{SLURMCTLD_PORT}"
+    return f"{node_metadata.controller_hostname(blueprint.name)}:{SLURMCTLD_PORT}"
 
 
 def dynamic_node_conf(nodeset: Nodeset) -> str:
@@ -63,7 +59,7 @@ def dynamic_node_conf(nodeset: Nodeset) -> str:
     """
     parts = [f"Feature={nodeset.name}"]
     if nodeset.gpus:
-        parts.append(f"Gres=gpu:{catalog.gres_type(nodeset.machine_type)}:{nodeset.gpus}")
+        parts.append(f"Gres=gpu:{machines.gres_type(nodeset.machine_type)}:{nodeset.gpus}")
     return " ".join(parts)
 
 
@@ -76,11 +72,11 @@ def default_mem_per_cpu(nodesets: list[Nodeset]) -> int | None:
     a job given every CPU of the leanest shape fits. None (a job then gets its nodes' whole
     memory) where a shape's memory is not in the catalog or a nodeset has GPUs.
     """
-    shapes = [catalog.cpu_shape(n.machine_type) for n in nodesets]
-    if any(n.gpus for n in nodesets) or not all(s in catalog.MIB_PER_VCPU_AT_LEAST
+    shapes = [machines.cpu_shape(n.machine_type) for n in nodesets]
+    if any(n.gpus for n in nodesets) or not all(s in machines.MIB_PER_VCPU_AT_LEAST
                                                  for s in shapes):
         return None
-    return int(min(catalog.MIB_PER_VCPU_AT_LEAST[s] for s in shapes) * KERNEL_SHARE)
+    return int(min(machines.MIB_PER_VCPU_AT_LEAST[s] for s in shapes) * KERNEL_SHARE)
 
 
 def partition_conf(blueprint: Blueprint, partition: Partition) -> dict:
@@ -106,7 +102,8 @@ def render_slurm_conf(blueprint: Blueprint) -> str:
     slurm = blueprint.slurm
     partitions = [partition_conf(blueprint, p) for p in slurm.partitions]
     return render("slurm/slurm.conf.j2", cluster=blueprint.name,
-                  controller_host=controller_host(blueprint), slurmctld_port=SLURMCTLD_PORT,
+                  controller_host=node_metadata.controller_hostname(blueprint.name),
+                  slurmctld_port=SLURMCTLD_PORT,
                   slurmd_port=SLURMD_PORT,
                   max_node_count=sum(n.upper_bound for n in slurm.nodesets),
                   prolog_epilog_timeout=PROLOG_EPILOG_TIMEOUT_S, jwt_key=JWT_KEY,
@@ -114,7 +111,7 @@ def render_slurm_conf(blueprint: Blueprint) -> str:
                   accounting=slurm.accounting.enabled, slurmdbd_port=SLURMDBD_PORT,
                   nodesets=slurm.nodesets, partitions=partitions,
                   health_checks=slurm_conf_lines(blueprint),
-                  reboot_program=REBOOT_PROGRAM)
+                  reboot_program=REBOOT_PROGRAM, resume_timeout=REPLACE_TIMEOUT_S)
 
 
 def render_slurmdbd_conf(blueprint: Blueprint) -> str:
@@ -122,7 +119,8 @@ def render_slurmdbd_conf(blueprint: Blueprint) -> str:
     Cloud SQL, StorageHost: the instance's private IP) at boot, from Secret Manager."""
     sql = blueprint.slurm.accounting.cloud_sql
     return render("slurm/slurmdbd.conf.j2", cluster=blueprint.name,
-                  dbd_host=controller_host(blueprint), dbd_port=SLURMDBD_PORT,
+                  dbd_host=node_metadata.controller_hostname(blueprint.name),
+                  dbd_port=SLURMDBD_PORT,
                   storage_host=None if sql else "localhost", storage_user=STORAGE_USER,
                   database=accounting_database(blueprint))
 

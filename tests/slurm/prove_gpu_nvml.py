@@ -36,7 +36,7 @@ from pathlib import Path
 import pytest
 
 from clusterprint.blueprint.model import Blueprint
-from clusterprint.facts import catalog
+from clusterprint.facts import machines
 from clusterprint.render import compute_script_path, rendered_files
 from clusterprint.render.environment import render
 from tests.support.local_slurm import (
@@ -222,7 +222,7 @@ def test_nodes_register_the_gpus_the_built_plugin_finds(built, local_slurm):
         name = f"{nodeset.name}-vm"
         slurmd = start_nvml_node(cluster, built, name, nodeset.machine_type, cluster.conf)
         shown = cluster.run("scontrol", "show", "node", name)
-        gres_type = catalog.gres_type(nodeset.machine_type)
+        gres_type = machines.gres_type(nodeset.machine_type)
         assert f"Gres={f'gpu:{gres_type}:{nodeset.gpus}' if nodeset.gpus else '(null)'}" in shown
         assert cluster.run("sinfo", "-h", "-R", "-n", name, "-o", "%E").strip() == ""
         log = slurmd.log.read_text()

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from clusterprint.blueprint.validate import load_checked
-from clusterprint.facts import catalog
+from clusterprint.facts import machines
 from tests.support.paths import reference_blueprints
 
 BLUEPRINTS = reference_blueprints()
@@ -30,7 +30,7 @@ def test_reference_blueprint_runs_jobs_on_every_nodeset(path, local_slurm):
         node = f"{nodeset.name}-test"
         expected = sorted(p.name for p in blueprint.slurm.partitions
                           if nodeset.name in p.nodesets)
-        gres_type = catalog.gres_type(nodeset.machine_type)
+        gres_type = machines.gres_type(nodeset.machine_type)
         slurmd = cluster.start_node(node, cluster.compute_node_conf(nodeset.name), nodeset.gpus)
 
         shown = cluster.run("scontrol", "show", "node", node)

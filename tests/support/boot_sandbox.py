@@ -29,7 +29,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from clusterprint.contract import node_metadata
-from clusterprint.facts import catalog
+from clusterprint.facts import machines
 from clusterprint.render import config_sync
 
 #: The stub commands and the NIC samples stay beside the boot tests that use most of them.
@@ -359,7 +359,7 @@ def ready(node: Node, name: str, carries_fabric: bool = True) -> Node:
     the GPU fabric's parts, unless ``carries_fabric``)."""
     storage_ready(node, name, carries_fabric)
     if name in GPU_SAMPLES:
-        node.local_ssds(catalog.bundled_local_ssds(GPU_SAMPLES[name][0]))
+        node.local_ssds(machines.bundled_local_ssds(GPU_SAMPLES[name][0]))
         node.gpu_software_on_image()
         node.driver(GPU_SAMPLES[name][1], 8)
     return node

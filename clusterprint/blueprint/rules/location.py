@@ -8,7 +8,7 @@ from clusterprint.blueprint.findings import Finding, error, warning
 from clusterprint.blueprint.model import Blueprint
 from clusterprint.blueprint.rules.registry import rule
 from clusterprint.blueprint.rules.slurm import machine_types
-from clusterprint.facts import catalog
+from clusterprint.facts import machines
 
 
 def zone_region(zone: str) -> str:
@@ -38,11 +38,11 @@ def check_machine_in_zone(bp: Blueprint) -> Iterator[Finding]:
     """A machine type the zone does not offer fails only at ``pulumi up``, after the
     network and storage exist; the catalog's zone table says so offline.
 
-    A warning, not an error: the table is a dated copy (``catalog.MACHINE_ZONES_SOURCE``)
+    A warning, not an error: the table is a dated copy (``facts.zones.MACHINE_ZONES_SOURCE``)
     and Google adds zones; a type the table does not list is not checked at all.
     """
     for path, machine_type in machine_types(bp):
-        zones = catalog.machine_zones(machine_type)
+        zones = machines.machine_zones(machine_type)
         if not zones or bp.zone in zones:
             continue
         here = [z for z in zones if zone_region(z) == bp.region]

@@ -16,7 +16,7 @@ from pydantic import BaseModel
 from clusterprint.blueprint.findings import Finding, KeyPath, error, hint_text
 from clusterprint.blueprint.model import Blueprint
 from clusterprint.blueprint.rules.registry import rule
-from clusterprint.facts import catalog
+from clusterprint.facts import catalog, machines
 
 #: The hint of a finding whose every way out sets a key managed mode refuses.
 NO_MANAGED_FIX = "orchestrator: managed cannot change this; use orchestrator: self-managed"
@@ -57,8 +57,8 @@ def check_managed_machine_types(bp: Blueprint) -> Iterator[Finding]:
     """The managed API runs its GPU families and N2 on compute nodes, N2 standard on login."""
     if not _managed(bp):
         return
-    supported = catalog.managed_machine_types()
-    gpus = [m for m in supported if catalog.gpu_family(m)]
+    supported = machines.managed_machine_types()
+    gpus = [m for m in supported if machines.gpu_family(m)]
     for index, ns in enumerate(bp.slurm.nodesets):
         if ns.machine_type not in supported:
             yield error(("slurm", "nodesets", index, "machine_type"),

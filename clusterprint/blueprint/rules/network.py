@@ -9,7 +9,7 @@ from clusterprint.blueprint.findings import Finding, Fix, KeyPath, error, format
 from clusterprint.blueprint.gpu_fabric import fabric_kinds, subnets_needed
 from clusterprint.blueprint.model import Blueprint
 from clusterprint.blueprint.rules.registry import rule
-from clusterprint.facts import catalog
+from clusterprint.facts import catalog, machines
 
 #: GPU subnets are carved as /N from gpu_subnets_cidr; smaller than /29 is useless.
 SMALLEST_GPU_SUBNET = 29
@@ -113,7 +113,7 @@ def check_one_gpu_fabric(bp: Blueprint) -> Iterator[Finding]:
     if len(fabric_kinds(bp)) < 2:
         return
     gpu_sets = [(i, f) for i, n in enumerate(bp.slurm.nodesets)
-                if (f := catalog.gpu_family(n.machine_type))]
+                if (f := machines.gpu_family(n.machine_type))]
     first_index, first = gpu_sets[0]
     for index, family in gpu_sets[1:]:
         if family.networking != first.networking:
@@ -129,7 +129,7 @@ def check_mtu_recommended(bp: Blueprint) -> Iterator[Finding]:
     """An MTU other than the GPU family's recommendation works but costs throughput."""
     mtu = bp.network.mtu
     families = {f.machine_type: f for n in bp.slurm.nodesets
-                if (f := catalog.gpu_family(n.machine_type))}
+                if (f := machines.gpu_family(n.machine_type))}
     for family in families.values():
         if mtu is not None and family.recommended_mtu not in (None, mtu):
             yield warning(("network", "mtu"),

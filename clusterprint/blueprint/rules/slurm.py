@@ -14,7 +14,7 @@ from clusterprint.blueprint.slurm_time import (
     slurm_minutes,
     slurm_time_seconds,
 )
-from clusterprint.facts import catalog
+from clusterprint.facts import machines
 
 
 @rule("slurm.reservation")
@@ -59,10 +59,10 @@ def check_reservation_bound(bp: Blueprint) -> Iterator[Finding]:
             yield error((*path, "reservation_bound"),
                         f"reservation_bound applies to a reservation, not to {ns.provisioning}",
                         "set provisioning: reservation and a reservation, or remove it")
-        elif ns.machine_type not in catalog.RESERVATION_BOUND_MACHINES:
+        elif ns.machine_type not in machines.RESERVATION_BOUND_MACHINES:
             yield warning((*path, "machine_type"),
                           f"the reservation-bound model is documented only for "
-                          f"{', '.join(sorted(catalog.RESERVATION_BOUND_MACHINES))}",
+                          f"{', '.join(sorted(machines.RESERVATION_BOUND_MACHINES))}",
                           "check that your reservation is dense or calendar-mode, or remove "
                           "reservation_bound")
 
@@ -86,8 +86,8 @@ def close_machine_type(machine_type: str) -> str | None:
     series, _, rest = machine_type.partition("-")
     size = rest.partition("-")[2]
     cpu = [f"{s}-{shape}" + (f"-{size}" if size else "")
-           for s, shapes in catalog.CPU_MACHINE_SERIES.items() for shape in shapes]
-    close = difflib.get_close_matches(machine_type, [*catalog.GPU_MACHINES, *cpu], n=1,
+           for s, shapes in machines.CPU_MACHINE_SERIES.items() for shape in shapes]
+    close = difflib.get_close_matches(machine_type, [*machines.GPU_MACHINES, *cpu], n=1,
                                       cutoff=0.6)
     return close[0] if close else None
 
@@ -107,10 +107,10 @@ def check_machine_known(bp: Blueprint) -> Iterator[Finding]:
     Such a node gets no GPU GRES, no GPU networks and a CPU image, so an unlisted GPU
     type boots as a CPU node; a typo only fails at `pulumi up`.
     """
-    series = sorted(set(catalog.CPU_MACHINE_SERIES)
-                    | {t.split("-")[0] for t in catalog.GPU_MACHINES})
+    series = sorted(set(machines.CPU_MACHINE_SERIES)
+                    | {t.split("-")[0] for t in machines.GPU_MACHINES})
     for path, machine_type in machine_types(bp):
-        if catalog.machine_known(machine_type):
+        if machines.machine_known(machine_type):
             continue
         close = close_machine_type(machine_type)
         yield warning(path, f"{machine_type} is not a machine type clusterprint knows; its "
@@ -122,7 +122,7 @@ def check_machine_known(bp: Blueprint) -> Iterator[Finding]:
 def check_boot_disk_type(bp: Blueprint) -> Iterator[Finding]:
     """A3 Ultra and A4 boot only from Hyperdisk."""
     for index, ns in enumerate(bp.slurm.nodesets):
-        family = catalog.gpu_family(ns.machine_type)
+        family = machines.gpu_family(ns.machine_type)
         needed = family.boot_disk_type if family else None
         if needed == "hyperdisk-balanced" and ns.boot_disk.type not in (None, needed):
             yield error(("slurm", "nodesets", index, "boot_disk", "type"),

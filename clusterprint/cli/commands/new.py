@@ -24,7 +24,7 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from clusterprint.cli.main import EXIT_USAGE
-from clusterprint.facts import catalog
+from clusterprint.facts import zones
 
 #: The questions without a default: a run that lacks any of them has to ask.
 NEEDED = (
@@ -74,7 +74,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                      help="consume this reservation: NAME or projects/P/reservations/NAME")
     cluster.add_argument("--region", help="region (follows from --zone when left out)")
     cluster.add_argument("--zone", help=f"zone; only zones where the machine type exists "
-                                        f"({catalog.MACHINE_ZONES_SOURCE})")
+                                        f"({zones.MACHINE_ZONES_SOURCE})")
     storage = parser.add_argument_group("storage (each has a default)")
     storage.add_argument("--home", help="what /home is on: filestore (default) or lustre")
     storage.add_argument("--home-tier", dest="home_tier", metavar="TIER",

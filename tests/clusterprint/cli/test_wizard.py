@@ -8,7 +8,7 @@ from ruamel.yaml import YAML
 from clusterprint.blueprint.validate import check_text
 from clusterprint.cli import wizard
 from clusterprint.cli.wizard import Answers
-from clusterprint.facts import catalog
+from clusterprint.facts import catalog, machines
 
 GPU_RESERVED = Answers(name="train", project="my-project", machine_type="a3-megagpu-8g",
                        count=4, provisioning="reservation", reservation="a3mega-res",
@@ -28,7 +28,7 @@ def written(answers: Answers) -> tuple[str, dict]:
 
 @pytest.mark.parametrize("offer", wizard.OFFERS, ids=lambda o: o.machine_type)
 def test_every_offered_machine_type_makes_a_clean_blueprint_in_every_provisioning(offer):
-    zone = catalog.machine_zones(offer.machine_type)[0]
+    zone = machines.machine_zones(offer.machine_type)[0]
     for provisioning in ("on-demand", "spot", "flex-start", "reservation"):
         answers = replace(CPU_SPOT, machine_type=offer.machine_type, zone=zone,
                           provisioning=provisioning,
@@ -40,18 +40,18 @@ def test_every_offered_machine_type_makes_a_clean_blueprint_in_every_provisionin
 
 @pytest.mark.parametrize("offer", wizard.OFFERS, ids=lambda o: o.machine_type)
 def test_every_offered_zone_has_the_controller_and_login_types(offer):
-    for zone in catalog.machine_zones(offer.machine_type):
+    for zone in machines.machine_zones(offer.machine_type):
         controller = wizard.controller_machine_type(zone)
-        assert zone in catalog.machine_zones(controller), (zone, controller)
-        assert zone in catalog.machine_zones(wizard.LOGIN_MACHINE_TYPE), zone
+        assert zone in machines.machine_zones(controller), (zone, controller)
+        assert zone in machines.machine_zones(wizard.LOGIN_MACHINE_TYPE), zone
 
 
 def test_gpu_types_left_out_are_exactly_those_without_zones():
     """A GPU family catalogued later is offered once its zones are in the table."""
-    left_out = set(catalog.GPU_MACHINES) - set(wizard.OFFERED)
-    assert left_out == {"a4x-highgpu-4g", *(t for t in catalog.GPU_MACHINES
+    left_out = set(machines.GPU_MACHINES) - set(wizard.OFFERED)
+    assert left_out == {"a4x-highgpu-4g", *(t for t in machines.GPU_MACHINES
                                             if t.startswith("g2-"))}
-    assert all(catalog.machine_zones(t) == () for t in left_out)
+    assert all(machines.machine_zones(t) == () for t in left_out)
 
 
 @pytest.mark.parametrize("tier", catalog.FILESTORE_TIERS)

@@ -6,7 +6,7 @@ import pytest
 
 from clusterprint.blueprint.model import ZONE_PATTERN
 from clusterprint.blueprint.validate import load_checked
-from clusterprint.facts import catalog
+from clusterprint.facts import catalog, machines, zones
 from tests.support.paths import ROOT
 
 
@@ -65,15 +65,15 @@ def test_vpc_mtu_range():
     ("g2-standard-48", 4, 1, "none", None, "pd-balanced", False),
 ])
 def test_gpu_machines(machine, gpus, nics, networking, mtu, disk, managed):
-    f = catalog.gpu_family(machine)
+    f = machines.gpu_family(machine)
     assert (f.gpus, f.system_nics + f.gpu_nics, f.networking, f.recommended_mtu,
             f.boot_disk_type, f.managed) == (gpus, nics, networking, mtu, disk, managed)
 
 
 def test_cpu_machines_have_no_family():
-    assert catalog.gpu_family("n2-standard-4") is None
-    assert catalog.gpu_count("n2-standard-4") == 0
-    assert catalog.boot_disk_type("n2-standard-4") == "pd-balanced"
+    assert machines.gpu_family("n2-standard-4") is None
+    assert machines.gpu_count("n2-standard-4") == 0
+    assert machines.boot_disk_type("n2-standard-4") == "pd-balanced"
 
 
 def test_capacity_band_nearest_values():
@@ -86,12 +86,12 @@ def test_capacity_band_nearest_values():
 
 
 def test_only_a4x_is_arm64():
-    assert [m for m, f in catalog.GPU_MACHINES.items() if f.arch == "arm64"] == ["a4x-highgpu-4g"]
+    assert [m for m, f in machines.GPU_MACHINES.items() if f.arch == "arm64"] == ["a4x-highgpu-4g"]
 
 
 def test_families_without_gpu_networks_do_not_change_the_default_mtu():
-    assert catalog.recommended_mtu(["a2-highgpu-8g", "g2-standard-96"]) == catalog.MTU_DEFAULT
-    assert catalog.recommended_mtu(["g2-standard-4", "a3-edgegpu-8g"]) == 8244
+    assert machines.recommended_mtu(["a2-highgpu-8g", "g2-standard-96"]) == catalog.MTU_DEFAULT
+    assert machines.recommended_mtu(["g2-standard-4", "a3-edgegpu-8g"]) == 8244
 
 
 @pytest.mark.parametrize(("machine_type", "known"), [
@@ -100,7 +100,7 @@ def test_families_without_gpu_networks_do_not_change_the_default_mtu():
     ("n2-standrd-4", False), ("a2-highgpu-3g", False), ("q9-standard-4", False),
 ])
 def test_machine_known(machine_type, known):
-    assert catalog.machine_known(machine_type) is known
+    assert machines.machine_known(machine_type) is known
 
 
 def test_private_service_access_blocks_per_producer():
@@ -111,19 +111,19 @@ def test_private_service_access_blocks_per_producer():
     assert catalog.LUSTRE_PSA_PREFIX == 23
 
 
-def test_bundled_local_ssds_are_of_gpu_machine_types_the_catalog_knows():
-    # A misspelt machine type would silently leave its GPU nodes without the RAID0.
-    assert set(catalog.BUNDLED_LOCAL_SSDS) <= set(catalog.GPU_MACHINES)
-    assert catalog.bundled_local_ssds("a3-megagpu-8g") == 16
-    assert catalog.bundled_local_ssds("a4-highgpu-8g") == 32
-    assert catalog.bundled_local_ssds("g2-standard-8") == catalog.bundled_local_ssds(
+def test_bundled_local_ssds():
+    assert machines.bundled_local_ssds("a3-megagpu-8g") == 16
+    assert machines.bundled_local_ssds("a4-highgpu-8g") == 32
+    assert machines.bundled_local_ssds("g2-standard-8") == machines.bundled_local_ssds(
         "n2-standard-4") == 0
 
 
 def test_machine_zones_are_zone_names_each_listed_once():
-    for key, zones in catalog.MACHINE_ZONES.items():
-        assert zones and all(re.fullmatch(ZONE_PATTERN, z) for z in zones), key
-        assert len(set(zones)) == len(zones), key
+    tables = {**{f.machine_type: f.zones for f in machines.MACHINE_FAMILIES if f.zones},
+              **zones.CPU_SERIES_ZONES}
+    for key, listed in tables.items():
+        assert listed and all(re.fullmatch(ZONE_PATTERN, z) for z in listed), key
+        assert len(set(listed)) == len(listed), key
 
 
 @pytest.mark.parametrize("path", sorted((ROOT / "blueprints").glob("*.yaml")), ids=lambda p: p.name)
@@ -131,7 +131,7 @@ def test_every_reference_blueprint_zone_holds_its_machine_types(path):
     """The reference blueprints and the zone table come from different sources; they agree."""
     blueprint = load_checked(str(path))
     for nodeset in blueprint.slurm.nodesets:
-        assert blueprint.zone in catalog.machine_zones(nodeset.machine_type), nodeset.name
+        assert blueprint.zone in machines.machine_zones(nodeset.machine_type), nodeset.name
 
 
 @pytest.mark.parametrize(("machine_type", "zone", "there"), [
@@ -145,10 +145,10 @@ def test_every_reference_blueprint_zone_holds_its_machine_types(path):
     ("c2-standard-8", "africa-south1-b", False),
 ])
 def test_machine_zones(machine_type, zone, there):
-    assert (zone in catalog.machine_zones(machine_type)) is there
+    assert (zone in machines.machine_zones(machine_type)) is there
 
 
 def test_machine_types_without_a_zone_table_have_no_zones():
-    assert catalog.machine_zones("a4x-highgpu-4g") == ()
-    assert catalog.machine_zones("g2-standard-4") == ()
-    assert catalog.machine_zones("a3-highgpu-3g") == ()
+    assert machines.machine_zones("a4x-highgpu-4g") == ()
+    assert machines.machine_zones("g2-standard-4") == ()
+    assert machines.machine_zones("a3-highgpu-3g") == ()

@@ -4,11 +4,11 @@ from __future__ import annotations
 
 import pytest
 
-from clusterprint.facts import catalog, gpu_software
+from clusterprint.facts import gpu_software, machines
 
 
 def test_every_gpu_networking_kind_of_the_catalog_has_its_fabric_software():
-    kinds = {f.networking for f in catalog.GPU_MACHINES.values()} - {"none"}
+    kinds = {f.networking for f in machines.GPU_MACHINES.values()} - {"none"}
     assert kinds == set(gpu_software.FABRIC)
     assert all(gpu_software.FABRIC[k].networking == k for k in kinds)
 

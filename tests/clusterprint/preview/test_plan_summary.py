@@ -19,7 +19,7 @@ import yaml
 from clusterprint.blueprint.model import BootDisk
 from clusterprint.blueprint.validate import load_checked
 from clusterprint.cli.main import main
-from clusterprint.facts import catalog
+from clusterprint.facts import catalog, machines, prices
 from clusterprint.preview.plan import Plan, PlanFormatError
 from clusterprint.preview.plan_summary import NO_PRICE, summarize
 from tests.support.paths import BLUEPRINTS, ROOT
@@ -141,8 +141,8 @@ def test_cpu_small_costs_its_nodes_login_controller_and_boot_disks(capsys):
 def test_a_filestore_price_joins_the_total_per_gib_month(monkeypatch):
     """Once a tier has a price, /home costs capacity x price / 730 an hour and the total no
     longer excludes it: 1024 GiB at $0.20 is $0.2805 an hour."""
-    monkeypatch.setitem(catalog.FILESTORE_PRICES, "BASIC_HDD",
-                        catalog.StoragePrice(0.20, catalog.CYCLENERD_PRICING))
+    monkeypatch.setitem(prices.FILESTORE_PRICES, "BASIC_HDD",
+                        prices.StoragePrice(0.20, prices.CYCLENERD_PRICING))
     cost = summarize(load_checked(str(CPU_SMALL)))["cost"]
     assert cost["items"][-1]["hourly"] == 0.2805
     assert (cost["hourly"], cost["monthly"], cost["excluded"]) == (0.6836, 499.03, [])
@@ -157,7 +157,7 @@ def test_a_reservation_is_estimated_at_the_on_demand_price():
     assert "reserved nodes are estimated at the on-demand price" in cost["notes"]
     assert any("the blueprint's region is europe-west1" in note for note in cost["notes"])
     assert [s["url"] for s in cost["sources"]] == sorted(
-        [catalog.CYCLENERD_PRICING.url, catalog.GPU_LIST_PRICES.url])
+        [prices.CYCLENERD_PRICING.url, prices.GPU_LIST_PRICES.url])
 
 
 @pytest.mark.parametrize(("old", "new", "item", "hourly"), [
@@ -199,9 +199,9 @@ def reference_machine_types() -> set[str]:
 
 def test_every_machine_type_the_catalog_offers_is_priced_or_listed_as_unpriced():
     """A new catalog type without a price row fails here instead of costing nothing."""
-    offered = {*catalog.GPU_MACHINES, *catalog.MANAGED_N2_MACHINES,
+    offered = {*machines.GPU_MACHINES, *catalog.MANAGED_N2_MACHINES,
                *catalog.MANAGED_LOGIN_MACHINES, *reference_machine_types()}
-    priced, unpriced = set(catalog.MACHINE_PRICES), set(catalog.UNPRICED_MACHINES)
+    priced, unpriced = set(machines.MACHINE_PRICES), set(machines.UNPRICED_MACHINES)
     assert not priced & unpriced
     assert offered - priced - unpriced == set()
     assert unpriced <= offered
@@ -210,21 +210,21 @@ def test_every_machine_type_the_catalog_offers_is_priced_or_listed_as_unpriced()
 def test_every_disk_and_storage_tier_is_priced_or_listed_as_unpriced():
     disk_types = set(typing.get_args(typing.get_args(BootDisk.model_fields["type"].annotation)[0]))
     for priced, unpriced, offered in (
-            (catalog.DISK_PRICES, catalog.UNPRICED_DISKS, disk_types),
-            (catalog.FILESTORE_PRICES, catalog.UNPRICED_FILESTORE_TIERS, catalog.FILESTORE_TIERS),
-            (catalog.LUSTRE_PRICES, catalog.UNPRICED_LUSTRE_TIERS, catalog.LUSTRE_TIERS)):
+            (prices.DISK_PRICES, prices.UNPRICED_DISKS, disk_types),
+            (prices.FILESTORE_PRICES, prices.UNPRICED_FILESTORE_TIERS, catalog.FILESTORE_TIERS),
+            (prices.LUSTRE_PRICES, prices.UNPRICED_LUSTRE_TIERS, catalog.LUSTRE_TIERS)):
         assert not set(priced) & set(unpriced)
         assert set(priced) | set(unpriced) == set(offered)
 
 
 def test_every_price_row_names_its_source_and_the_day_read():
-    rows = [*catalog.MACHINE_PRICES.values(), *catalog.DISK_PRICES.values(),
-            *catalog.FILESTORE_PRICES.values(), *catalog.LUSTRE_PRICES.values()]
+    rows = [*machines.MACHINE_PRICES.values(), *prices.DISK_PRICES.values(),
+            *prices.FILESTORE_PRICES.values(), *prices.LUSTRE_PRICES.values()]
     for row in rows:
-        assert row.source in catalog.PRICE_SOURCES
-    for source in catalog.PRICE_SOURCES:
+        assert row.source in prices.PRICE_SOURCES
+    for source in prices.PRICE_SOURCES:
         assert source.url.startswith("https://") and re.fullmatch(r"\d{4}-\d\d-\d\d", source.read)
-    for price in catalog.MACHINE_PRICES.values():
+    for price in machines.MACHINE_PRICES.values():
         assert price.on_demand > 0 and (price.spot is None or 0 < price.spot < price.on_demand)
 
 

@@ -80,3 +80,21 @@ def test_every_bash_function_of_the_boot_scripts_is_defined_in_one_template():
     assert {"retry", "changed", "start_unit", "install_text"} <= set(defined)
     twice = {name: where for name, where in defined.items() if len(where) > 1}
     assert not twice, twice
+
+
+def test_no_template_reads_os_release_itself():
+    """Every template reads /etc/os-release through ``os_release``, its one way of doing so."""
+    readers = [f"{template.relative_to(TEMPLATES)}:{number}"
+               for template in sorted(TEMPLATES.rglob("*.j2"))
+               for number, line in enumerate(template.read_text().splitlines(), 1)
+               if environment.OS_RELEASE in line]
+    assert readers == []
+
+
+def test_os_release_reads_a_field_without_its_quotes(tmp_path):
+    release = tmp_path / "os-release"
+    release.write_text('ID=ubuntu\nVERSION_ID="24.04"\nVERSION_CODENAME=noble\n')
+    script = (f'{environment.os_release("VERSION_CODENAME")} {environment.NVIDIA_DISTRO}'
+              .replace(environment.OS_RELEASE, str(release)))
+    assert subprocess.run(["bash", "-c", f"echo {script}"], capture_output=True, text=True,
+                          check=True).stdout == "noble ubuntu2404\n"

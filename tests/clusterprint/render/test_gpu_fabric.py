@@ -114,7 +114,7 @@ def test_an_a3mega_node_on_the_bare_image_gets_gpudirect_tcpxo_once(bare, script
     assert dkms[1].endswith("/deb/usr/src/dmabuf-import-helper-1.1")
     assert "modprobe import-helper" in calls
     rule = bare.file(UDEV_RULE).read_text()
-    assert rule == gpu_software.TCPXO.udev_rule[1]
+    assert rule == gpu_software.TCPXO.udev_rule.text
     assert 'ATTR{vendor}=="0x1ae0", ATTR{device}=="0x0084"' in rule
     assert ran(calls, "udevadm") == [
         "udevadm control --reload-rules",

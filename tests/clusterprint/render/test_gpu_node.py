@@ -19,7 +19,7 @@ from ruamel.yaml import YAML
 
 from clusterprint.blueprint.validate import check_text, load_checked
 from clusterprint.components.observability import DASHBOARD_CHARTS
-from clusterprint.facts import catalog, gpu_software
+from clusterprint.facts import gpu_software, machines
 from clusterprint.render import rendered_files
 from tests.support.boot_sandbox import Node, daemon_starts, storage_ready
 from tests.support.paths import blueprint_path
@@ -64,8 +64,8 @@ def gpu_vm(node: Node, blueprint: str, machine_type: str, sample: str) -> Node:
     """``node`` as a VM of ``machine_type`` in ``blueprint``'s cluster: its storage there, its
     local SSDs attached, its driver installed."""
     storage_ready(node, blueprint)
-    node.local_ssds(catalog.bundled_local_ssds(machine_type))
-    node.driver(sample, catalog.gpu_count(machine_type))
+    node.local_ssds(machines.bundled_local_ssds(machine_type))
+    node.driver(sample, machines.gpu_count(machine_type))
     return node
 
 
@@ -84,7 +84,7 @@ def test_a_gpu_node_gets_its_familys_software_once(bare, blueprint, nodeset, mac
                                                    sample, cuda):
     node = gpu_vm(bare, blueprint, machine_type, sample)
     script = files_of(blueprint)[f"scripts/compute-{nodeset}.sh"]
-    disks = catalog.bundled_local_ssds(machine_type)
+    disks = machines.bundled_local_ssds(machine_type)
     node.booted(script)
     calls = node.calls()
 
@@ -178,7 +178,7 @@ def test_a_gpu_machine_type_without_local_ssd_keeps_scratch_on_the_boot_disk(bar
     text = Path(blueprint_path("cpu-small")).read_text().replace("n2-standard-4", "g2-standard-8")
     checked = check_text("g2.yaml", text)
     assert checked.ok and checked.blueprint, checked
-    assert catalog.bundled_local_ssds("g2-standard-8") == 0
+    assert machines.bundled_local_ssds("g2-standard-8") == 0
     storage_ready(bare, "cpu-small").driver("b200", 1)
     script = rendered_files(checked.blueprint)["scripts/compute-cpu.sh"]
     assert bare.boot(script).returncode == 0, bare.journal()

@@ -13,7 +13,7 @@ import pytest
 from clusterprint.blueprint.model import Blueprint
 from clusterprint.blueprint.validate import load_checked
 from clusterprint.cli.main import main
-from clusterprint.facts import catalog
+from clusterprint.facts import machines
 from clusterprint.render import healthcheck, rendered_files
 from clusterprint.render.healthcheck import gpu_model, healthcheck_config
 from tests.support.healthcheck_fakes import PROGRAM, calls, scenario, stub_bin
@@ -61,9 +61,9 @@ def test_every_blueprint_mount_is_checked():
         "/home", "/lustre", "/gcs/checkpoints"]
 
 
-@pytest.mark.parametrize("machine_type", sorted(catalog.GPU_MACHINES))
+@pytest.mark.parametrize("machine_type", sorted(machines.GPU_MACHINES))
 def test_every_gpu_machine_type_names_a_model_nvidia_smi_prints(machine_type):
-    model = gpu_model(catalog.GPU_MACHINES[machine_type].gpu)
+    model = gpu_model(machines.GPU_MACHINES[machine_type].gpu)
     assert model in {"A100", "H100", "H200", "B200", "GB200", "L4"}
 
 

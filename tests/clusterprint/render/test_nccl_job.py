@@ -18,7 +18,7 @@ import pytest
 
 from clusterprint.blueprint.model import Blueprint
 from clusterprint.blueprint.validate import load_checked
-from clusterprint.facts import gpu_software
+from clusterprint.facts import gpu_software, machines
 from clusterprint.render import rendered_files
 from clusterprint.render.nccl_job import JOB_MINUTES, nccl_job_path
 from tests.support.job_blueprints import (
@@ -124,11 +124,12 @@ def test_nodesets_of_one_machine_type_serve_the_job_together():
 def test_without_gpu_networks_an_a3_mega_job_has_no_fabric_threshold():
     job = jobs_of(NO_FABRIC)[nccl_job_path("mega")]
     assert "readonly THRESHOLD_GBPS=\n" in job
-    assert gpu_software.NCCL_PROOF_WITHOUT_FABRIC.image in job
+    assert machines.NCCL_PROOF_WITHOUT_FABRIC.image in job
 
 
 def test_every_fabric_family_with_a_public_threshold_keeps_it():
-    assert {m: p.threshold_gbps for m, p in gpu_software.NCCL_PROOFS.items()} == {
+    assert {f.machine_type: f.nccl_proof.threshold_gbps for f in machines.MACHINE_FAMILIES
+            if f.nccl_proof} == {
         "a3-highgpu-8g": 60, "a3-edgegpu-8g": None, "a3-megagpu-8g": 150,
         "a3-ultragpu-8g": 250, "a4-highgpu-8g": 250, "a4x-highgpu-4g": 160}
 

@@ -9,7 +9,7 @@ from clusterprint.blueprint.findings import Fix, format_path, warning
 from clusterprint.blueprint.model import Blueprint
 from clusterprint.blueprint.rules.managed import NO_MANAGED_FIX, as_managed_mode_sees_it
 from clusterprint.blueprint.validate import check_text
-from clusterprint.facts import catalog
+from clusterprint.facts import machines
 from clusterprint.facts.catalog import MANAGED_UNSUPPORTED_KEYS
 from tests.support.blueprint_texts import (
     MINIMAL,
@@ -170,7 +170,7 @@ def test_machine_type_hint_names_what_the_api_runs(rules_check):
     hit = rules_check.refused({**MANAGED, f"{NS}.machine_type": Here("c2-standard-8")},
                               "managed.machine-type", f"{NS}.machine_type")
     assert hit.finding.message == "the managed API does not run c2-standard-8"
-    gpus = [m for m, f in catalog.GPU_MACHINES.items() if f.managed]
+    gpus = sorted(m for m, f in machines.GPU_MACHINES.items() if f.managed)
     assert f"use {', '.join(gpus)} or an N2 type" in hit.finding.hint
     assert "a3-megagpu-8g" in gpus and "a3-highgpu-8g" not in gpus
 
@@ -178,11 +178,12 @@ def test_machine_type_hint_names_what_the_api_runs(rules_check):
 def test_a_gpu_family_catalogued_as_managed_is_allowed(rules_check, monkeypatch):
     """The allow-list reads MachineFamily.managed: a new family (A4X) needs no second list."""
     # A made-up family: only ``managed`` matters to this rule.
-    later = catalog.MachineFamily("a9-highgpu-8g", "nvidia-next", 8, 2, 8, "rdma", 8896,
-                                  "hyperdisk-balanced", managed=True)
+    later = machines.MachineFamily(machine_type="a9-highgpu-8g", family="A9", gpu="nvidia-next",
+                                   gres="next", gpus=8, nvlink=True, managed=True,
+                                   price="made up")
     rules_check.refused({**MANAGED, f"{NS}.machine_type": Here(later.machine_type)},
                         "managed.machine-type", f"{NS}.machine_type")
-    monkeypatch.setitem(catalog.GPU_MACHINES, later.machine_type, later)
+    monkeypatch.setitem(machines.GPU_MACHINES, later.machine_type, later)
     rules_check.accepted({**MANAGED, f"{NS}.machine_type": later.machine_type},
                          "managed.machine-type")
 

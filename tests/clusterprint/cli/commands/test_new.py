@@ -14,7 +14,7 @@ from ruamel.yaml import YAML
 
 from clusterprint.cli import wizard
 from clusterprint.cli.main import main
-from clusterprint.facts import catalog
+from clusterprint.facts import machines
 from tests.support.paths import ROOT
 
 #: How long one prompt may take to appear on a loaded machine.
@@ -214,7 +214,7 @@ def test_a_zone_without_the_machine_type_is_refused_with_the_valid_zones(tmp_pat
     flags = [*FLAGS[:-1], "us-central1-a"]
     result = cli("new", *flags, cwd=tmp_path)
     assert result.returncode == 2
-    zones = ", ".join(catalog.machine_zones("a3-ultragpu-8g"))
+    zones = ", ".join(machines.machine_zones("a3-ultragpu-8g"))
     assert result.stderr == (f"clusterprint new: --zone us-central1-a: a3-ultragpu-8g does not "
                              f"exist in zone us-central1-a; its zones: {zones}\n")
     assert list(tmp_path.iterdir()) == []
@@ -274,7 +274,7 @@ def test_a_blueprint_that_does_not_validate_is_never_written(capsys, tmp_path, m
 def test_the_flag_form_writes_a_valid_file_for_every_offered_machine_type(
         capsys, tmp_path, monkeypatch, offer):
     monkeypatch.chdir(tmp_path)
-    zone = catalog.machine_zones(offer.machine_type)[-1]
+    zone = machines.machine_zones(offer.machine_type)[-1]
     assert main(["new", "--name", "demo", "--project", "my-project", "--machine-type",
                  offer.machine_type, "--count", "2", "--flex-start", "--zone", zone]) == 0
     assert capsys.readouterr().err == ("demo.yaml: written; next: clusterprint validate "

@@ -1,0 +1,410 @@
+"""Machine types: one row per GPU machine type, holding all that is known about it.
+
+Each row of MACHINE_FAMILIES is the only place its type string is written: the network,
+disks, Slurm GRES, the health check's NVLink check, the NCCL proof and recipe images, the
+zones, the price, the wizard's family name and the reservation features all read it from
+there, so adding a family is adding its rows. The CPU series and the lookups both kinds
+share (is a type known, where does it exist, what does it cost) follow the table.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Literal
+
+from clusterprint.facts import catalog, prices
+from clusterprint.facts.gpu_software import (
+    RECIPE_SOFTWARE_DEFAULT,
+    GpuNetworking,
+    NcclProof,
+    RecipeSoftware,
+)
+from clusterprint.facts.zones import CPU_SERIES_ZONES, zones
+
+Architecture = Literal["x86_64", "arm64"]
+
+
+@dataclass(frozen=True, kw_only=True)
+class MachineFamily:
+    """What a GPU machine type needs from the network, the disks, Slurm and the software,
+    and what the cost estimate, the zone check and the wizard know of it.
+
+    The components size NICs and GPU VPCs from it, the rules check MTU, zones and managed
+    support against it, and a nodeset's GRES comes from ``gres`` and ``gpus``.
+    """
+
+    machine_type: str
+    #: The family as Google's pages name it (the wizard groups its offers by it).
+    family: str
+    #: Compute Engine's accelerator type.
+    gpu: str
+    #: Slurm's GRES type of the accelerator: slurm.conf's ``Gres=gpu:<type>:<n>``, which users
+    #: ask for (``--gres=gpu:h100:8``). Slurm's gpu/nvml plugin names what it finds after
+    #: NVML's device name, lowercased with spaces as underscores, and takes the configured
+    #: type that is a substring of it (case-insensitive: SchedMD/slurm src/plugins/gpu/nvml/
+    #: gpu_nvml.c, gpu_common_underscorify_tolower; src/plugins/gres/gpu/gres_gpu.c,
+    #: _find_type_in_gres_list, 22.05 and 23.11). The NVML names, as ``nvidia-smi -L`` prints
+    #: them, are from public samples (none from a Google Cloud VM): "NVIDIA H100 80GB HBM3"
+    #: (A3 High, Mega and Edge alike), "NVIDIA H200", "NVIDIA B200", "NVIDIA GB200",
+    #: "NVIDIA A100-SXM4-40GB", "NVIDIA A100-SXM4-80GB", "NVIDIA L4".
+    gres: str
+    gpus: int
+    #: Whether its GPUs are SXM parts with NVLink between all of them, so the health check
+    #: reads their NVLink error counters (the L4 of G2 has none and lists no counters).
+    nvlink: bool
+    #: gVNIC NICs on the system VPC(s): 1 for A3 High/Mega, 2 for A3 Ultra and A4.
+    system_nics: int = 1
+    #: NICs on GPU networks: one per GPU VPC (A3 Mega/High) or one per RoCE subnet.
+    gpu_nics: int = 0
+    networking: GpuNetworking = "none"
+    #: Google's MTU for the family's GPUDirect traffic; None where no GPU network needs one.
+    recommended_mtu: int | None = None
+    boot_disk_type: str = "pd-balanced"
+    #: Whether the managed Cluster Director API accepts this machine type.
+    managed: bool = False
+    #: The CPU architecture the boot image must match (A4X's Grace CPUs are arm64).
+    arch: Architecture = "x86_64"
+    #: Local SSD disks (375 GiB each) Compute Engine attaches to every VM of the type on its
+    #: own; GPU nodes make one RAID0 of them at /mnt/localssd.
+    local_ssds: int = 0
+    #: Whether the reservation-bound provisioning model (dense and calendar-mode
+    #: reservations) is documented for it.
+    reservation_bound: bool = False
+    #: Whether Compute Engine takes a fault report for its host (instances.
+    #: reportHostAsFaulty), on reservation-bound VMs only.
+    host_fault_report: bool = False
+    #: The zones it exists in (source: zones.MACHINE_ZONES_SOURCE); () where not known, and
+    #: the wizard does not offer it.
+    zones: tuple[str, ...] = ()
+    #: Its list price in prices.PRICE_REGION, or why there is none on record.
+    price: prices.MachinePrice | str
+    #: How its NCCL proof job runs; None: as on a machine type without GPU networks
+    #: (NCCL_PROOF_WITHOUT_FABRIC).
+    nccl_proof: NcclProof | None = None
+    #: The training container and launch form of its public Slurm recipe; None: there is
+    #: none, and its recipes run as RECIPE_SOFTWARE_DEFAULT says.
+    recipe_software: RecipeSoftware | None = None
+
+
+_CHS = "GoogleCloudPlatform/cluster-health-scanner deploy/helm/health_checks/nccl_healthcheck/"
+_CTK = "GoogleCloudPlatform/cluster-toolkit examples/machine-learning/"
+#: gpu-recipes' Slurm recipes that import the NeMo 25.11 image (ORIG_IMAGE) for pyxis: the
+#: toolkit's PyTorch tags carry CUDA 12.6 or older, and Blackwell (B200, GB200) needs 12.8.
+_RECIPES = "AI-Hypercomputer/gpu-recipes training/{}/megatron-bridge-slurm/nemo2511/{}/recipe/" \
+           "sbatch_script.sh"
+_GR = "AI-Hypercomputer/gpu-recipes training/"
+_NO_PRICE_PAGE = "(Google's pricing page loads its table in the browser)"
+
+# a3-highgpu-8g is in every zone of its smaller shapes but europe-west8-c.
+_A3_HIGH_8G_ZONES = zones(
+    "asia-east1:c asia-northeast1:b asia-south1:c asia-south2:b asia-southeast1:bc "
+    "australia-southeast1:c europe-north1:c europe-west1:bc europe-west3:c europe-west4:bc "
+    "europe-west9:c us-central1:abc us-east4:abc us-east5:a us-west1:ab us-west4:a")
+
+#: Every GPU machine type, newest family first (the order the wizard offers them in).
+#: Sources, for every row unless its comment says otherwise:
+#: - network, GPUs, MTU, disks: cloud.google.com/compute/docs/gpus/gpu-network-bandwidth;
+#:   Cluster Toolkit pkg/config/machine_mappings.json and examples/machine-learning/* Slurm
+#:   blueprints. Families without GPUDirect (A2, G2, A3 High below 8 GPUs, which has a single
+#:   physical NIC) get one gVNIC, no GPU networks and no MTU of their own; G2's shapes the
+#:   toolkit leaves out (4, 8, 16, 32 vCPUs: 1 L4 each) are from cloud.google.com/compute/
+#:   docs/accelerator-optimized-machines#g2-vms.
+#: - local SSDs: "A4X, A4, A3, and A2 Ultra machine series ... every machine type comes with
+#:   Local SSD storage" (cloud.google.com/compute/docs/disks/add-local-ssd); A3 High and Mega
+#:   6,000 GiB, A3 Ultra, A4 and A4X 12,000 GiB (shared/reference/gpu-nodes.md, Cluster
+#:   Toolkit blueprints' /mnt/localssd RAID0).
+#: - reservation-bound: cloud.google.com/compute/docs/instances/about-reservation-bound-vms
+#:   ("A4X VMs, and A4, A3 Ultra, A3 Mega, or A3 High (8 GPUs)"); host fault reports:
+#:   cloud.google.com/ai-hypercomputer/docs/manage/report-faulty-host ("A4X Max, A4X, A4, or
+#:   A3 Ultra", the "reservation-bound provisioning model"; A4X Max is not catalogued here).
+#: - managed: the GPU types the managed API runs (catalog's managed section says why they
+#:   could not be read from its page).
+#: - NCCL proofs: the thresholds are the health scanner's BANDWIDTH_THRESHOLD for a 2-node
+#:   all_gather_perf; nccl-tests' bus bandwidth is corrected to be comparable across
+#:   collectives (nccl-tests doc/PERFORMANCE.md, "Bus bandwidth"), so the job holds
+#:   all_reduce_perf to the same numbers.
+#: - zones: zones.MACHINE_ZONES_SOURCE; prices: prices.CYCLENERD_PRICING unless the row
+#:   names another source.
+MACHINE_FAMILIES: tuple[MachineFamily, ...] = (
+    # A4X: 4 x GB200 with arm64 Grace CPUs, 2 Titanium gVNICs + 4 CX-7 MRDMA NICs on a RoCE
+    # VPC of 4 subnets, Hyperdisk boot, MTU 8896 (gpu-network-bandwidth "A4X machine types";
+    # Cluster Toolkit examples/machine-learning/a4x-highgpu-4g/a4xhigh-slurm-blueprint.yaml).
+    MachineFamily(
+        machine_type="a4x-highgpu-4g", family="A4X", gpu="nvidia-gb200", gres="gb200", gpus=4,
+        nvlink=True, system_nics=2, gpu_nics=4, networking="rdma", recommended_mtu=8896,
+        boot_disk_type="hyperdisk-balanced", managed=True, arch="arm64", local_ssds=32,
+        reservation_bound=True, host_fault_report=True,
+        price=f"no stored source lists A4X {_NO_PRICE_PAGE}",
+        nccl_proof=NcclProof("nvcr.io#nvidia/nemo:25.11",
+                             _RECIPES.format("a4x/llama3_8b", "8gpus-fp8cs-seq8192-gbs128"),
+                             160, _CHS + "a4x.yaml")),
+    MachineFamily(
+        machine_type="a4-highgpu-8g", family="A4", gpu="nvidia-b200", gres="b200", gpus=8,
+        nvlink=True, system_nics=2, gpu_nics=8, networking="rdma", recommended_mtu=8896,
+        boot_disk_type="hyperdisk-balanced", managed=True, local_ssds=32,
+        reservation_bound=True, host_fault_report=True,
+        zones=zones("asia-northeast1:b asia-southeast1:b europe-north1:b europe-west4:b "
+                    "us-central1:b us-east1:b us-east4:b us-south1:b us-west2:c us-west3:bc"),
+        price=f"no stored source lists A4 {_NO_PRICE_PAGE}",
+        nccl_proof=NcclProof(
+            "nvcr.io#nvidia/nemo:25.11",
+            _RECIPES.format("a4/qwen3_235b_a22b", "128gpus-bf16-seq4096-gbs4096"),
+            250, _CHS + "a4.yaml"),
+        recipe_software=RecipeSoftware(
+            "nvcr.io#nvidia/nemo:25.09", "srun",
+            _GR + "a4/llama3_70b/megatron-bridge-slurm/nemo2509/64gpus-fp8cs-seq8192-gbs2048/"
+            "recipe/submit.slurm")),
+    MachineFamily(
+        machine_type="a3-ultragpu-8g", family="A3 Ultra", gpu="nvidia-h200-141gb", gres="h200",
+        gpus=8, nvlink=True, system_nics=2, gpu_nics=8, networking="rdma",
+        recommended_mtu=8896, boot_disk_type="hyperdisk-balanced", managed=True, local_ssds=32,
+        reservation_bound=True, host_fault_report=True,
+        zones=zones("asia-south1:b asia-south2:c europe-west1:b europe-west4:a us-central1:b "
+                    "us-east4:b us-east5:a us-south1:b us-west1:c"),
+        # prices.GPU_LIST_PRICES, us-central1: 10.4365 on-demand and 6.2607 spot per H200.
+        price=prices.MachinePrice(83.492, 50.0856, prices.GPU_LIST_PRICES),
+        nccl_proof=NcclProof("nvcr.io#nvidia/pytorch:24.09-py3",
+                             _CTK + "a3-ultragpu-8g/nccl-tests/import_pytorch_container.sh",
+                             250, _CHS + "a3ultra.yaml"),
+        recipe_software=RecipeSoftware(
+            "nvcr.io#nvidia/nemo:25.11", "torchrun",
+            _GR + "a3ultra/llama3_8b/megatron-bridge-slurm/nemo2511/16gpus-fp8cs-seq8192-gbs128/"
+            "recipe/launch_script.sh")),
+    MachineFamily(
+        machine_type="a3-megagpu-8g", family="A3 Mega", gpu="nvidia-h100-mega-80gb",
+        gres="h100", gpus=8, nvlink=True, gpu_nics=8, networking="tcpxo",
+        recommended_mtu=8244, managed=True, local_ssds=16, reservation_bound=True,
+        zones=zones("asia-east1:c asia-northeast1:b asia-southeast1:bc australia-southeast1:c "
+                    "europe-north1:c europe-west1:bc europe-west3:c europe-west4:bc "
+                    "us-central1:abc us-east4:abc us-east5:a us-west1:ab us-west4:a"),
+        price="the source prices A3 Mega in us-east4, us-east5, us-west4 and Europe and Asia "
+              "regions, not in us-central1",
+        nccl_proof=NcclProof("nvcr.io#nvidia/pytorch:24.04-py3",
+                             _CTK + "a3-megagpu-8g/nccl-tests/import_pytorch_container.sh",
+                             150, _CHS + "a3plus.yaml")),
+    MachineFamily(
+        machine_type="a3-highgpu-8g", family="A3 High", gpu="nvidia-h100-80gb", gres="h100",
+        gpus=8, nvlink=True, gpu_nics=4, networking="tcpx", recommended_mtu=8244,
+        local_ssds=16, reservation_bound=True, zones=_A3_HIGH_8G_ZONES,
+        price=prices.cyclenerd(88.49, 50.6095),
+        nccl_proof=NcclProof("nvcr.io#nvidia/pytorch:23.10-py3",
+                             _CTK + "a3-highgpu-8g/nccl-tests/import_pytorch_container.sh",
+                             60, _CHS + "a3.yaml")),
+    *(MachineFamily(
+        machine_type=f"a3-highgpu-{n}g", family="A3 High", gpu="nvidia-h100-80gb",
+        gres="h100", gpus=n, nvlink=True, local_ssds=2 * n,
+        zones=tuple(sorted((*_A3_HIGH_8G_ZONES, "europe-west8-c"))),
+        price=prices.cyclenerd(*price))
+      for n, price in ((1, (11.0612, 6.3262)), (2, (22.1225, 12.6524)),
+                       (4, (44.245, 25.3048)))),
+    # A3 Edge: 8 x H100 on GPUDirect-TCPX like A3 High, 1 gVNIC + 4 GPU NICs (gpu-network-
+    # bandwidth: "A3 Edge ... GPUDirect-TCPX"; SkyPilot's GCP provisioner gives
+    # a3-edgegpu-8g and a3-highgpu-8g the same five VPCs).
+    MachineFamily(
+        machine_type="a3-edgegpu-8g", family="A3 Edge", gpu="nvidia-h100-80gb", gres="h100",
+        gpus=8, nvlink=True, gpu_nics=4, networking="tcpx", recommended_mtu=8244,
+        local_ssds=16,
+        zones=zones("asia-northeast1:b asia-northeast3:ac asia-south1:c asia-southeast1:bc "
+                    "europe-west2:b europe-west3:ac europe-west4:bc europe-west9:c "
+                    "northamerica-northeast2:c us-central1:abc us-east4:abc us-east5:a "
+                    "us-west1:ab us-west4:a"),
+        price="no stored source lists A3 Edge",
+        # A3 Edge is A3 High's TCPX fabric; the health scanner has no check for it.
+        nccl_proof=NcclProof("nvcr.io#nvidia/pytorch:23.10-py3",
+                             _CTK + "a3-highgpu-8g/nccl-tests/import_pytorch_container.sh",
+                             None, None)),
+    *(MachineFamily(
+        machine_type=f"a2-ultragpu-{n}g", family="A2 Ultra", gpu="nvidia-a100-80gb",
+        gres="a100", gpus=n, nvlink=True, local_ssds=n,
+        zones=zones("asia-southeast1:c europe-west4:a us-central1:ac us-east4:c us-east5:ab"),
+        price=prices.cyclenerd(*price))
+      for n, price in ((1, (5.0688, 2.7595)), (2, (10.1376, 5.5191)),
+                       (4, (20.2752, 11.0382)), (8, (40.5504, 22.0764)))),
+    *(MachineFamily(
+        machine_type=f"a2-highgpu-{n}g", family="A2", gpu="nvidia-tesla-a100", gres="a100",
+        gpus=n, nvlink=True,
+        zones=zones("asia-northeast1:ac asia-northeast3:ab asia-southeast1:abc "
+                    "europe-west4:ab me-west1:ac us-central1:abcf us-east1:b us-west1:b "
+                    "us-west3:b us-west4:b"),
+        price=prices.cyclenerd(*price))
+      for n, price in ((1, (3.6734, 1.928)), (2, (7.3468, 3.856)), (4, (14.6935, 7.7121)),
+                       (8, (29.3871, 15.4242)))),
+    MachineFamily(
+        machine_type="a2-megagpu-16g", family="A2", gpu="nvidia-tesla-a100", gres="a100",
+        gpus=16, nvlink=True,
+        zones=zones("asia-southeast1:ac europe-west4:ab us-central1:abcf"),
+        price=prices.cyclenerd(55.7395, 29.2557)),
+    # G2: 1 to 8 L4 by vCPUs; not in the zone source's copy, so not offered.
+    *(MachineFamily(
+        machine_type=f"g2-standard-{vcpus}", family="G2", gpu="nvidia-l4", gres="l4", gpus=n,
+        nvlink=False, price=prices.cyclenerd(*price))
+      for vcpus, n, price in ((4, 1, (0.7068, 0.3973)), (8, 1, (0.8536, 0.4799)),
+                              (12, 1, (1.0004, 0.5624)), (16, 1, (1.1472, 0.6449)),
+                              (24, 2, (2.0008, 1.1248)), (32, 1, (1.7344, 0.9751)),
+                              (48, 4, (4.0017, 2.2496)), (96, 8, (8.0033, 4.4993)))),
+)
+
+#: The rows by machine type.
+GPU_MACHINES: dict[str, MachineFamily] = {f.machine_type: f for f in MACHINE_FAMILIES}
+
+#: Machine types without GPU networks (A2, G2, A3 High below 8 GPUs) and clusters built with
+#: `gpu_networks: none`: NCCL over the VM's own NIC, with no threshold. The image is
+#: clusterprint's choice: the toolkit's newest nccl-tests image (CUDA 12.6: A100, L4, H100).
+NCCL_PROOF_WITHOUT_FABRIC = NcclProof(
+    "nvcr.io#nvidia/pytorch:24.09-py3",
+    _CTK + "a3-ultragpu-8g/nccl-tests/import_pytorch_container.sh", None, None)
+
+
+def gpu_family(machine_type: str) -> MachineFamily | None:
+    """The GPU family of a machine type, or None for CPU-only machines."""
+    return GPU_MACHINES.get(machine_type)
+
+
+def gres_type(machine_type: str) -> str | None:
+    """Slurm's GRES type of a machine type's GPUs (``h100``), or None for CPU machines."""
+    family = gpu_family(machine_type)
+    return family.gres if family else None
+
+
+def gpu_count(machine_type: str) -> int:
+    """GPUs per VM: the count a nodeset declares in Slurm (``Gres=gpu:<type>:N``)."""
+    family = gpu_family(machine_type)
+    return family.gpus if family else 0
+
+
+def recommended_mtu(machine_types: list[str]) -> int:
+    """The MTU a blueprint defaults to: the lowest recommendation among its GPU families.
+
+    The lowest wins because a VPC carries one MTU and a larger one than a family's
+    recommendation fragments its GPUDirect traffic.
+    """
+    recommendations = [f.recommended_mtu for t in machine_types
+                       if (f := gpu_family(t)) and f.recommended_mtu is not None]
+    return min(recommendations, default=catalog.MTU_DEFAULT)
+
+
+#: Boot disk type for machine types outside GPU_MACHINES.
+DEFAULT_BOOT_DISK_TYPE = "pd-balanced"
+
+
+def boot_disk_type(machine_type: str) -> str:
+    """Default boot disk type: A3 Ultra and A4 take only Hyperdisk."""
+    family = gpu_family(machine_type)
+    return family.boot_disk_type if family else DEFAULT_BOOT_DISK_TYPE
+
+
+def bundled_local_ssds(machine_type: str) -> int:
+    """The local SSD disks a VM of ``machine_type`` comes with (0 for most CPU types)."""
+    family = gpu_family(machine_type)
+    return family.local_ssds if family else 0
+
+
+#: Machine types the reservation-bound provisioning model is documented for.
+RESERVATION_BOUND_MACHINES = frozenset(f.machine_type for f in MACHINE_FAMILIES
+                                       if f.reservation_bound)
+#: Machine types whose host Compute Engine takes a fault report for.
+HOST_FAULT_REPORT_MACHINES = frozenset(f.machine_type for f in MACHINE_FAMILIES
+                                       if f.host_fault_report)
+
+
+def nccl_proof(machine_type: str, networking: GpuNetworking) -> NcclProof:
+    """How the NCCL job proves the fabric a node of ``machine_type`` really gets."""
+    family = gpu_family(machine_type)
+    own = family.nccl_proof if family and networking != "none" else None
+    return own or NCCL_PROOF_WITHOUT_FABRIC
+
+
+def recipe_software(machine_type: str) -> RecipeSoftware:
+    """What a recipe runs in, and how it starts its ranks, on a node of ``machine_type``."""
+    family = gpu_family(machine_type)
+    return (family.recipe_software if family else None) or RECIPE_SOFTWARE_DEFAULT
+
+
+def managed_machine_types() -> tuple[str, ...]:
+    """Compute node types the managed API runs: its GPU families by name, then N2.
+
+    Read from GPU_MACHINES at call time, so a GPU family catalogued with ``managed=True``
+    is allowed without a second list to keep in step.
+    """
+    return (*sorted(m for m, f in GPU_MACHINES.items() if f.managed),
+            *catalog.MANAGED_N2_MACHINES)
+
+
+#: CPU machine series and the shapes (the word after the series) each offers, so a
+#: misspelt machine type is caught before `pulumi up` (Cluster Toolkit
+#: pkg/config/machine_mappings.json ``cpu_machine_families``; shapes and the series it
+#: lists not from cloud.google.com/compute/docs/general-purpose-machines,
+#: .../compute-optimized-machines, .../memory-optimized-machines,
+#: .../storage-optimized-machines). ``custom`` stands for custom machine types such as
+#: ``n2-custom-8-32768``.
+CPU_MACHINE_SERIES: dict[str, tuple[str, ...]] = {
+    "e2": ("standard", "highmem", "highcpu", "custom", "micro", "small", "medium"),
+    "f1": ("micro",),
+    "g1": ("small",),
+    "n1": ("standard", "highmem", "highcpu", "custom", "megamem", "ultramem"),
+    "n2": ("standard", "highmem", "highcpu", "custom"),
+    "n2d": ("standard", "highmem", "highcpu", "custom"),
+    "n4": ("standard", "highmem", "highcpu", "custom"),
+    "c2": ("standard",),
+    "c2d": ("standard", "highmem", "highcpu"),
+    "c3": ("standard", "highmem", "highcpu"),
+    "c3d": ("standard", "highmem", "highcpu"),
+    "c4": ("standard", "highmem", "highcpu"),
+    "c4a": ("standard", "highmem", "highcpu"),
+    "c4d": ("standard", "highmem", "highcpu"),
+    "t2a": ("standard",),
+    "t2d": ("standard",),
+    "h3": ("standard",),
+    "m1": ("megamem", "ultramem"),
+    "m2": ("megamem", "ultramem", "hypermem"),
+    "m3": ("megamem", "ultramem"),
+    "z3": ("highmem",),
+}
+
+
+def cpu_machine_known(machine_type: str) -> bool:
+    """True when the type's series and shape are a CPU machine the catalog lists.
+
+    ``custom-CPUS-MEM`` without a series is an N1 custom machine type.
+    """
+    return machine_type.startswith("custom-") or cpu_shape(machine_type) is not None
+
+
+#: The least memory per vCPU, in MiB, of each predefined CPU shape over the series above:
+#: N1 is the leanest in all three (Compute Engine machineTypes: n1-standard-2 7680 MB,
+#: n1-highmem-2 13312 MB, n1-highcpu-2 1843 MB for 2 vCPUs; N2, E2, C2, C3, C4 and the
+#: others give 3.75-4, 6.5-8 and 1-2 GB per vCPU). slurm.conf's DefMemPerCPU of a CPU
+#: partition comes from it; other shapes (custom, shared-core, mega/ultramem) set none.
+MIB_PER_VCPU_AT_LEAST: dict[str, int] = {"standard": 3840, "highmem": 6656, "highcpu": 921}
+
+
+def cpu_shape(machine_type: str) -> str | None:
+    """The shape word of a known CPU machine type (``standard`` of n2-standard-4), else None."""
+    series, _, rest = machine_type.partition("-")
+    shape = rest.partition("-")[0]
+    return shape if shape in CPU_MACHINE_SERIES.get(series, ()) else None
+
+
+def machine_known(machine_type: str) -> bool:
+    """True for a GPU machine type of the catalog or a CPU series and shape it lists."""
+    return gpu_family(machine_type) is not None or cpu_machine_known(machine_type)
+
+
+def machine_zones(machine_type: str) -> tuple[str, ...]:
+    """The zones where ``machine_type`` exists, or () where the catalog does not know them:
+    a GPU type's from its row, a CPU type's from its series."""
+    family = gpu_family(machine_type)
+    if family:
+        return family.zones
+    return CPU_SERIES_ZONES.get(machine_type.split("-")[0], ())
+
+
+#: Every machine type's price on record: the GPU rows' and the CPU types'.
+MACHINE_PRICES: dict[str, prices.MachinePrice] = {
+    **{f.machine_type: f.price for f in MACHINE_FAMILIES
+       if isinstance(f.price, prices.MachinePrice)},
+    **prices.CPU_MACHINE_PRICES,
+}
+#: GPU machine types that no stored source prices in PRICE_REGION, with the reason.
+UNPRICED_MACHINES: dict[str, str] = {
+    f.machine_type: f.price for f in MACHINE_FAMILIES if isinstance(f.price, str)}
