@@ -62,8 +62,11 @@ LOCAL_DBD_KEYS = {"DbdHost": "host", "DbdPort": "port", "StorageHost": "host",
                   "AuthInfo": "auth", "StoragePass": "auth"}
 #: The character device major number of NVIDIA GPUs (/dev/nvidia0 is 195, 0).
 NVIDIA_MAJOR = 195
-#: How long a daemon may take to answer before the test fails.
-START_TIMEOUT_S = 30
+#: How long a daemon may take to answer before the test fails: generous, since the whole
+#: suite runs in parallel on two cores and a starting slurmctld shares them.
+START_TIMEOUT_S = 60
+#: How long one "are you up yet" request may wait before it counts as no answer.
+POLL_TIMEOUT_S = 10
 
 
 def localize(slurm_conf: str, values: dict[str, str | None],
@@ -111,6 +114,19 @@ def wait_until(check: Callable[[], bool], what: str, log: Path | None = None,
             tail = log.read_text(errors="replace")[-3000:] if log and log.exists() else ""
             pytest.fail(f"{what}: not within {timeout}s\n{tail}")
         time.sleep(0.2)
+
+
+def poll(argv: list[str], env: dict[str, str] | None = None
+         ) -> subprocess.CompletedProcess | None:
+    """A client command asking whether a daemon is up yet; None when it got no answer in its
+    time: a daemon still starting on a loaded machine may hold a request longer than one
+    poll, which is "not yet", and the caller's deadline decides when that is a failure.
+    """
+    try:
+        return subprocess.run(argv, env=env, capture_output=True, text=True,
+                              timeout=POLL_TIMEOUT_S)
+    except subprocess.TimeoutExpired:
+        return None
 
 
 class Daemon:
@@ -216,9 +232,8 @@ class LocalSlurm:
 
     def sacctmgr_answers(self) -> bool:
         """True when slurmdbd answers sacctmgr."""
-        done = subprocess.run(["sacctmgr", "-n", "list", "cluster"], env=self.env,
-                              capture_output=True, text=True, timeout=10)
-        return done.returncode == 0
+        done = poll(["sacctmgr", "-n", "list", "cluster"], self.env)
+        return done is not None and done.returncode == 0
 
     def jwt_key(self) -> dict[str, str]:
         """A random key of the REST API's tokens in this cluster's folder, as the controller
@@ -308,9 +323,8 @@ class LocalSlurm:
 
     def answers(self) -> bool:
         """True when slurmctld answers a ping."""
-        ping = subprocess.run(["scontrol", "ping"], env=self.env, capture_output=True,
-                              text=True, timeout=10)
-        return "UP" in ping.stdout
+        ping = poll(["scontrol", "ping"], self.env)
+        return ping is not None and "UP" in ping.stdout
 
     def start_controller(self) -> Daemon:
         """slurmctld with the rendered (localized) configuration, until it answers."""
@@ -401,9 +415,9 @@ class LocalSlurm:
 
     def node_state(self, name: str) -> str:
         """The node's state as sinfo prints it, or "" while it is unknown."""
-        out = subprocess.run(["sinfo", "-h", "-N", "-n", name, "-o", "%T"], env=self.env,
-                             capture_output=True, text=True, timeout=10).stdout
-        return out.split()[0] if out.split() else ""
+        done = poll(["sinfo", "-h", "-N", "-n", name, "-o", "%T"], self.env)
+        out = done.stdout.split() if done else []
+        return out[0] if out else ""
 
     def stop(self) -> None:
         """Every daemon this cluster started, newest first, then its folder."""
@@ -446,9 +460,9 @@ class LocalMariaDB:
 
     def answers(self) -> bool:
         """True once the server takes connections on its socket."""
-        return subprocess.run(["mariadb-admin", "--no-defaults", f"--socket={self.socket}",
-                               "-u", "root", "ping"], capture_output=True, timeout=10
-                              ).returncode == 0
+        done = poll(["mariadb-admin", "--no-defaults", f"--socket={self.socket}", "-u", "root",
+                     "ping"])
+        return done is not None and done.returncode == 0
 
     def new_database(self) -> str:
         """A fresh database name for one cluster, granted to ``slurm``: each local cluster
