@@ -37,6 +37,19 @@ def source_file(mutant: str) -> str:
     return (module[1] if module else mutant).replace(".", "/") + ".py"
 
 
+def per_module(status: dict[str, str]) -> list[str]:
+    """One table row per mutated file: its killed and judged mutants (unchecked ones left
+    out: a run narrowed with MUTANTS judges only some)."""
+    killed: Counter[str] = Counter()
+    judged: Counter[str] = Counter()
+    for mutant, state in status.items():
+        if state in KILLED or state in SURVIVED:
+            judged[source_file(mutant)] += 1
+            killed[source_file(mutant)] += state in KILLED
+    return [f"| `{path}` | {killed[path]} | {judged[path]} | "
+            f"{100 * killed[path] / judged[path]:.1f} % |" for path in sorted(judged)]
+
+
 def report(mutmut: str) -> str:
     """The Markdown report."""
     status = results(mutmut)
@@ -73,6 +86,12 @@ def report(mutmut: str) -> str:
         "| status | mutants |",
         "|---|---|",
         *(f"| {s} | {n} |" for s, n in sorted(counts.items())),
+        "",
+        "## Per module",
+        "",
+        "| module | killed | judged | kill rate |",
+        "|---|---|---|---|",
+        *per_module(status),
         "",
         "## Surviving mutants",
         "",
