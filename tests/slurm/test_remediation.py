@@ -165,9 +165,9 @@ def test_protected_mode_stops_the_loop_alerts_says_why_and_reset_leaves_it(fleet
     setup.pass_once()
     setup.now += remediation.REPLACE_TIMEOUT_S + 1
     setup.pass_once()  # four timeouts: protected at the third
-    out = capfd.readouterr().out
+    logged = capfd.readouterr().err
     # <1>: the journal's PRIORITY for the line, ALERT (syslog level 1).
-    alerts = [json.loads(line[3:]) for line in out.splitlines() if line.startswith("<1>{")]
+    alerts = [json.loads(line[3:]) for line in logged.splitlines() if line.startswith("<1>{")]
     assert len(alerts) == 1 and alerts[0]["nodeset"] == "a4"
     assert "clusterprint-remediate --reset a4" in alerts[0]["message"]
     setup.pass_once()

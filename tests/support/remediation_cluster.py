@@ -14,7 +14,7 @@ from pathlib import Path
 
 from clusterprint.blueprint.model import Blueprint
 from clusterprint.blueprint.validate import check_text
-from clusterprint.node import remediate
+from clusterprint.node import common, remediate
 from clusterprint.render import remediation
 from tests.support.compute_fake import FakeCompute
 from tests.support.local_slurm import Daemon, LocalSlurm, wait_until
@@ -83,8 +83,11 @@ class Remediation:
         """A fresh loop (as after a restart) on the state file, with this clock."""
         config = remediate.Config.load(str(self.config_path))
         slurm = remediate.Slurm(lambda argv: self.cluster.run(*argv))
-        compute = remediate.Compute(config.project, config.zone, config.api, config.token_url)
-        return remediate.Remediator(config, slurm, compute, clock=lambda: self.now)
+        compute = remediate.Compute(config.project, config.zone, config.api, config.token_url,
+                                    config.http_timeout_s)
+        # One boot: the test's clock is the boot's monotonic clock and the wall clock.
+        return remediate.Remediator(config, slurm, compute,
+                                    clock=lambda: remediate.Reading(self.now, self.now, "test"))
 
     def pass_once(self) -> None:
         self.loop().run_once()
@@ -115,7 +118,7 @@ class Remediation:
         self.cluster.run("scontrol", "update", f"nodename={name}", "state=drain",
                          f"reason={reason}")
 
-    def node(self, name: str) -> remediate.Node | None:
+    def node(self, name: str) -> common.SlurmNode | None:
         return next((n for n in remediate.Slurm(lambda a: self.cluster.run(*a)).nodes()
                      if n.name == name), None)
 
