@@ -88,6 +88,8 @@ BOOT_ID = "/proc/sys/kernel/random/boot_id"
 #: scontrol answers within this, or the pass is skipped.
 SCONTROL_TIMEOUT_S = 60
 ON_FAILURE = ("drain", "reboot", "replace")
+#: What a node in flight can be waiting on (``gave-up``: left DOWN after a timeout).
+TRACKED = ("drain", "reboot", "report", "recreate", "gave-up")
 
 LOG = common.Log("remediate")
 
@@ -262,7 +264,7 @@ class Config(Record):
 class Track(Record):
     """An action in flight on one node, and what the node looked like when it was taken."""
 
-    action: str  # drain, reboot, report, recreate, gave-up
+    action: str
     since: Reading
     nodeset: str
     reason: str
@@ -270,6 +272,11 @@ class Track(Record):
     reason_stamp: str = ""
     #: "refused": the API or scontrol answered the call with an error (it did nothing)
     outcome: str = ""
+
+    def __post_init__(self) -> None:
+        if self.action not in TRACKED or self.outcome not in ("", "refused"):
+            raise common.BadJSON(f"an action {self.action!r} ({self.outcome!r}) this program "
+                                 "does not take")
 
 
 @dataclass(frozen=True)
@@ -978,7 +985,7 @@ def main(argv: list[str] | None = None) -> int:
             return 2
         try:
             loop.reset(args.reset)
-        except common.CommandFailed as exc:
+        except (common.CommandFailed, OSError) as exc:
             LOG(f"reset of {args.reset}: {exc}", "ERROR")
             return 1
         return 0

@@ -61,9 +61,11 @@ class Remediation:
         assert GROUP in groups
         fake = FakeCompute(PROJECT, ZONE, groups=groups)
         setup = cls(cluster, fake, tmp_path)
+        # The rendered program with the rendered common.py beside it, as on the controller.
+        for name in ("remediate.py", "common.py"):
+            (cluster.root / name).write_text(cluster.files[f"scripts/{name}"])
+            (cluster.root / name).chmod(0o755)
         program = cluster.root / "remediate.py"
-        program.write_text(cluster.files["scripts/remediate.py"])
-        program.chmod(0o755)
         # The rendered RebootProgram wrapper, pointing at this copy of program and config.
         wrapper = cluster.root / "reboot-vm"
         wrapper.write_text(f'#!/bin/sh\nexec python3 {program} --config {setup.config_path} '

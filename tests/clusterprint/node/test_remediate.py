@@ -466,6 +466,9 @@ BAD_STATES = {
     "a wrong type": json.dumps({"failures": {"a4": "1"}}).encode(),
     "a wrong shape": json.dumps({"nodes": {"a4-a4-0001": {"action": "recreate"}}}).encode(),
     "an unknown key": json.dumps({"nodez": {}}).encode(),
+    "an unknown action": json.dumps({"nodes": {"a4-a4-0001": {
+        "action": "explode", "since": 1.0, "nodeset": "a4", "reason": "", "slurmd_start": ""}}}
+    ).encode(),
     "too deep": b"[" * 100_000 + b"]" * 100_000,
 }
 
