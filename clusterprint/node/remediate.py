@@ -1,10 +1,9 @@
 """The controller's remediation loop: what happens to a node the health check drained.
 
-Standard library only (it runs on the controller's stock python3, 3.10 or newer). Each
-pass reads Slurm's nodes, decides, acts, records; its state lives in one JSON file,
-written atomically, so a restarted loop picks up where it left off and never repeats an
-action. It acts only on nodes drained with a ``cp:`` reason (the health check's) or
-found DOWN and not responding, per their nodeset's ``on_failure``:
+Standard library only (it runs on the controller's stock python3, 3.10 or newer), with the
+node programs' shared module (common.py) beside it. It acts only on nodes drained with a
+``cp:`` reason (the health check's) or found DOWN and not responding, per their nodeset's
+``on_failure``:
 
 - ``drain``: leaves the node drained with its reason.
 - ``reboot``: ``scontrol reboot ASAP nextstate=RESUME``; slurmctld runs the RebootProgram
@@ -16,12 +15,28 @@ found DOWN and not responding, per their nodeset's ``on_failure``:
   group, which keeps the name; the node is resumed when its slurmd registers again, or
   set DOWN with the reason after ``replace_timeout_s``.
 
-At most ``max_share_per_hour`` of a nodeset (rounded down, at least one node) is
-rebooted or replaced in any hour. A remediation fails when a replaced VM does not
-register in time, or when a remediated node fails its check again within
-``watch_s``; after ``protect_after_failures`` failures in a row a nodeset is protected:
-the loop stops acting on it, logs an ALERT and says so in the reasons of its drained
-nodes, until ``--reset NODESET``. So a broken check cannot recycle a cluster.
+At most ``max_share_per_hour`` of a nodeset (rounded down, at least one node) is rebooted
+or replaced in any hour; a drain costs nothing, a report and the recreation that follows
+it cost one. An action counts when it is decided, before the API or scontrol is called:
+a call that times out after the API acted has still used its place. The hour is measured
+on the boot's monotonic clock (CLOCK_BOOTTIME), so setting the wall clock never frees a
+place; across a controller reboot an action counts until both the wall clock and the
+time since boot say an hour has passed (an action stamped in the future is recent).
+
+A remediation fails when a replaced or rebooted VM does not register in time, or when a
+remediated node fails its check again within ``watch_s``; after
+``protect_after_failures`` failures in a row a nodeset is protected: the loop stops acting
+on it, logs an ALERT and says so in the reasons of its drained nodes, until
+``--reset NODESET``. So a broken check cannot recycle a cluster. A state file that cannot
+be read (corrupt, cut short, of another shape) protects every nodeset the same way, and is
+left as it is until ``--reset`` puts it aside as ``FILE.corrupt``.
+
+Each pass holds the state file's lock from reading it to recording what it did, so
+``--reset`` (which takes the same lock) is never written over by a running loop. A pass
+is two steps: ``decide`` is a pure function from Slurm's nodes, the groups' VMs, the state
+and the clock to typed actions and the new state; ``apply`` carries them out in batches
+(one ``recreateInstances`` per group, one ``scontrol update`` per state and reason), as
+slurm-gcp's slurmsync.py groups its node actions.
 
 DOWN dynamic nodes whose VM no longer exists in their instance group (it was deleted or
 replaced under another name) are deleted from Slurm: they count against MaxNodeCount.
@@ -30,23 +45,26 @@ replaced under another name) are deleted from Slurm: they count against MaxNodeC
 from __future__ import annotations
 
 import argparse
+import copy
+import http.client
 import json
 import math
 import os
-import re
-import subprocess
 import sys
-import tempfile
 import time
 import urllib.error
+import urllib.parse
 import urllib.request
-from collections.abc import Callable
-from dataclasses import dataclass, field
+from collections.abc import Callable, Iterator
+from dataclasses import MISSING, asdict, dataclass, field, fields, replace
 from pathlib import Path
 
-#: The health check's reasons start so; several are joined with REASON_SEPARATOR.
-PREFIX = "cp:"
-REASON_SEPARATOR = "; "
+if __package__:
+    from clusterprint.node import common
+else:
+    import common
+
+PREFIX = common.PREFIX
 #: What a protected nodeset's drained nodes carry in their reason.
 PROTECTED = f"{PREFIX}protected"
 #: Reason prefixes of GPU hardware faults, the ones worth reporting the host for; a
@@ -57,200 +75,111 @@ NOT_HOST_FAULTS = (f"{PREFIX}gpu-tools",)
 GPU_FAULT_BEHAVIOR = "UNRECOVERABLE_GPU_ERROR"
 #: The window the rate limit counts actions in.
 HOUR_S = 3600
-#: Slurm's reason field is short in sinfo; a longer one is cut, never refused.
-REASON_MAX = 250
-METADATA_TOKEN_URL = ("http://metadata.google.internal/computeMetadata/v1/instance/"
-                      "service-accounts/default/token")
+METADATA_TOKEN_URL = f"{common.METADATA_ROOT}instance/service-accounts/default/token"
 COMPUTE_API = "https://compute.googleapis.com/compute/v1"
-HTTP_TIMEOUT_S = 30
-#: syslog(3) levels of the severities the loop logs at.
-SYSLOG_LEVELS = {"ALERT": 1, "ERROR": 3, "WARNING": 4, "INFO": 6}
+#: A list of more pages than this is an API fault (a loop of page tokens), not a group.
+PAGES_MAX = 100
+#: An answer larger than this is not one the loop asked for.
+ANSWER_MAX_BYTES = 32 * 1024 * 1024
+#: Nodes named in one recreateInstances call or scontrol command: a longer list is split.
+BATCH_MAX = 500
+#: This boot's id: stamps of the same boot compare their monotonic clocks.
+BOOT_ID = "/proc/sys/kernel/random/boot_id"
+#: scontrol answers within this, or the pass is skipped.
+SCONTROL_TIMEOUT_S = 60
+ON_FAILURE = ("drain", "reboot", "replace")
+#: What a node in flight can be waiting on (``gave-up``: left DOWN after a timeout).
+TRACKED = ("drain", "reboot", "report", "recreate", "gave-up")
+
+LOG = common.Log("remediate")
 
 
-# --- Slurm's view ---------------------------------------------------------------------
+# --- Typed JSON ---------------------------------------------------------------------------
 
-@dataclass(frozen=True)
-class Node:
-    """One node as ``scontrol show node -o`` prints it."""
-
-    name: str
-    #: the base state and its flags, upper case: {"IDLE", "DRAIN", "DYNAMIC_NORM"}
-    state: frozenset[str]
-    features: tuple[str, ...]
-    reason: str
-    slurmd_start: str
-    #: who set the reason and when (``root@2026-12-01T10:31:53``): a new drain changes it
-    reason_stamp: str = ""
-
-    @property
-    def drained(self) -> bool:
-        return "DRAIN" in self.state
-
-    @property
-    def down(self) -> bool:
-        return "DOWN" in self.state
-
-    @property
-    def not_responding(self) -> bool:
-        return "NOT_RESPONDING" in self.state
-
-    @property
-    def busy(self) -> bool:
-        """Jobs still run (or end) on it: a replacement waits."""
-        return bool(self.state & {"ALLOCATED", "MIXED", "COMPLETING"})
-
-    @property
-    def rebooting(self) -> bool:
-        """Slurm is rebooting it (``scontrol reboot``): hands off."""
-        return bool(self.state & {"REBOOT", "REBOOT_REQUESTED", "REBOOT_ISSUED"})
-
-    @property
-    def checked_failed(self) -> bool:
-        """Drained or down by the health check (its reason starts ``cp:``)."""
-        return (self.drained or self.down) and self.reason.startswith(PREFIX)
-
-    @property
-    def unhealthy(self) -> bool:
-        """What the loop acts on: a failed check, or DOWN without an answer."""
-        return not self.rebooting and (self.checked_failed
-                                       or (self.down and self.not_responding))
+_SCALARS: dict[str, type | tuple[type, ...]] = {"str": str, "int": int, "bool": bool,
+                                                "float": (int, float)}
 
 
-def parse_nodes(text: str) -> list[Node]:
-    """``scontrol show node -o``: one line per node; Reason, if any, is last and has spaces."""
-    nodes = []
-    for line in text.splitlines():
-        if not line.startswith("NodeName="):
-            continue
-        head, _, reason = line.partition(" Reason=")
-        fields = dict(re.findall(r"(\w+)=(\S*)", head))
-        state = fields.get("State", "").rstrip("*")
-        flags = set(state.split("+")) if state else set()
-        if fields.get("State", "").endswith("*"):
-            flags.add("NOT_RESPONDING")
-        stamp = re.search(r" \[([^\]]*@[^\]]*)\]\s*$", reason)
-        reason = reason[:stamp.start()] if stamp else reason.strip()
-        features = tuple(f for f in fields.get("ActiveFeatures", "").split(",") if f)
-        nodes.append(Node(fields["NodeName"], frozenset(flags), features, reason,
-                          fields.get("SlurmdStartTime", ""), stamp[1] if stamp else ""))
-    return nodes
+def _value(kind: str, raw: object, what: str) -> object:
+    """``raw`` as the annotation ``kind`` says (a scalar, ``dict[str, X]``, ``list[X]``
+    or a record below), every type checked; BadJSON naming ``what`` otherwise."""
+    if kind in _SCALARS:
+        value = common.expect(raw, _SCALARS[kind], what)
+        return float(value) if kind == "float" else value
+    if kind.startswith("dict[str, "):
+        items = common.expect(raw, dict, what)
+        return {key: _value(kind[10:-1], item, f"{what}.{key}") for key, item in items.items()}
+    if kind.startswith("list["):
+        items = common.expect(raw, list, what)
+        return [_value(kind[5:-1], item, f"{what}[{index}]") for index, item in enumerate(items)]
+    return RECORDS[kind].from_json(raw, what)
 
 
-class Slurm:
-    """The scontrol commands the loop runs, each looked up on PATH."""
-
-    def __init__(self, run: Callable[[list[str]], str] | None = None) -> None:
-        self.run = run or _run
-
-    def nodes(self) -> list[Node]:
-        return parse_nodes(self.run(["scontrol", "show", "node", "-o"]))
-
-    def reboot(self, node: str, reason: str) -> None:
-        self.run(["scontrol", "reboot", "ASAP", "nextstate=RESUME", f"reason={reason}", node])
-
-    def set_state(self, node: str, state: str, reason: str | None = None) -> None:
-        argv = ["scontrol", "update", f"nodename={node}", f"state={state}"]
-        self.run(argv + ([f"reason={reason}"] if reason else []))
-
-    def delete(self, node: str) -> None:
-        self.run(["scontrol", "delete", f"nodename={node}"])
+def typed(cls: type, raw: object, what: str) -> object:
+    """A dataclass from its JSON object: no unknown key, none missing that has no default,
+    each value of its field's type."""
+    raw = common.expect(raw, dict, what)
+    known = {f.name: f for f in fields(cls)}
+    unknown = sorted(set(raw) - set(known))
+    if unknown:
+        raise common.BadJSON(f"{what}: unknown key {unknown[0]!r}")
+    values = {}
+    for name, spec in known.items():
+        if name in raw:
+            values[name] = _value(spec.type, raw[name], f"{what}.{name}")
+        elif spec.default is MISSING and spec.default_factory is MISSING:
+            raise common.BadJSON(f"{what}: no {name!r}")
+    return cls(**values)
 
 
-def _run(argv: list[str]) -> str:
-    done = subprocess.run(argv, capture_output=True, text=True, timeout=60)
-    if done.returncode:
-        raise SlurmError(f"{' '.join(argv)}: exit {done.returncode}: {done.stderr.strip()}")
-    return done.stdout
+class Record:
+    """A dataclass read with ``typed``."""
+
+    @classmethod
+    def from_json(cls, raw: object, what: str):
+        return typed(cls, raw, what)
 
 
-class SlurmError(Exception):
-    """An scontrol command failed."""
-
-
-# --- The Compute API ------------------------------------------------------------------
-
-class ComputeError(Exception):
-    """A Compute API call failed: the loop logs it and tries again next pass."""
-
-
-class Compute:
-    """The four Compute API calls the loop makes, with the metadata server's token."""
-
-    def __init__(self, project: str, zone: str, api: str = COMPUTE_API,
-                 token_url: str = METADATA_TOKEN_URL) -> None:
-        self.project, self.zone = project, zone
-        self.api, self.token_url = api.rstrip("/"), token_url
-        self._token: tuple[str, float] | None = None
-
-    def _bearer(self) -> str:
-        if self._token is None or self._token[1] < time.monotonic():
-            request = urllib.request.Request(self.token_url,
-                                             headers={"Metadata-Flavor": "Google"})
-            with urllib.request.urlopen(request, timeout=HTTP_TIMEOUT_S) as answer:
-                token = json.load(answer)
-            self._token = (token["access_token"],
-                           time.monotonic() + int(token.get("expires_in", 300)) - 60)
-        return self._token[0]
-
-    def call(self, method: str, path: str, body: dict | None = None) -> dict:
-        url = f"{self.api}/projects/{self.project}/zones/{self.zone}/{path}"
-        data = json.dumps(body).encode() if body is not None else None
-        try:
-            request = urllib.request.Request(
-                url, data=data, method=method,
-                headers={"Authorization": f"Bearer {self._bearer()}",
-                         "Content-Type": "application/json"})
-            with urllib.request.urlopen(request, timeout=HTTP_TIMEOUT_S) as answer:
-                return json.loads(answer.read() or b"{}")
-        except urllib.error.HTTPError as exc:
-            raise ComputeError(f"{method} {path}: HTTP {exc.code}: "
-                               f"{exc.read()[:300].decode(errors='replace')}") from None
-        except (OSError, ValueError, KeyError) as exc:
-            raise ComputeError(f"{method} {path}: {exc}") from None
-
-    def group(self, base_instance_name: str) -> str:
-        """The instance group whose VMs are named ``base_instance_name-xxxx``."""
-        token = ""
-        while True:
-            page = self.call("GET", "instanceGroupManagers" + (f"?pageToken={token}"
-                                                               if token else ""))
-            for item in page.get("items", []):
-                if item.get("baseInstanceName") == base_instance_name:
-                    return item["name"]
-            token = page.get("nextPageToken", "")
-            if not token:
-                raise ComputeError(f"no instance group of {base_instance_name}-* VMs")
-
-    def instances(self, group: str) -> dict[str, str]:
-        """Every VM of the group, being created or not, by name: its status."""
-        found, token = {}, ""
-        while True:
-            page = self.call("POST", f"instanceGroupManagers/{group}/listManagedInstances"
-                             + (f"?pageToken={token}" if token else ""))
-            for item in page.get("managedInstances", []):
-                found[item["instance"].rsplit("/", 1)[-1]] = item.get("instanceStatus", "")
-            token = page.get("nextPageToken", "")
-            if not token:
-                return found
-
-    def reset(self, instance: str) -> None:
-        self.call("POST", f"instances/{instance}/reset")
-
-    def recreate(self, group: str, instance: str) -> None:
-        self.call("POST", f"instanceGroupManagers/{group}/recreateInstances",
-                  {"instances": [f"zones/{self.zone}/instances/{instance}"]})
-
-    def report_faulty(self, instance: str, description: str) -> None:
-        self.call("POST", f"instances/{instance}/reportHostAsFaulty",
-                  {"disruptionSchedule": "IMMEDIATE",
-                   "faultReasons": [{"behavior": GPU_FAULT_BEHAVIOR,
-                                     "description": description[:REASON_MAX]}]})
-
-
-# --- Configuration and state ----------------------------------------------------------
+# --- The clock ---------------------------------------------------------------------------
 
 @dataclass(frozen=True)
-class NodesetPolicy:
+class Reading(Record):
+    """One reading of the clock, as every action and wait is stamped: the wall clock, the
+    boot's monotonic clock (CLOCK_BOOTTIME: it counts suspend, never jumps) and the boot."""
+
+    wall: float
+    uptime: float
+    boot: str
+
+    @classmethod
+    def from_json(cls, raw: object, what: str) -> Reading:
+        if isinstance(raw, (int, float)) and not isinstance(raw, bool):
+            # An older loop stamped the wall clock only: of no boot, so never trusted alone.
+            return cls(float(raw), 0.0, "")
+        return typed(cls, raw, what)
+
+
+def elapsed(since: Reading, now: Reading) -> float:
+    """Seconds from ``since`` to ``now``, never more than really passed: within one boot
+    the monotonic clock's; across boots the smaller of the wall clock's and the time since
+    this boot (the action was before it), none when the wall clock went back past it."""
+    if since.boot and since.boot == now.boot:
+        return max(now.uptime - since.uptime, 0.0)
+    return max(min(now.wall - since.wall, now.uptime), 0.0)
+
+
+def system_clock() -> Reading:
+    try:
+        boot = Path(BOOT_ID).read_text().strip()
+    except OSError:
+        boot = ""
+    return Reading(time.time(), time.clock_gettime(time.CLOCK_BOOTTIME), boot)
+
+
+# --- Configuration -----------------------------------------------------------------------
+
+@dataclass(frozen=True)
+class NodesetPolicy(Record):
     """What the loop does with one nodeset's failing nodes."""
 
     name: str
@@ -259,398 +188,762 @@ class NodesetPolicy:
     on_failure: str
     report_faulty_host: bool
 
+    def __post_init__(self) -> None:
+        if self.on_failure not in ON_FAILURE:
+            raise common.BadJSON(f"nodeset {self.name}: on_failure {self.on_failure!r} is "
+                                 f"not one of {', '.join(ON_FAILURE)}")
+        if self.nodes < 1:
+            raise common.BadJSON(f"nodeset {self.name}: nodes must be at least 1")
+
 
 @dataclass(frozen=True)
-class Config:
-    """The rendered config (``/etc/clusterprint/remediate.json``)."""
+class Config(Record):
+    """The loop's config (``/etc/slurm/clusterprint/remediate.json``): the renderer builds
+    this object and writes it; the defaults are the program's."""
 
     project: str
     zone: str
     state_file: str
     nodesets: dict[str, NodesetPolicy]
     max_share_per_hour: float
-    protect_after_failures: int
-    replace_timeout_s: int
-    report_wait_s: int
-    watch_s: int
-    interval_s: int
+    #: Failed remediations in a row before a nodeset is protected (AWS ParallelCluster's
+    #: clustermgtd waits for 10 failed launches; a failed replacement costs more, so 3).
+    protect_after_failures: int = 3
+    #: How long a recreated or rebooted VM has to register, and slurm.conf's ResumeTimeout
+    #: (rendered from this), which bounds a node's reboot the same way.
+    replace_timeout_s: int = 1800
+    #: How long a host-fault report may take before the VM is recreated anyway: the report
+    #: takes 10 to 12 minutes (cloud.google.com/ai-hypercomputer/docs/manage/report-faulty-host).
+    report_wait_s: int = 900
+    #: A remediated node failing its check again within this long is a failed remediation.
+    watch_s: int = 3600
+    #: Seconds between passes.
+    interval_s: int = 60
+    #: Seconds one Compute API or metadata call may take.
+    http_timeout_s: float = 30.0
     api: str = COMPUTE_API
     token_url: str = METADATA_TOKEN_URL
 
+    def __post_init__(self) -> None:
+        if not 0 <= self.max_share_per_hour <= 1:
+            raise common.BadJSON("max_share_per_hour must be between 0 and 1")
+        if min(self.protect_after_failures, self.interval_s, self.http_timeout_s) <= 0:
+            raise common.BadJSON("protect_after_failures, interval_s and http_timeout_s "
+                                 "must be above 0")
+
+    @classmethod
+    def from_json(cls, raw: object, what: str = "the config") -> Config:
+        raw = common.expect(raw, dict, what)
+        nodesets = common.expect(raw.get("nodesets", {}), dict, f"{what}.nodesets")
+        named = {name: {**common.expect(ns, dict, f"{what}.nodesets.{name}"), "name": name}
+                 for name, ns in nodesets.items()}
+        return typed(cls, {**raw, "nodesets": named}, what)
+
     @classmethod
     def load(cls, path: str) -> Config:
-        raw = json.loads(Path(path).read_text())
-        raw["nodesets"] = {name: NodesetPolicy(name=name, **ns)
-                           for name, ns in raw["nodesets"].items()}
-        return cls(**raw)
+        try:
+            data = Path(path).read_bytes()
+        except OSError as exc:
+            raise common.BadJSON(f"{path}: {exc.strerror or exc}") from None
+        return cls.from_json(common.load_json(data, path), path)
+
+    def to_json(self) -> dict:
+        raw = asdict(self)
+        for nodeset in raw["nodesets"].values():
+            del nodeset["name"]
+        return raw
 
     def per_hour(self, nodeset: NodesetPolicy) -> int:
         """The most reboots or replacements of the nodeset in any hour."""
         return max(1, math.floor(self.max_share_per_hour * nodeset.nodes))
 
 
+# --- State ----------------------------------------------------------------------------------
+
+@dataclass(frozen=True)
+class Track(Record):
+    """An action in flight on one node, and what the node looked like when it was taken."""
+
+    action: str
+    since: Reading
+    nodeset: str
+    reason: str
+    slurmd_start: str
+    reason_stamp: str = ""
+    #: "refused": the API or scontrol answered the call with an error (it did nothing)
+    outcome: str = ""
+
+    def __post_init__(self) -> None:
+        if self.action not in TRACKED or self.outcome not in ("", "refused"):
+            raise common.BadJSON(f"an action {self.action!r} ({self.outcome!r}) this program "
+                                 "does not take")
+
+
+@dataclass(frozen=True)
+class Returned(Record):
+    """A remediated node back in service: failing again within watch_s counts."""
+
+    since: Reading
+    nodeset: str
+    action: str
+
+
+@dataclass(frozen=True)
+class Protection(Record):
+    """Why and since when a nodeset is left alone; ``note`` is what its reasons say."""
+
+    since: Reading
+    why: str
+    note: str = ""
+
+
+RECORDS = {"Reading": Reading, "NodesetPolicy": NodesetPolicy, "Track": Track,
+           "Returned": Returned, "Protection": Protection}
+
+
+class BadState(Exception):
+    """The state file exists and cannot be used: the message says why."""
+
+
 @dataclass
-class State:
+class State(Record):
     """What survives a restart: actions in flight, the hour's actions, failures, protection."""
 
-    #: node -> {"action", "since", "reason", "nodeset", "slurmd_start"}
-    nodes: dict[str, dict] = field(default_factory=dict)
-    #: nodeset -> times of its reboots and replacements (the last hour's)
-    actions: dict[str, list[float]] = field(default_factory=dict)
+    nodes: dict[str, Track] = field(default_factory=dict)
+    #: nodeset -> its reboots and replacements of the last hour
+    actions: dict[str, list[Reading]] = field(default_factory=dict)
     #: nodeset -> failed remediations in a row
     failures: dict[str, int] = field(default_factory=dict)
-    #: node -> when a remediated node came back (failing again within watch_s counts)
-    returned: dict[str, dict] = field(default_factory=dict)
-    #: nodeset -> {"since", "why"}
-    protected: dict[str, dict] = field(default_factory=dict)
+    returned: dict[str, Returned] = field(default_factory=dict)
+    protected: dict[str, Protection] = field(default_factory=dict)
 
     @classmethod
     def load(cls, path: str) -> State:
+        """The saved state; an empty one when there is none; BadState when the file is
+        unreadable, not JSON, or not the shape this program writes."""
         try:
-            return cls(**json.loads(Path(path).read_text()))
+            data = Path(path).read_bytes()
         except FileNotFoundError:
             return cls()
+        except OSError as exc:
+            raise BadState(exc.strerror or str(exc)) from None
+        try:
+            return typed(cls, common.load_json(data, "the state"), "the state")
+        except common.BadJSON as exc:
+            raise BadState(str(exc)) from None
 
     def save(self, path: str) -> None:
-        """Atomically: a crash leaves the old file or the new one, never half of one."""
-        target = Path(path)
-        target.parent.mkdir(parents=True, exist_ok=True)
-        fd, tmp = tempfile.mkstemp(prefix=f".{target.name}.", dir=target.parent)
-        with os.fdopen(fd, "w") as out:
-            json.dump(self.__dict__, out, indent=1, sort_keys=True)
-            out.flush()
-            os.fsync(out.fileno())
-        os.replace(tmp, target)
+        """Whole or not at all (common.atomic_write)."""
+        common.atomic_write(path, json.dumps(asdict(self), indent=1, sort_keys=True) + "\n",
+                            0o600)
 
 
-# --- Logging ----------------------------------------------------------------------------
+def unreadable_state(config: Config, why: str, now: Reading, spare: str = "") -> State:
+    """The state a pass works on when the file cannot be read: every nodeset (but
+    ``spare``, the one being reset) protected, so nothing is rebooted or replaced."""
+    return State(protected={name: Protection(now, why, "state file unreadable")
+                            for name in config.nodesets if name != spare})
 
-def log(message: str, severity: str = "INFO", **fields: object) -> None:
-    """One JSON line on stdout, led by its syslog level (``<1>`` for ALERT).
 
-    Under systemd the journal takes the ``<N>`` prefix as the line's PRIORITY
-    (systemd.exec(5), SyslogLevelPrefix=, on by default), and the Ops Agent's
-    systemd_journald receiver maps PRIORITY 1 to severity ALERT in Cloud Logging
-    (the Ops Agent's source: confgenerator/logging_receivers.go).
-    """
-    line = json.dumps({"severity": severity, "message": message, **fields})
-    print(f"<{SYSLOG_LEVELS[severity]}>{line}", flush=True)
+# --- Decisions ------------------------------------------------------------------------------
+
+@dataclass(frozen=True)
+class Group:
+    """A nodeset's instance group as the API listed it: its name and VMs' statuses."""
+
+    name: str
+    vms: dict[str, str]
+
+
+@dataclass(frozen=True)
+class Reboot:
+    """``scontrol reboot ASAP nextstate=RESUME`` with this reason."""
+
+    node: str
+    reason: str
+
+
+@dataclass(frozen=True)
+class Reset:
+    """The VM reset through the API (Slurm will not reboot a DOWN node)."""
+
+    node: str
+
+
+@dataclass(frozen=True)
+class Report:
+    """reportHostAsFaulty for the node's VM."""
+
+    node: str
+    description: str
+
+
+@dataclass(frozen=True)
+class Recreate:
+    """recreateInstances of the node's VM in its group."""
+
+    group: str
+    node: str
+
+
+@dataclass(frozen=True)
+class SetState:
+    """``scontrol update nodename=... state=... [reason=...]``."""
+
+    node: str
+    state: str
+    reason: str = ""
+
+
+@dataclass(frozen=True)
+class Delete:
+    """``scontrol delete nodename=...``: a dynamic node whose VM is gone."""
+
+    node: str
+
+
+@dataclass(frozen=True)
+class Note:
+    """One log line."""
+
+    message: str
+    severity: str = "INFO"
+    fields: dict = field(default_factory=dict)
+
+
+Action = Reboot | Reset | Report | Recreate | SetState | Delete | Note
+
+
+def unhealthy(node: common.SlurmNode) -> bool:
+    """What the loop acts on: a failed check, or DOWN without an answer; never a node
+    Slurm is rebooting."""
+    return not node.rebooting and (node.checked_failed or (node.down and node.not_responding))
 
 
 def with_reason(reason: str, extra: str) -> str:
-    """``reason`` with ``extra`` appended once, cut to what Slurm shows."""
+    """``reason`` with ``extra`` appended once (by its ``cp:name``), within REASON_MAX:
+    the reason is cut, never the loop's note."""
+    extra = common.clip(extra, common.REASON_MAX // 2)
     if extra.split(": ", 1)[0] in reason:
-        return reason[:REASON_MAX]
-    return (reason + REASON_SEPARATOR + extra if reason else extra)[:REASON_MAX]
+        return common.clip(reason)
+    if not reason:
+        return extra
+    room = common.REASON_MAX - len(common.SEPARATOR) - len(extra)
+    return common.clip(reason, room) + common.SEPARATOR + extra
 
 
 def host_fault(reason: str) -> bool:
     """Whether one of the reasons is a GPU hardware fault (not a missing tool)."""
-    parts = reason.split(REASON_SEPARATOR)
     return any(p.startswith(HOST_FAULT_PREFIXES) and not p.startswith(NOT_HOST_FAULTS)
-               for p in parts)
+               for p in reason.split(common.SEPARATOR))
 
 
-# --- The loop ---------------------------------------------------------------------------
+def nodeset_of(node: common.SlurmNode, config: Config) -> NodesetPolicy | None:
+    return next((config.nodesets[f] for f in node.features if f in config.nodesets), None)
 
-class Remediator:
-    """One pass of the loop over plain data; Slurm, Compute and the clock are injected."""
 
-    def __init__(self, config: Config, slurm: Slurm, compute: Compute,
-                 clock: Callable[[], float] = time.time) -> None:
-        self.config, self.slurm, self.compute, self.clock = config, slurm, compute, clock
-        self.state = State.load(config.state_file)
-        self._groups: dict[str, str] = {}
+def decide(nodes: list[common.SlurmNode], groups: dict[str, Group | None], state: State,
+           now: Reading, config: Config) -> tuple[list[Action], State]:
+    """What to do this pass, and the state once it is done; ``state`` is left as it was.
 
-    # Each pass ---------------------------------------------------------------------
-    def run_once(self) -> None:
-        """Read, decide, act, record: the state file is saved after every action."""
-        now = self.clock()
-        nodes = {n.name: n for n in self.slurm.nodes()}
-        vms = {ns: self._vms(policy) for ns, policy in self.config.nodesets.items()}
-        for name in sorted(nodes):
-            node = nodes[name]
-            policy = self._policy(node)
-            if policy is None:
-                continue
-            self._handle(node, policy, vms[policy.name], now)
-        self._forget_gone(nodes)
-        for ns in self.state.protected:
-            self._mark_protected(ns, [n for n in nodes.values() if self._in(n, ns)])
-        self._save()
+    ``groups``: each nodeset's group, None where the API did not answer (then none of its
+    VMs is recreated and no node deleted this pass)."""
+    decided = _Pass(config, copy.deepcopy(state), now, groups)
+    by_name = {node.name: node for node in nodes}
+    for name in sorted(by_name):
+        policy = nodeset_of(by_name[name], config)
+        if policy is not None:
+            decided.node(by_name[name], policy)
+    for table in (decided.state.nodes, decided.state.returned):
+        for name in [n for n in table if n not in by_name]:
+            del table[name]
+    decided.waiting_notes()
+    for nodeset, protection in sorted(decided.state.protected.items()):
+        decided.mark_protected(nodeset, protection, [
+            n for n in nodes if (p := nodeset_of(n, config)) and p.name == nodeset])
+    return decided.actions, decided.state
 
-    def _policy(self, node: Node) -> NodesetPolicy | None:
-        for feature in node.features:
-            if feature in self.config.nodesets:
-                return self.config.nodesets[feature]
-        return None
 
-    def _in(self, node: Node, nodeset: str) -> bool:
-        policy = self._policy(node)
-        return policy is not None and policy.name == nodeset
+class _Pass:
+    """``decide``'s working copy: the state it changes and the actions it adds."""
 
-    def _vms(self, policy: NodesetPolicy) -> dict[str, str] | None:
-        """The group's VMs by name, or None when the API did not answer (then nothing
-        is deleted and no replacement starts this pass)."""
-        try:
-            if policy.name not in self._groups:
-                self._groups[policy.name] = self.compute.group(policy.base_instance_name)
-            return self.compute.instances(self._groups[policy.name])
-        except ComputeError as exc:
-            log(f"cannot list the VMs of nodeset {policy.name}: {exc}", "ERROR")
-            return None
+    def __init__(self, config: Config, state: State, now: Reading,
+                 groups: dict[str, Group | None]) -> None:
+        self.config, self.state, self.now, self.groups = config, state, now, groups
+        self.actions: list[Action] = []
+        self.waiting: dict[str, int] = {}
 
-    def _save(self) -> None:
-        self.state.save(self.config.state_file)
+    def note(self, message: str, severity: str = "INFO", **fields: object) -> None:
+        self.actions.append(Note(message, severity, fields))
 
-    def _forget_gone(self, nodes: dict[str, Node]) -> None:
-        for table in (self.state.nodes, self.state.returned):
-            for name in [n for n in table if n not in nodes]:
-                del table[name]
+    def since(self, stamp: Reading) -> float:
+        return elapsed(stamp, self.now)
 
-    # One node -----------------------------------------------------------------------
-    def _handle(self, node: Node, policy: NodesetPolicy, vms: dict[str, str] | None,
-                now: float) -> None:
-        if (node.down and vms is not None and node.name not in vms
-                and "DYNAMIC_NORM" in node.state
-                and self.state.nodes.get(node.name, {}).get("action") != "recreate"):
-            self._delete_stale(node)
-            return
-        entry = self.state.nodes.get(node.name)
-        if entry is not None:
-            self._follow(node, policy, entry, vms, now)
-            return
-        if node.unhealthy:
-            self._start(node, policy, vms, now)
+    def node(self, node: common.SlurmNode, policy: NodesetPolicy) -> None:
+        group = self.groups.get(policy.name)
+        track = self.state.nodes.get(node.name)
+        if (node.down and group is not None and node.name not in group.vms
+                and "DYNAMIC_NORM" in node.state and policy.name not in self.state.protected
+                and (track is None or track.action != "recreate")):
+            self.state.nodes.pop(node.name, None)
+            self.state.returned.pop(node.name, None)
+            self.actions.append(Delete(node.name))
+            self.note(f"deleting node {node.name}: its VM no longer exists", node=node.name,
+                      action="delete")
+        elif track is not None:
+            self.follow(node, policy, track, group)
+        elif unhealthy(node):
+            self.start(node, policy, group)
         else:
-            self._watch(node, now)
+            self.watch(node)
 
-    def _delete_stale(self, node: Node) -> None:
-        try:
-            self.slurm.delete(node.name)
-        except SlurmError as exc:
-            log(f"cannot delete stale node {node.name}: {exc}", "ERROR", node=node.name)
-            return
-        self.state.nodes.pop(node.name, None)
-        self.state.returned.pop(node.name, None)
-        log(f"deleted node {node.name}: its VM no longer exists", node=node.name,
-            action="delete")
-        self._save()
-
-    def _watch(self, node: Node, now: float) -> None:
+    def watch(self, node: common.SlurmNode) -> None:
         """A remediated node that stays healthy for watch_s ends its nodeset's failures."""
         back = self.state.returned.get(node.name)
-        if back and now - back["since"] >= self.config.watch_s:
+        if back and self.since(back.since) >= self.config.watch_s:
             del self.state.returned[node.name]
-            self.state.failures[back["nodeset"]] = 0
+            self.state.failures[back.nodeset] = 0
 
-    def _start(self, node: Node, policy: NodesetPolicy, vms: dict[str, str] | None,
-               now: float) -> None:
+    def start(self, node: common.SlurmNode, policy: NodesetPolicy, group: Group | None) -> None:
         back = self.state.returned.pop(node.name, None)
-        if back and now - back["since"] < self.config.watch_s:
-            self._failed(policy.name, f"{node.name} failed again {int(now - back['since'])}s "
-                                      f"after its {back['action']}", now)
+        if back is not None:
+            after = self.since(back.since)
+            if after < self.config.watch_s:
+                self.failed(policy.name, f"{node.name} failed again {int(after)}s after its "
+                                         f"{back.action}")
+            else:  # healthy for watch_s, whether or not a pass saw it so
+                self.state.failures[back.nodeset] = 0
         if policy.name in self.state.protected:
             return
         if policy.on_failure == "drain":
-            self._record(node, policy, "drain", now)
-            log(f"{node.name} stays drained: {node.reason}", node=node.name, action="drain")
+            self.track(node, policy, "drain")
+            self.note(f"{node.name} stays drained: {node.reason}", node=node.name,
+                      action="drain")
             return
         if policy.on_failure == "replace" and node.busy:
-            log(f"{node.name}: waiting for its jobs to end before replacing it",
-                node=node.name, action="wait")
+            self.note(f"{node.name}: waiting for its jobs to end before replacing it",
+                      node=node.name, action="wait")
             return
-        if policy.on_failure == "replace" and (vms is None or node.name not in vms):
+        if policy.on_failure == "replace" and (group is None or node.name not in group.vms):
             return
-        if not self._allowed(policy, now):
+        if not self.allowed(policy):
+            self.waiting[policy.name] = self.waiting.get(policy.name, 0) + 1
             return
+        self.state.actions.setdefault(policy.name, []).append(self.now)
         if policy.on_failure == "reboot":
-            self._reboot(node, policy, now)
-        elif policy.report_faulty_host and host_fault(node.reason):
-            self._report(node, policy, now)
-        else:
-            self._recreate(node, policy, now, node.reason)
-
-    def _allowed(self, policy: NodesetPolicy, now: float) -> bool:
-        recent = [t for t in self.state.actions.get(policy.name, []) if now - t < HOUR_S]
-        self.state.actions[policy.name] = recent
-        limit = self.config.per_hour(policy)
-        if len(recent) >= limit:
-            log(f"nodeset {policy.name}: {len(recent)} of {limit} remediations this hour, "
-                "the rest wait", "WARNING", nodeset=policy.name, action="rate-limit")
-            return False
-        return True
-
-    def _record(self, node: Node, policy: NodesetPolicy, action: str, now: float,
-                reason: str | None = None, counted: bool = False) -> None:
-        self.state.nodes[node.name] = {"action": action, "since": now, "nodeset": policy.name,
-                                       "reason": reason if reason is not None else node.reason,
-                                       "slurmd_start": node.slurmd_start,
-                                       "reason_stamp": node.reason_stamp}
-        if counted:
-            self.state.actions.setdefault(policy.name, []).append(now)
-        self._save()
-
-    def _reboot(self, node: Node, policy: NodesetPolicy, now: float) -> None:
-        try:
-            if node.down:
-                # scontrol reboot skips DOWN nodes: reset the VM, ReturnToService brings it.
-                self.compute.reset(node.name)
+            self.track(node, policy, "reboot")
+            if node.down:  # scontrol reboot skips DOWN nodes: ReturnToService brings it
+                self.actions.append(Reset(node.name))
             else:
-                self.slurm.reboot(node.name, with_reason(node.reason, f"{PREFIX}reboot: issued"))
-        except (SlurmError, ComputeError) as exc:
-            log(f"cannot reboot {node.name}: {exc}", "ERROR", node=node.name)
-            return
-        self._record(node, policy, "reboot", now, counted=True)
-        log(f"rebooting {node.name}: {node.reason}", node=node.name, action="reboot")
+                self.actions.append(Reboot(node.name,
+                                           with_reason(node.reason, f"{PREFIX}reboot: issued")))
+            self.note(f"rebooting {node.name}: {node.reason}", node=node.name, action="reboot")
+        elif policy.report_faulty_host and host_fault(node.reason):
+            self.track(node, policy, "report")
+            self.actions.append(Report(node.name, node.reason))
+            self.note(f"reporting the host of {node.name} as faulty: {node.reason}",
+                      node=node.name, action="report")
+        else:
+            self.recreate(node, policy, group, node.reason)
 
-    def _report(self, node: Node, policy: NodesetPolicy, now: float) -> None:
-        try:
-            self.compute.report_faulty(node.name, node.reason)
-        except ComputeError as exc:
-            log(f"cannot report the host of {node.name}, recreating it anyway: {exc}",
-                "WARNING", node=node.name)
-            self._recreate(node, policy, now, node.reason)
-            return
-        self._record(node, policy, "report", now, counted=True)
-        log(f"reported the host of {node.name} as faulty: {node.reason}", node=node.name,
-            action="report")
+    def allowed(self, policy: NodesetPolicy) -> bool:
+        recent = [s for s in self.state.actions.get(policy.name, [])
+                  if self.since(s) < HOUR_S]
+        self.state.actions[policy.name] = recent
+        return len(recent) < self.config.per_hour(policy)
 
-    def _recreate(self, node: Node, policy: NodesetPolicy, now: float, reason: str,
-                  counted: bool = True) -> None:
-        try:
-            self.compute.recreate(self._groups[policy.name], node.name)
-        except (ComputeError, KeyError) as exc:
-            log(f"cannot recreate {node.name}: {exc}", "ERROR", node=node.name)
-            return
-        self._record(node, policy, "recreate", now, reason=reason, counted=counted)
-        log(f"recreating {node.name} through its instance group: {reason}", node=node.name,
-            action="recreate")
+    def waiting_notes(self) -> None:
+        for nodeset, count in sorted(self.waiting.items()):
+            limit = self.config.per_hour(self.config.nodesets[nodeset])
+            self.note(f"nodeset {nodeset}: its {limit} remediations this hour are taken, "
+                      f"{count} more nodes wait", "WARNING", nodeset=nodeset,
+                      action="rate-limit")
 
-    def _follow(self, node: Node, policy: NodesetPolicy, entry: dict,
-                vms: dict[str, str] | None, now: float) -> None:
+    def track(self, node: common.SlurmNode, policy: NodesetPolicy, action: str,
+              reason: str | None = None) -> None:
+        self.state.nodes[node.name] = Track(action, self.now, policy.name,
+                                            node.reason if reason is None else reason,
+                                            node.slurmd_start, node.reason_stamp)
+
+    def recreate(self, node: common.SlurmNode, policy: NodesetPolicy, group: Group,
+                 reason: str) -> None:
+        self.track(node, policy, "recreate", reason)
+        self.actions.append(Recreate(group.name, node.name))
+        self.note(f"recreating {node.name} through its instance group: {reason}",
+                  node=node.name, action="recreate")
+
+    def follow(self, node: common.SlurmNode, policy: NodesetPolicy, track: Track,
+               group: Group | None) -> None:
         """An action in flight: see it through, once."""
-        action = entry["action"]
-        if action == "drain":
+        if track.action == "drain":
             if not (node.drained or node.down):  # resumed by hand
                 del self.state.nodes[node.name]
-            return
-        if action == "gave-up":
+        elif track.action == "gave-up":
             # The loop left it DOWN: anything else means an operator resumed it since.
             if not node.down:
                 del self.state.nodes[node.name]
-                if node.unhealthy:
-                    self._start(node, policy, vms, now)
-            return
-        if action == "reboot":
-            if node.rebooting:
-                return
+                if unhealthy(node):
+                    self.start(node, policy, group)
+        elif track.action == "report":
+            gone = group is not None and group.vms.get(node.name, "RUNNING") != "RUNNING"
+            if group is not None and (gone or track.outcome == "refused"
+                                      or self.since(track.since) >= self.config.report_wait_s):
+                self.recreate(node, policy, group, track.reason)  # counted with the report
+        elif track.outcome == "refused":
+            # The call did nothing: its place this hour is spent, the node starts again.
             del self.state.nodes[node.name]
-            self._returned(node, policy, entry, now)
-            if node.unhealthy:
-                self._start(node, policy, vms, now)
+            if unhealthy(node):
+                self.start(node, policy, group)
+        else:
+            self.registered(node, policy, track, group)
+
+    def registered(self, node: common.SlurmNode, policy: NodesetPolicy, track: Track,
+                   group: Group | None) -> None:
+        """A reboot or recreation: its slurmd registers again, or it times out."""
+        if node.rebooting:
             return
-        if action == "report":
-            gone = vms is not None and vms.get(node.name, "RUNNING") != "RUNNING"
-            if gone or now - entry["since"] >= self.config.report_wait_s:
-                self._recreate(node, policy, now, entry["reason"], counted=False)
-            return
-        # recreate: the new VM's slurmd registers under the same name.
-        if node.slurmd_start != entry["slurmd_start"] and not node.not_responding:
+        if node.slurmd_start != track.slurmd_start and not node.not_responding:
             del self.state.nodes[node.name]
-            if node.checked_failed and node.reason_stamp != entry.get("reason_stamp"):
+            self.state.returned[node.name] = Returned(self.now, policy.name, track.action)
+            if node.checked_failed and node.reason_stamp != track.reason_stamp:
                 # Its check (run as slurmd starts) drained the new VM again: not resumed.
-                self._returned(node, policy, entry, now)
-                self._start(node, policy, vms, now)
-                return
-            try:
-                self.slurm.set_state(node.name, "resume")
-            except SlurmError as exc:
-                log(f"cannot resume {node.name}: {exc}", "ERROR", node=node.name)
-            self._returned(node, policy, entry, now)
-            log(f"{node.name} registered again after its replacement: resumed",
-                node=node.name, action="resume")
-        elif now - entry["since"] >= self.config.replace_timeout_s:
-            reason = with_reason(entry["reason"], f"{PREFIX}replace-timeout: no registration "
-                                                  f"{self.config.replace_timeout_s}s after "
-                                                  "recreation")
-            try:
-                self.slurm.set_state(node.name, "down", reason)
-            except SlurmError as exc:
-                log(f"cannot set {node.name} down: {exc}", "ERROR", node=node.name)
-            entry.update(action="gave-up", since=now)
-            self._failed(policy.name, f"{node.name} did not register within "
-                                      f"{self.config.replace_timeout_s}s of its recreation",
-                         now)
-            log(f"{node.name} did not come back: DOWN", "ERROR", node=node.name,
-                action="timeout")
+                self.start(node, policy, group)
+            elif track.action == "recreate":
+                self.actions.append(SetState(node.name, "resume"))
+                self.note(f"{node.name} registered again after its replacement: resumed",
+                          node=node.name, action="resume")
+            return
+        if self.since(track.since) < self.config.replace_timeout_s:
+            return
+        timeout = self.config.replace_timeout_s
+        what = "replace" if track.action == "recreate" else track.action
+        self.failed(policy.name, f"{node.name} did not register within {timeout}s of its "
+                                 f"{what}")
+        self.state.nodes[node.name] = replace(track, action="gave-up", since=self.now)
+        self.actions.append(SetState(node.name, "down", with_reason(
+            track.reason, f"{PREFIX}{what}-timeout: no registration {timeout}s after the "
+                          f"{what}")))
+        self.note(f"{node.name} did not come back: DOWN", "ERROR", node=node.name,
+                  action="timeout")
 
-    def _returned(self, node: Node, policy: NodesetPolicy, entry: dict, now: float) -> None:
-        self.state.returned[node.name] = {"since": now, "nodeset": policy.name,
-                                          "action": entry["action"]}
-        self._save()
-
-    # Failures and protection ---------------------------------------------------------
-    def _failed(self, nodeset: str, why: str, now: float) -> None:
+    def failed(self, nodeset: str, why: str) -> None:
         count = self.state.failures.get(nodeset, 0) + 1
         self.state.failures[nodeset] = count
         limit = self.config.protect_after_failures
-        log(f"nodeset {nodeset}: failed remediation {count} of {limit}: {why}", "WARNING",
-            nodeset=nodeset, action="failure")
+        self.note(f"nodeset {nodeset}: failed remediation {count} of {limit}: {why}", "WARNING",
+                  nodeset=nodeset, action="failure")
         if count >= limit and nodeset not in self.state.protected:
-            self.state.protected[nodeset] = {
-                "since": now, "why": f"{count} failed remediations in a row, last: {why}"}
-            log(f"nodeset {nodeset} is protected: {count} failed remediations in a row "
-                f"(last: {why}); the loop no longer reboots or replaces its nodes. Leave "
-                f"with: clusterprint-remediate --reset {nodeset}", "ALERT", nodeset=nodeset,
-                action="protect")
-        self._save()
+            self.state.protected[nodeset] = Protection(
+                self.now, f"{count} failed remediations in a row, last: {why}")
+            self.note(f"nodeset {nodeset} is protected: {count} failed remediations in a row "
+                      f"(last: {why}); the loop no longer reboots or replaces its nodes. Leave "
+                      f"with: clusterprint-remediate --reset {nodeset}", "ALERT",
+                      nodeset=nodeset, action="protect")
 
-    def _mark_protected(self, nodeset: str, nodes: list[Node]) -> None:
+    def mark_protected(self, nodeset: str, protection: Protection,
+                       nodes: list[common.SlurmNode]) -> None:
         """Say why in sinfo: every drained or down node of the nodeset carries it."""
-        note = (f"{PROTECTED}: remediation stopped after "
-                f"{self.state.failures.get(nodeset, 0)} failures")
+        note = f"{PROTECTED}: " + (protection.note or "remediation stopped after "
+                                   f"{self.state.failures.get(nodeset, 0)} failures")
         for node in nodes:
-            if not (node.drained or node.down) or PROTECTED in node.reason:
-                continue
+            if (node.drained or node.down) and PROTECTED not in node.reason:
+                self.actions.append(SetState(node.name, "down" if node.down else "drain",
+                                             with_reason(node.reason, note)))
+
+
+# --- Slurm and the Compute API ----------------------------------------------------------
+
+class Slurm:
+    """The scontrol commands the loop runs; each takes a list of nodes."""
+
+    def __init__(self, run: Callable[[list[str]], str] | None = None) -> None:
+        self.run = run or (lambda argv: common.output(argv, SCONTROL_TIMEOUT_S))
+
+    def nodes(self) -> list[common.SlurmNode]:
+        return common.parse_nodes(self.run(["scontrol", "show", "node", "-o"]))
+
+    def reboot(self, nodes: list[str], reason: str) -> None:
+        self.run(["scontrol", "reboot", "ASAP", "nextstate=RESUME", f"reason={reason}",
+                  ",".join(nodes)])
+
+    def set_state(self, nodes: list[str], state: str, reason: str = "") -> None:
+        self.run(["scontrol", "update", f"nodename={','.join(nodes)}", f"state={state}"]
+                 + ([f"reason={reason}"] if reason else []))
+
+    def delete(self, nodes: list[str]) -> None:
+        self.run(["scontrol", "delete", f"nodename={','.join(nodes)}"])
+
+
+class ComputeError(Exception):
+    """A Compute API call failed: the loop logs it and tries again next pass. ``refused``:
+    the API answered an error status, so the call did nothing (a timeout may have acted)."""
+
+    def __init__(self, message: str, refused: bool = False) -> None:
+        super().__init__(common.clip(message, 400))
+        self.refused = refused
+
+
+class Compute:
+    """The Compute API calls the loop makes, with the metadata server's token; every
+    answer is checked, so an unexpected one is a ComputeError, never a traceback."""
+
+    def __init__(self, project: str, zone: str, api: str = COMPUTE_API,
+                 token_url: str = METADATA_TOKEN_URL, timeout: float = 30.0) -> None:
+        self.project, self.zone, self.timeout = project, zone, timeout
+        self.api, self.token_url = api.rstrip("/"), token_url
+        self._token: common.Token | None = None
+        #: calls made, for the benchmark and the log
+        self.calls = 0
+
+    def _bearer(self) -> str:
+        if self._token is None or self._token.renew_at <= time.monotonic():
             try:
-                self.slurm.set_state(node.name, "down" if node.down else "drain",
-                                     with_reason(node.reason, note))
-            except SlurmError as exc:
-                log(f"cannot mark {node.name}: {exc}", "ERROR", node=node.name)
+                self._token = common.access_token(self.token_url, self.timeout)
+            except common.MetadataError as exc:
+                raise ComputeError(f"no access token: {exc}") from None
+        return self._token.value
+
+    def call(self, method: str, path: str, body: dict | None = None) -> dict:
+        """The answer's JSON object; the whole call within ``timeout`` seconds (a server
+        that answers a byte at a time is cut off too)."""
+        what = f"{method} {path.split('?')[0]}"
+        url = f"{self.api}/projects/{self.project}/zones/{self.zone}/{path}"
+        data = json.dumps(body).encode() if body is not None else None
+        request = urllib.request.Request(url, data=data, method=method, headers={
+            "Authorization": f"Bearer {self._bearer()}", "Content-Type": "application/json"})
+        deadline = time.monotonic() + self.timeout
+        self.calls += 1
+        try:
+            with urllib.request.urlopen(request, timeout=self.timeout) as answer:
+                raw = b""
+                while chunk := answer.read(65536):
+                    raw += chunk
+                    if len(raw) > ANSWER_MAX_BYTES or time.monotonic() > deadline:
+                        raise ComputeError(f"{what}: the answer is too large or too slow")
+        except urllib.error.HTTPError as exc:
+            try:
+                said = exc.read(300).decode("utf-8", "replace")
+            except (OSError, ValueError, AttributeError, http.client.HTTPException):
+                said = ""
+            raise ComputeError(f"{what}: HTTP {exc.code}: {said}", refused=True) from None
+        except (OSError, ValueError, http.client.HTTPException) as exc:
+            # URLError, a timeout, a reset connection, a bad status line, an answer cut short
+            raise ComputeError(f"{what}: {exc}") from None
+        try:
+            return common.expect(common.load_json(raw, f"{what}'s answer"), dict,
+                                 f"{what}'s answer")
+        except common.BadJSON as exc:
+            raise ComputeError(str(exc)) from None
+
+    def _items(self, method: str, path: str, key: str) -> Iterator[dict]:
+        """Every item of a list, page by page; a page token seen before or more than
+        PAGES_MAX pages is an error, not a loop."""
+        seen, token = set(), ""
+        for _ in range(PAGES_MAX):
+            page = self.call(method, path + (f"?pageToken={urllib.parse.quote(token)}"
+                                             if token else ""))
+            try:
+                for item in common.expect(page.get(key, []), list, f"{path}: {key}"):
+                    yield common.expect(item, dict, f"{path}: an item of {key}")
+                token = common.expect(page.get("nextPageToken", ""), str, "nextPageToken")
+            except common.BadJSON as exc:
+                raise ComputeError(str(exc)) from None
+            if not token:
+                return
+            if token in seen:
+                raise ComputeError(f"{path}: nextPageToken {common.clip(token, 40)} repeats")
+            seen.add(token)
+        raise ComputeError(f"{path}: more than {PAGES_MAX} pages")
+
+    @staticmethod
+    def _field(item: dict, key: str, default: str | None = None) -> str:
+        value = item.get(key, default)
+        if not isinstance(value, str):
+            raise ComputeError(f"an item without a string {key}")
+        return value
+
+    def group(self, base_instance_name: str) -> str:
+        """The instance group whose VMs are named ``base_instance_name-xxxx``."""
+        for item in self._items("GET", "instanceGroupManagers", "items"):
+            if item.get("baseInstanceName") == base_instance_name:
+                return self._field(item, "name")
+        raise ComputeError(f"no instance group of {base_instance_name}-* VMs")
+
+    def instances(self, group: str) -> dict[str, str]:
+        """Every VM of the group, being created or not, by name: its status."""
+        return {self._field(item, "instance").rsplit("/", 1)[-1]:
+                self._field(item, "instanceStatus", "")
+                for item in self._items("POST", f"instanceGroupManagers/{group}/"
+                                        "listManagedInstances", "managedInstances")}
+
+    def reset(self, instance: str) -> None:
+        self.call("POST", f"instances/{instance}/reset")
+
+    def recreate(self, group: str, instances: list[str]) -> None:
+        self.call("POST", f"instanceGroupManagers/{group}/recreateInstances",
+                  {"instances": [f"zones/{self.zone}/instances/{i}" for i in instances]})
+
+    def report_faulty(self, instance: str, description: str) -> None:
+        self.call("POST", f"instances/{instance}/reportHostAsFaulty",
+                  {"disruptionSchedule": "IMMEDIATE",
+                   "faultReasons": [{"behavior": GPU_FAULT_BEHAVIOR,
+                                     "description": common.clip(description)}]})
+
+
+# --- Acting ---------------------------------------------------------------------------------
+
+def apply(actions: list[Action], slurm: Slurm, compute: Compute,
+          log: common.Log = LOG) -> set[str]:
+    """Carry the actions out, like ones together: one scontrol command per state and
+    reason, one recreateInstances per group. Returns the nodes whose call was refused
+    (it did nothing: the next pass may try again); any failure is logged, never raised."""
+    refused: set[str] = set()
+    batches: dict[tuple, list[str]] = {}
+    for action in actions:
+        if isinstance(action, Note):
+            log(action.message, action.severity, **action.fields)
+        elif isinstance(action, (Reset, Report)):
+            try:
+                if isinstance(action, Reset):
+                    compute.reset(action.node)
+                else:
+                    compute.report_faulty(action.node, action.description)
+            except ComputeError as exc:
+                log(f"{type(action).__name__.lower()} of {action.node} failed: {exc}",
+                    "ERROR", node=action.node)
+                refused |= {action.node} if exc.refused else set()
+        else:
+            key = (type(action), *(getattr(action, f.name) for f in fields(action)
+                                   if f.name != "node"))
+            batches.setdefault(key, []).append(action.node)
+    for (kind, *args), nodes in batches.items():
+        for start in range(0, len(nodes), BATCH_MAX):
+            part = nodes[start:start + BATCH_MAX]
+            try:
+                _batch(kind, args, part, slurm, compute)
+            except (ComputeError, common.CommandFailed) as exc:
+                log(f"{kind.__name__.lower()} of {','.join(part)} failed: {exc}", "ERROR",
+                    nodes=",".join(part))
+                # scontrol reboot refused does nothing; one that timed out shows REBOOT_*.
+                if kind is Reboot or (kind is Recreate and exc.refused):
+                    refused |= set(part)
+    return refused
+
+
+def _batch(kind: type, args: list, nodes: list[str], slurm: Slurm, compute: Compute) -> None:
+    if kind is Recreate:
+        compute.recreate(args[0], nodes)
+    elif kind is Reboot:
+        slurm.reboot(nodes, args[0])
+    elif kind is SetState:
+        slurm.set_state(nodes, *args)
+    else:
+        slurm.delete(nodes)
+
+
+# --- The loop -------------------------------------------------------------------------------
+
+class Remediator:
+    """Passes of the loop: Slurm, Compute, the clock and the log are injected."""
+
+    def __init__(self, config: Config, slurm: Slurm, compute: Compute,
+                 clock: Callable[[], Reading] = system_clock, log: common.Log = LOG) -> None:
+        self.config, self.slurm, self.compute, self.clock = config, slurm, compute, clock
+        self.log = log
+        self._groups: dict[str, str] = {}
+        self._alerted = ""
+
+    def _state(self, now: Reading) -> tuple[State, bool]:
+        """The saved state and whether it may be written; an unreadable file is ALERTed
+        once (not every pass) and gives a state that protects every nodeset."""
+        try:
+            return State.load(self.config.state_file), True
+        except BadState as exc:
+            message = (f"state file {self.config.state_file} is unreadable ({exc}): no node "
+                       "is rebooted or replaced until an operator runs "
+                       "clusterprint-remediate --reset NODESET")
+            if message != self._alerted:
+                self.log(message, "ALERT", action="protect", state_file=self.config.state_file)
+                self._alerted = message
+            return unreadable_state(self.config, f"state file unreadable: {exc}", now), False
+
+    def _group(self, policy: NodesetPolicy) -> Group | None:
+        """The group's VMs, or None when the API did not answer as expected."""
+        try:
+            if policy.name not in self._groups:
+                self._groups[policy.name] = self.compute.group(policy.base_instance_name)
+            name = self._groups[policy.name]
+            return Group(name, self.compute.instances(name))
+        except ComputeError as exc:
+            self._groups.pop(policy.name, None)  # found again next pass: it may be new
+            self.log(f"cannot list the VMs of nodeset {policy.name}: {exc}", "ERROR",
+                     nodeset=policy.name)
+            return None
+
+    def run_once(self) -> None:
+        """Read, decide, record, act, record the outcome: all under the state file's lock,
+        and the actions counted before any is taken."""
+        with common.locked(self.config.state_file):
+            nodes = self.slurm.nodes()
+            groups = {name: self._group(policy) for name, policy in self.config.nodesets.items()}
+            now = self.clock()
+            state, writable = self._state(now)
+            actions, state = decide(nodes, groups, state, now, self.config)
+            if writable:
+                state.save(self.config.state_file)
+            refused = apply(actions, self.slurm, self.compute, self.log)
+            if writable and refused & set(state.nodes):
+                for name in refused & set(state.nodes):
+                    state.nodes[name] = replace(state.nodes[name], outcome="refused")
+                state.save(self.config.state_file)
 
     def reset(self, nodeset: str) -> None:
-        """Leave protected mode: failures forgotten, the note taken off the reasons."""
-        self.state.protected.pop(nodeset, None)
-        self.state.failures.pop(nodeset, None)
-        for node in self.slurm.nodes():
-            if self._in(node, nodeset) and PROTECTED in node.reason:
-                kept = REASON_SEPARATOR.join(p for p in node.reason.split(REASON_SEPARATOR)
-                                             if not p.startswith(PROTECTED))
-                self.slurm.set_state(node.name, "down" if node.down else "drain",
-                                     kept or f"{PREFIX}protected-reset")
-        self._save()
-        log(f"nodeset {nodeset} left protected mode", nodeset=nodeset, action="reset")
+        """Leave protected mode: failures forgotten, the note taken off the reasons. An
+        unreadable state file is kept aside as ``FILE.corrupt``; the fresh state keeps
+        every other nodeset protected."""
+        path = self.config.state_file
+        with common.locked(path):
+            now = self.clock()
+            try:
+                state = State.load(path)
+            except BadState as exc:
+                os.replace(path, f"{path}.corrupt")
+                state = unreadable_state(self.config, f"state file unreadable: {exc}", now,
+                                         spare=nodeset)
+                self.log(f"state file {path} was unreadable ({exc}): kept as {path}.corrupt; "
+                         "the other nodesets stay protected until each is reset", "WARNING",
+                         action="reset", state_file=path)
+            state.protected.pop(nodeset, None)
+            state.failures.pop(nodeset, None)
+            state.save(path)
+            cleared = []
+            for node in self.slurm.nodes():
+                policy = nodeset_of(node, self.config)
+                if policy and policy.name == nodeset and PROTECTED in node.reason:
+                    kept = common.SEPARATOR.join(p for p in node.reason.split(common.SEPARATOR)
+                                                 if not p.startswith(PROTECTED))
+                    cleared.append(SetState(node.name, "down" if node.down else "drain",
+                                            kept or f"{PREFIX}protected-reset"))
+            apply(cleared, self.slurm, self.compute, self.log)
+        self.log(f"nodeset {nodeset} left protected mode", nodeset=nodeset, action="reset")
 
 
-def metadata_project(token_url: str) -> str:
+def metadata_project(token_url: str, timeout: float) -> str:
     """The controller's own project, from the metadata server that hands out its token."""
     url = token_url.split("/instance/", 1)[0] + "/project/project-id"
-    request = urllib.request.Request(url, headers={"Metadata-Flavor": "Google"})
-    with urllib.request.urlopen(request, timeout=HTTP_TIMEOUT_S) as answer:
-        return answer.read().decode().strip()
+    return common.metadata_get(url, timeout).body.decode("utf-8", "replace").strip()
 
 
-def reboot_program(config: Config, compute: Compute, nodelist: str) -> int:
+def reboot_program(compute: Compute, nodelist: str) -> int:
     """RebootProgram (reboot_from_controller): slurmctld passes ``node1,node2,...``."""
     failed = 0
     for node in filter(None, nodelist.split(",")):
         try:
             compute.reset(node)
-            log(f"reset the VM of {node}", node=node, action="reset")
+            LOG(f"reset the VM of {node}", node=node, action="reset")
         except ComputeError as exc:
             failed += 1
-            log(f"cannot reset the VM of {node}: {exc}", "ERROR", node=node)
+            LOG(f"cannot reset the VM of {node}: {exc}", "ERROR", node=node)
     return 1 if failed else 0
 
 
@@ -664,24 +957,43 @@ def main(argv: list[str] | None = None) -> int:
     action.add_argument("--reset", metavar="NODESET", help="leave protected mode")
     action.add_argument("--reboot", metavar="NODES",
                         help="RebootProgram mode: reset these VMs (comma-separated)")
-    parser.add_argument("--now", type=float, help="the clock, in epoch seconds (tests)")
+    parser.add_argument("--now", type=float, help="the wall clock, in epoch seconds (tests)")
+    parser.add_argument("--uptime", type=float,
+                        help="with --now: the boot's monotonic clock (default: --now)")
+    parser.add_argument("--boot-id", default="fixed-clock", help="with --now: the boot")
     parser.add_argument("features", nargs="?", help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
-    config = Config.load(args.config)
-    compute = Compute(config.project or metadata_project(config.token_url), config.zone,
-                      config.api, config.token_url)
+    try:
+        config = Config.load(args.config)
+        compute = Compute(config.project or metadata_project(config.token_url,
+                                                             config.http_timeout_s),
+                          config.zone, config.api, config.token_url, config.http_timeout_s)
+    except (common.BadJSON, common.MetadataError) as exc:
+        LOG(f"cannot start: {exc}", "ERROR")
+        return 2
     if args.reboot is not None:
-        return reboot_program(config, compute, args.reboot)
-    clock = (lambda: args.now) if args.now is not None else time.time
+        return reboot_program(compute, args.reboot)
+    clock = system_clock
+    if args.now is not None:
+        fixed = Reading(args.now, args.now if args.uptime is None else args.uptime,
+                        args.boot_id)
+        clock = lambda: fixed  # noqa: E731
     loop = Remediator(config, Slurm(), compute, clock)
     if args.reset:
-        loop.reset(args.reset)
+        if args.reset not in config.nodesets:
+            LOG(f"no nodeset {args.reset} in {args.config}", "ERROR")
+            return 2
+        try:
+            loop.reset(args.reset)
+        except (common.CommandFailed, OSError) as exc:
+            LOG(f"reset of {args.reset}: {exc}", "ERROR")
+            return 1
         return 0
     while True:
         try:
             loop.run_once()
-        except SlurmError as exc:
-            log(f"pass skipped: {exc}", "ERROR")
+        except (common.CommandFailed, OSError) as exc:
+            LOG(f"pass skipped: {exc}", "ERROR")
             if args.once:
                 return 1
         if args.once:

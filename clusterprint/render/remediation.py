@@ -1,47 +1,35 @@
 """The controller's remediation loop as rendered: the program, its config, Slurm's lines.
 
-`clusterprint render` writes ``scripts/remediate.py`` (the program, as shipped in
-``clusterprint/node/remediate.py``) and ``scripts/remediate.json``; the controller script
-installs both, the RebootProgram, the ``clusterprint-remediate`` command and the systemd
-service that runs the loop.
+`clusterprint render` writes ``scripts/remediate.py`` and ``scripts/common.py`` (the
+program and the node programs' shared module, as shipped in ``clusterprint/node/``) and
+``scripts/remediate.json``; the controller script installs them, the RebootProgram, the
+``clusterprint-remediate`` command and the systemd service that runs the loop. The
+config is the program's own ``Config``, built here from the blueprint: its defaults (how
+many failures protect a nodeset, how long a replacement may take) are the program's.
 """
 
 from __future__ import annotations
 
 import json
-from importlib import resources
 
 from clusterprint.blueprint.model import Blueprint, Nodeset
 from clusterprint.contract import naming
 from clusterprint.facts import machines
+from clusterprint.node import remediate
+from clusterprint.render.node_programs import program_files
 
-#: Where the controller keeps the program, its config and its state.
-PROGRAM = "/etc/slurm/clusterprint/remediate.py"
-CONFIG = "/etc/slurm/clusterprint/remediate.json"
+#: Where the controller keeps the program (with common.py beside it), its config and state.
+FOLDER = "/etc/slurm/clusterprint"
+PROGRAM = f"{FOLDER}/remediate.py"
+CONFIG = f"{FOLDER}/remediate.json"
 STATE = "/var/lib/clusterprint/remediate-state.json"
 #: RebootProgram: slurmctld runs it (reboot_from_controller) with the nodes to reboot.
 REBOOT_PROGRAM = "/etc/slurm/clusterprint/reboot-vm"
 #: What an operator runs: ``clusterprint-remediate --reset NODESET`` and the like.
 COMMAND = "/usr/local/sbin/clusterprint-remediate"
 UNIT = "clusterprint-remediate.service"
-#: Failed remediations in a row before a nodeset is protected (AWS ParallelCluster's
-#: clustermgtd waits for 10 failed launches; a failed replacement costs more, so 3).
-PROTECT_AFTER_FAILURES = 3
-#: How long a recreated VM has to register, and slurm.conf's ResumeTimeout (rendered from
-#: this), which bounds a node's reboot the same way.
-REPLACE_TIMEOUT_S = 1800
-#: How long a host-fault report may take before the VM is recreated anyway: the report
-#: takes 10 to 12 minutes (cloud.google.com/ai-hypercomputer/docs/manage/report-faulty-host).
-REPORT_WAIT_S = 900
-#: A remediated node failing its check again within this long is a failed remediation.
-WATCH_S = 3600
-#: Seconds between passes.
-INTERVAL_S = 60
-
-
-def program_text() -> str:
-    """The program as the package ships it: the very file its tests run."""
-    return resources.files("clusterprint.node").joinpath("remediate.py").read_text()
+#: slurm.conf's ResumeTimeout: how long the loop gives a recreated or rebooted VM.
+REPLACE_TIMEOUT_S = remediate.Config.replace_timeout_s
 
 
 def reports_faulty_host(nodeset: Nodeset) -> bool:
@@ -50,38 +38,35 @@ def reports_faulty_host(nodeset: Nodeset) -> bool:
             and nodeset.provisioning == "reservation" and nodeset.reservation_bound)
 
 
-def remediation_config(blueprint: Blueprint) -> dict:
+def remediation_config(blueprint: Blueprint) -> remediate.Config:
     """What the loop acts on. ``project`` empty: the controller's own, from the metadata
     server (a blueprint may leave it to the stack's ``gcp:project``)."""
     checks = blueprint.slurm.health_checks
-    return {
-        "project": blueprint.project or "", "zone": blueprint.zone, "state_file": STATE,
-        "max_share_per_hour": checks.max_remediation_share,
-        "protect_after_failures": PROTECT_AFTER_FAILURES,
-        "replace_timeout_s": REPLACE_TIMEOUT_S, "report_wait_s": REPORT_WAIT_S,
-        "watch_s": WATCH_S, "interval_s": INTERVAL_S,
-        "nodesets": {n.name: {"base_instance_name": naming.base_instance_name(blueprint.name,
-                                                                              n.name),
-                              "nodes": n.upper_bound, "on_failure": checks.on_failure,
-                              "report_faulty_host": checks.on_failure == "replace"
-                              and reports_faulty_host(n)}
-                     for n in blueprint.slurm.nodesets}}
+    return remediate.Config(
+        project=blueprint.project or "", zone=blueprint.zone, state_file=STATE,
+        max_share_per_hour=checks.max_remediation_share,
+        nodesets={n.name: remediate.NodesetPolicy(
+            name=n.name, base_instance_name=naming.base_instance_name(blueprint.name, n.name),
+            nodes=n.upper_bound, on_failure=checks.on_failure,
+            report_faulty_host=checks.on_failure == "replace" and reports_faulty_host(n))
+            for n in blueprint.slurm.nodesets})
 
 
 def config_text(blueprint: Blueprint) -> str:
     """The config as the file holds it."""
-    return json.dumps(remediation_config(blueprint), indent=2) + "\n"
+    return json.dumps(remediation_config(blueprint).to_json(), indent=2) + "\n"
 
 
 def remediation_files(blueprint: Blueprint) -> dict[str, str]:
-    """The program and its config, by their paths under ``--out``."""
-    return {"scripts/remediate.py": program_text(),
+    """The program, common.py beside it and the config, by their paths under ``--out``."""
+    return {**program_files("scripts", remediate),
             "scripts/remediate.json": config_text(blueprint)}
 
 
 def script_context(blueprint: Blueprint) -> dict[str, object]:
-    """What scripts/remediation.sh.j2 installs on the controller."""
-    return {"program": program_text(), "config": config_text(blueprint),
+    """What scripts/remediation.sh.j2 installs on the controller: the program and
+    common.py (by their paths there), the config."""
+    return {"programs": program_files(FOLDER, remediate), "config": config_text(blueprint),
             "paths": {"program": PROGRAM, "config": CONFIG, "reboot": REBOOT_PROGRAM,
                       "command": COMMAND, "unit": UNIT, "state": STATE}}
 

@@ -1,6 +1,13 @@
-"""Benchmark: from a failed health check to the remediation action, on real slurmctld.
+"""Benchmark: one remediation pass over 1,000 drained nodes, and from a failed health check
+to the remediation action on real slurmctld.
 
-Boots the a4 reference on this machine's Slurm 22.05 (as tests/slurm/test_remediation.py
+First, one pass of the loop (decide, then apply) over 1,000 drained nodes of one nodeset
+against the local Compute fake, for two hourly shares: its wall time, and the Compute API
+calls and scontrol commands it made. The calls grow with the actions the share allows
+(a host report or a reset is one call per VM), never with the drained nodes: listing a
+group is a call per 500 VMs, and one recreateInstances names every VM of a group.
+
+Then it boots the a4 reference on this machine's Slurm 22.05 (as tests/slurm/test_remediation.py
 does: munged, slurmctld, one dynamic slurmd, the fake Compute API), drains a node with a
 ``cp:`` reason as the health check does, runs one loop pass and times:
 
@@ -10,13 +17,15 @@ does: munged, slurmctld, one dynamic slurmd, the fake Compute API), drains a nod
 
 The loop runs a pass every ``interval_s`` (60 s) on the controller, so a real node waits
 up to that much more before the pass that acts; the numbers below are what the loop, Slurm
-and the API calls add on top. Needs root, munged and Slurm (as the Slurm tests).
+and the API calls add on top. This part needs root, munged and Slurm (as the Slurm tests);
+``--pass-only`` leaves it out.
 Run from the repository root: python tests/benchmarks/bench_remediation.py [--runs N].
 """
 
 from __future__ import annotations
 
 import argparse
+import os
 import shutil
 import statistics
 import sys
@@ -27,11 +36,55 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT))
 
+from clusterprint.node import common, remediate  # noqa: E402
 from clusterprint.render import remediation  # noqa: E402
+from tests.support.compute_fake import FakeCompute  # noqa: E402
 from tests.support.local_slurm import LocalSlurm, start_munged, wait_until  # noqa: E402
 from tests.support.remediation_cluster import Remediation, blueprint  # noqa: E402
+from tests.support.remediation_fakes import ECC, FakeSlurm, config_for, node_line  # noqa: E402
 
 NODE = "a4-a4-0001"
+DRAINED = 1000
+#: What the drained nodes are and what their nodeset does with them.
+CASES = {"replace": ("replace", False, "IDLE+DRAIN+DYNAMIC_NORM"),
+         "replace, host reports": ("replace", True, "IDLE+DRAIN+DYNAMIC_NORM"),
+         "reboot, DOWN nodes": ("reboot", False, "DOWN+DYNAMIC_NORM*")}
+
+
+def one_pass(case: str, share: float) -> dict[str, float]:
+    """One pass over DRAINED drained nodes: seconds, Compute calls, scontrol commands."""
+    on_failure, report, state = CASES[case]
+    names = [f"a4-a4-{i:04d}" for i in range(1, DRAINED + 1)]
+    fake = FakeCompute("p", "z", groups={"c-nodeset-a4-group-1": (
+        "c-a4", dict.fromkeys(names, "RUNNING"))})
+    try:
+        with tempfile.TemporaryDirectory() as tmp:
+            config = config_for(on_failure, share=share, nodes=DRAINED, report=report,
+                                state=Path(tmp) / "state.json", api=fake.config())
+            slurm = FakeSlurm([node_line(n, state=state, reason="" if "DOWN" in state else ECC)
+                               for n in names])
+            compute = remediate.Compute("p", "z", config.api, config.token_url)
+            with open(os.devnull, "w") as quiet:
+                loop = remediate.Remediator(config, slurm, compute,
+                                            log=common.Log("remediate", quiet))
+                start = time.perf_counter()
+                loop.run_once()
+                seconds = time.perf_counter() - start
+        return {"allowed": config.per_hour(config.nodesets["a4"]), "seconds": seconds,
+                "calls": len(fake.calls), "scontrol": len(slurm.changes())}
+    finally:
+        fake.stop()
+
+
+def pass_table() -> None:
+    print(f"one pass over {DRAINED} drained nodes of one nodeset, local Compute fake:")
+    print(f"{'case':24} {'share':>6} {'allowed':>8} {'wall s':>7} {'API calls':>10} "
+          f"{'scontrol':>9}")
+    for case in CASES:
+        for share in (0.01, 0.1):
+            row = one_pass(case, share)
+            print(f"{case:24} {share:>6} {row['allowed']:>8} {row['seconds']:>7.2f} "
+                  f"{row['calls']:>10} {row['scontrol']:>9}")
 
 
 def first_call(times: dict[str, float], verb: str, since: float) -> float:
@@ -80,7 +133,12 @@ def one_run(sock: Path, on_failure: str) -> dict[str, float]:
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--runs", type=int, default=3)
+    parser.add_argument("--pass-only", action="store_true",
+                        help="only the pass over 1,000 nodes (no Slurm needed)")
     args = parser.parse_args()
+    pass_table()
+    if args.pass_only:
+        return 0
     daemon, sock = start_munged()
     try:
         results: dict[str, list[float]] = {}

@@ -1,15 +1,20 @@
 """A fake Compute API on 127.0.0.1 for the remediation loop: it records every call.
 
-It answers the metadata server's token request and the four Compute calls the loop
-makes (list groups, listManagedInstances, instances.reset, recreateInstances,
+It answers the metadata server's token request and the Compute calls the loop makes (list
+groups, listManagedInstances a page at a time, instances.reset, recreateInstances,
 reportHostAsFaulty) in the REST API's shapes, keeps each group's VMs, and runs a test's
 callback where a real VM would reboot or be recreated (restarting that node's slurmd).
+A test can make a verb slow (it acts, then answers late) or answer what the API should
+not (HTML, a wrong shape, a page token that repeats).
 """
 
 from __future__ import annotations
 
+import contextlib
 import json
 import re
+import threading
+import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler
@@ -41,8 +46,18 @@ class FakeCompute:
     calls: list[Call] = field(default_factory=list)
     #: verbs that answer HTTP 500
     failing: set[str] = field(default_factory=set)
+    #: verb -> seconds it waits, after acting, before it answers
+    delay: dict[str, float] = field(default_factory=dict)
+    #: verb ("token" for the token) -> (status, body) answered instead, or a function of
+    #: the call giving them
+    answers: dict[str, tuple[int, bytes] | Callable[[Call], tuple[int, bytes]]] = field(
+        default_factory=dict)
+    #: VMs per page of listManagedInstances
+    page_size: int = 500
     on_reset: Callable[[str], None] | None = None
     on_recreate: Callable[[str], None] | None = None
+    #: token requests answered
+    tokens: int = 0
 
     def __post_init__(self) -> None:
         self.server = serve(self._answer)
@@ -68,46 +83,72 @@ class FakeCompute:
         path = handler.path
         if path == "/token":
             assert handler.headers.get("Metadata-Flavor") == "Google"
+            self.tokens += 1
+            if "token" in self.answers:
+                return self._send_raw(handler, *self._instead(Call(method, path, None)))
             return self._send(handler, 200, {"access_token": "fake", "expires_in": 3600})
         assert handler.headers.get("Authorization") == "Bearer fake", path
         call = Call(method, path, json.loads(raw) if raw else None)
         self.calls.append(call)
         if call.verb in self.failing:
             return self._send(handler, 500, {"error": {"message": "injected"}})
+        if call.verb in self.answers:
+            return self._send_raw(handler, *self._instead(call))
+        if call.verb in self.delay:
+            # It acts at once, as the API does; only the answer is late.
+            threading.Thread(target=self._act, args=(call, method, path), daemon=True).start()
+            time.sleep(self.delay[call.verb])
+            return self._send(handler, 200, {"kind": "compute#operation", "status": "DONE"})
+        status, body = self._act(call, method, path)
+        return self._send(handler, status, body)
+
+    def _instead(self, call: Call) -> tuple[int, bytes]:
+        answer = self.answers[call.verb if call.path != "/token" else "token"]
+        return answer(call) if callable(answer) else answer
+
+    def _act(self, call: Call, method: str, path: str) -> tuple[int, dict]:
         prefix = f"/compute/v1/projects/{self.project}/zones/{self.zone}/"
         assert path.startswith(prefix), path
-        rest = path[len(prefix):].split("?")[0]
+        rest, _, query = path[len(prefix):].partition("?")
         if rest == "instanceGroupManagers" and method == "GET":
-            return self._send(handler, 200, {"items": [
-                {"name": g, "baseInstanceName": base} for g, (base, _) in self.groups.items()]})
+            return 200, {"items": [
+                {"name": g, "baseInstanceName": base} for g, (base, _) in self.groups.items()]}
         match = re.fullmatch(r"instanceGroupManagers/([^/]+)/(\w+)", rest)
         if match and match[2] == "listManagedInstances":
-            vms = self.groups[match[1]][1]
-            return self._send(handler, 200, {"managedInstances": [
+            vms = list(self.groups[match[1]][1].items())
+            start = int(query.removeprefix("pageToken=") or 0)
+            page = {"managedInstances": [
                 {"instance": f"https://www.googleapis.com/compute/v1/projects/{self.project}/"
                              f"zones/{self.zone}/instances/{vm}", "instanceStatus": status,
-                 "currentAction": "NONE"} for vm, status in vms.items()]})
+                 "currentAction": "NONE"} for vm, status in vms[start:start + self.page_size]]}
+            if start + self.page_size < len(vms):
+                page["nextPageToken"] = str(start + self.page_size)
+            return 200, page
         if match and match[2] == "recreateInstances":
             for instance in call.body["instances"]:
                 vm = instance.rsplit("/", 1)[-1]
                 assert vm in self.groups[match[1]][1], vm
                 if self.on_recreate:
                     self.on_recreate(vm)
-            return self._send(handler, 200, {"kind": "compute#operation", "status": "DONE"})
+            return 200, {"kind": "compute#operation", "status": "DONE"}
         match = re.fullmatch(r"instances/([^/]+)/(\w+)", rest)
         if match and match[2] == "reset":
             if self.on_reset:
                 self.on_reset(match[1])
-            return self._send(handler, 200, {"kind": "compute#operation", "status": "RUNNING"})
+            return 200, {"kind": "compute#operation", "status": "RUNNING"}
         if match and match[2] == "reportHostAsFaulty":
-            return self._send(handler, 200, {"kind": "compute#operation", "status": "RUNNING"})
-        return self._send(handler, 404, {"error": {"message": f"no {method} {rest}"}})
+            return 200, {"kind": "compute#operation", "status": "RUNNING"}
+        return 404, {"error": {"message": f"no {method} {rest}"}}
+
+    @classmethod
+    def _send(cls, handler: BaseHTTPRequestHandler, status: int, body: dict) -> None:
+        cls._send_raw(handler, status, json.dumps(body).encode())
 
     @staticmethod
-    def _send(handler: BaseHTTPRequestHandler, status: int, body: dict) -> None:
-        data = json.dumps(body).encode()
+    def _send_raw(handler: BaseHTTPRequestHandler, status: int, data: bytes) -> None:
         handler.send_response(status)
         handler.send_header("Content-Type", "application/json")
         handler.send_header("Content-Length", str(len(data)))
         handler.end_headers()
-        handler.wfile.write(data)
+        with contextlib.suppress(OSError):  # the client gave up waiting on a slow verb
+            handler.wfile.write(data)

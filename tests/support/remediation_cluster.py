@@ -14,7 +14,7 @@ from pathlib import Path
 
 from clusterprint.blueprint.model import Blueprint
 from clusterprint.blueprint.validate import check_text
-from clusterprint.node import remediate
+from clusterprint.node import common, remediate
 from clusterprint.render import remediation
 from tests.support.compute_fake import FakeCompute
 from tests.support.local_slurm import Daemon, LocalSlurm, wait_until
@@ -61,9 +61,11 @@ class Remediation:
         assert GROUP in groups
         fake = FakeCompute(PROJECT, ZONE, groups=groups)
         setup = cls(cluster, fake, tmp_path)
+        # The rendered program with the rendered common.py beside it, as on the controller.
+        for name in ("remediate.py", "common.py"):
+            (cluster.root / name).write_text(cluster.files[f"scripts/{name}"])
+            (cluster.root / name).chmod(0o755)
         program = cluster.root / "remediate.py"
-        program.write_text(cluster.files["scripts/remediate.py"])
-        program.chmod(0o755)
         # The rendered RebootProgram wrapper, pointing at this copy of program and config.
         wrapper = cluster.root / "reboot-vm"
         wrapper.write_text(f'#!/bin/sh\nexec python3 {program} --config {setup.config_path} '
@@ -83,8 +85,11 @@ class Remediation:
         """A fresh loop (as after a restart) on the state file, with this clock."""
         config = remediate.Config.load(str(self.config_path))
         slurm = remediate.Slurm(lambda argv: self.cluster.run(*argv))
-        compute = remediate.Compute(config.project, config.zone, config.api, config.token_url)
-        return remediate.Remediator(config, slurm, compute, clock=lambda: self.now)
+        compute = remediate.Compute(config.project, config.zone, config.api, config.token_url,
+                                    config.http_timeout_s)
+        # One boot: the test's clock is the boot's monotonic clock and the wall clock.
+        return remediate.Remediator(config, slurm, compute,
+                                    clock=lambda: remediate.Reading(self.now, self.now, "test"))
 
     def pass_once(self) -> None:
         self.loop().run_once()
@@ -115,7 +120,7 @@ class Remediation:
         self.cluster.run("scontrol", "update", f"nodename={name}", "state=drain",
                          f"reason={reason}")
 
-    def node(self, name: str) -> remediate.Node | None:
+    def node(self, name: str) -> common.SlurmNode | None:
         return next((n for n in remediate.Slurm(lambda a: self.cluster.run(*a)).nodes()
                      if n.name == name), None)
 

@@ -1,55 +1,93 @@
 """The remediation loop as a module and as a process, on fake Slurm output and a fake API.
 
-What real slurmctld must show is in tests/slurm/test_remediation.py; here are the pieces
-a real cluster makes slow to reach: a DOWN node, a node failing again after its
-remediation, the RebootProgram's exit status, the state file written whole.
+What real slurmctld must show is in tests/slurm/test_remediation.py; here are the pieces a
+real cluster makes slow to reach. The decisions are plain data (``decide``): each counting
+rule at its boundary and on both sides of it. Then the faults: a slow API that acts after
+the loop stopped waiting, clock jumps, a reset while the service runs, an unreadable state
+file, answers the API should not give; each also with the program run as a process, as
+the controller runs it (the rendered program with common.py beside it).
 """
 
 from __future__ import annotations
 
 import json
+import os
+import signal
 import subprocess
 import sys
+import threading
+import time
+from dataclasses import asdict
 from pathlib import Path
 
 import pytest
 
-from clusterprint.node import remediate
+from clusterprint.node import common, remediate
+from clusterprint.render.node_programs import program_files
 from tests.support.compute_fake import FakeCompute
+from tests.support.remediation_fakes import (
+    ECC,
+    FakeSlurm,
+    config_for,
+    fake_scontrol,
+    node_line,
+    scontrol_log,
+    write_config,
+)
 
-#: One node as Debian's Slurm 22.05 `scontrol show node -o` printed it here.
-LINE = ("NodeName=a4-a4-0001 Arch=x86_64 CoresPerSocket=2  CPUAlloc=0 CPUEfctv=2 CPUTot=2 "
-        "CPULoad=5.60 AvailableFeatures=a4 ActiveFeatures=a4 Gres=gpu:8 NodeAddr=127.0.0.1 "
-        "NodeHostName=vm Version=22.05.8 OS=Linux 6.18.44-fc-v657 #1 SMP PREEMPT_DYNAMIC @0  "
-        "RealMemory=24105 AllocMem=0 FreeMem=21133 Sockets=1 Boards=1 "
-        "State=IDLE+DRAIN+DYNAMIC_NORM ThreadsPerCore=1 TmpDisk=0 Weight=1 Owner=N/A "
-        "MCS_label=N/A Partitions=a4  BootTime=2026-12-01T09:28:18 "
-        "SlurmdStartTime=2026-12-01T10:31:52 LastBusyTime=2026-12-01T10:31:52 "
-        "CfgTRES=cpu=2,mem=24105M,billing=2 AllocTRES= CapWatts=n/a CurrentWatts=0 "
-        "AveWatts=0 ExtSensorsJoules=n/s ExtSensorsWatts=0 ExtSensorsTemp=n/s "
-        "Reason=cp:gpu-ecc: 3 uncorrected errors on GPU 5; cp:disk: / has 2 GiB free "
-        "[root@2026-12-01T10:31:53]")
 GROUP = "c-nodeset-a4-group-abc1234"
+BOOT = "boot-1"
+T0 = 1_000_000.0
 
 
-def test_parses_state_flags_features_start_time_and_the_whole_reason():
-    (node,) = remediate.parse_nodes(LINE + "\n")
-    assert node.name == "a4-a4-0001" and node.features == ("a4",)
-    assert node.state == {"IDLE", "DRAIN", "DYNAMIC_NORM"}
-    assert node.reason == "cp:gpu-ecc: 3 uncorrected errors on GPU 5; cp:disk: / has 2 GiB free"
-    assert node.slurmd_start == "2026-12-01T10:31:52"
-    assert node.checked_failed and node.unhealthy and not node.busy
+def at(seconds: float = 0.0, wall: float | None = None, boot: str = BOOT) -> remediate.Reading:
+    """The clock ``seconds`` after T0 on boot ``boot`` (the wall clock agreeing unless
+    ``wall`` says otherwise)."""
+    return remediate.Reading(T0 + seconds if wall is None else wall, 10_000 + seconds, boot)
+
+
+def names(count: int, nodeset: str = "a4") -> list[str]:
+    return [f"{nodeset}-{nodeset}-{i:04d}" for i in range(1, count + 1)]
+
+
+def vms(*nodes: str, status: str = "RUNNING") -> dict[str, remediate.Group]:
+    return {"a4": remediate.Group(GROUP, {n: status for n in nodes})}
+
+
+def parsed(*lines: str) -> list[common.SlurmNode]:
+    return common.parse_nodes("\n".join(lines))
+
+
+def acts(actions: list) -> list:
+    """The actions but the log lines."""
+    return [a for a in actions if not isinstance(a, remediate.Note)]
+
+
+def notes(actions: list, severity: str) -> list[str]:
+    return [a.message for a in actions if isinstance(a, remediate.Note)
+            and a.severity == severity]
+
+
+# --- Slurm's view --------------------------------------------------------------------------
+
+def test_a_drained_node_with_a_check_reason_is_unhealthy():
+    (node,) = parsed(node_line(reason=f"{ECC}; cp:disk: / has 2 GiB free"))
+    assert node.reason == f"{ECC}; cp:disk: / has 2 GiB free" and node.features == ("a4",)
+    assert remediate.unhealthy(node) and not node.busy
 
 
 def test_a_down_star_node_is_not_responding_and_unhealthy_whatever_its_reason():
-    line = LINE.replace("IDLE+DRAIN+DYNAMIC_NORM", "DOWN+DYNAMIC_NORM*").split(" Reason=")[0]
-    (node,) = remediate.parse_nodes(line)
-    assert node.down and node.not_responding and node.unhealthy and node.reason == ""
+    (node,) = parsed(node_line(state="DOWN+DYNAMIC_NORM*", reason=""))
+    assert node.down and node.not_responding and remediate.unhealthy(node)
 
 
-def test_a_rebooting_node_is_left_to_slurm():
-    (node,) = remediate.parse_nodes(LINE.replace("IDLE+DRAIN", "DOWN+DRAIN+REBOOT_ISSUED"))
-    assert not node.unhealthy
+@pytest.mark.parametrize("state", ["DOWN+DRAIN+REBOOT_ISSUED", "IDLE+DRAIN+REBOOT_REQUESTED"])
+def test_a_rebooting_node_is_left_to_slurm(state):
+    assert not remediate.unhealthy(parsed(node_line(state=state))[0])
+
+
+def test_a_node_drained_by_hand_is_not_unhealthy():
+    assert not remediate.unhealthy(parsed(node_line(reason="disk swap by the admin"))[0])
 
 
 @pytest.mark.parametrize(("reason", "fault"), [
@@ -69,87 +107,611 @@ def test_the_hourly_bound_rounds_down_but_lets_one_node_through(share, nodes, pe
     assert config.per_hour(config.nodesets["a4"]) == per_hour
 
 
-class FakeSlurm(remediate.Slurm):
-    """Nodes from scontrol lines; every command the loop runs, recorded."""
-
-    def __init__(self, lines: list[str]) -> None:
-        self.lines, self.commands = lines, []
-        super().__init__(self._run)
-
-    def _run(self, argv: list[str]) -> str:
-        self.commands.append(argv)
-        return "\n".join(self.lines) if argv[:3] == ["scontrol", "show", "node"] else ""
+def test_the_loops_note_always_fits_and_is_never_cut_off():
+    long = "; ".join(f"cp:gpu-ecc: {i} uncorrected errors on GPU {i}" for i in range(20))
+    marked = remediate.with_reason(long, "cp:protected: remediation stopped after 3 failures")
+    assert len(marked) <= common.REASON_MAX
+    assert marked.endswith("; cp:protected: remediation stopped after 3 failures")
+    assert remediate.with_reason(marked, "cp:protected: again") == marked
 
 
-def config_for(on_failure: str, share: float = 1.0, nodes: int = 4, state: Path | None = None,
-               fake: FakeCompute | None = None) -> remediate.Config:
-    raw = {"project": "p", "zone": "z", "state_file": str(state or "/nonexistent/state.json"),
-           "max_share_per_hour": share, "protect_after_failures": 3, "replace_timeout_s": 1800,
-           "report_wait_s": 900, "watch_s": 3600, "interval_s": 60,
-           "nodesets": {"a4": {"base_instance_name": "c-a4", "nodes": nodes,
-                               "on_failure": on_failure, "report_faulty_host": False}},
-           **(fake.config() if fake else {})}
-    return remediate.Config(**{**raw, "nodesets": {
-        "a4": remediate.NodesetPolicy(name="a4", **raw["nodesets"]["a4"])}})
+# --- Decisions: the hourly limit -----------------------------------------------------------
 
+def test_reboots_count_against_the_hourly_limit_until_exactly_an_hour_later():
+    """Share 0.5 of 4: two an hour. The third drained node waits; at 3599 s it still waits,
+    at 3600 s the first reboot's place is free again."""
+    config = config_for("reboot", share=0.5)
+    lines = [node_line(n) for n in names(3)]
+    actions, state = remediate.decide(parsed(*lines), vms(), remediate.State(), at(0), config)
+    assert acts(actions) == [remediate.Reboot(n, f"{ECC}; cp:reboot: issued")
+                             for n in names(2)]
+    assert notes(actions, "WARNING") == [
+        "nodeset a4: its 2 remediations this hour are taken, 1 more nodes wait"]
+    assert len(state.actions["a4"]) == 2
+    # The first two are rebooting; the third is still drained.
+    rebooting = [node_line(n, state="IDLE+DRAIN+REBOOT_ISSUED") for n in names(2)]
+    actions, later = remediate.decide(parsed(*rebooting, lines[2]), vms(), state, at(3599),
+                                      config)
+    assert acts(actions) == []
+    actions, _ = remediate.decide(parsed(*rebooting, lines[2]), vms(), state, at(3600), config)
+    assert acts(actions) == [remediate.Reboot(names(3)[2], f"{ECC}; cp:reboot: issued")]
+
+
+def test_draining_costs_nothing_of_the_hour():
+    config = config_for("drain", share=0.1)
+    actions, state = remediate.decide(parsed(*map(node_line, names(4))), vms(),
+                                      remediate.State(), at(0), config)
+    assert acts(actions) == [] and state.actions == {}
+    assert {t.action for t in state.nodes.values()} == {"drain"}
+
+
+def test_a_down_node_is_reset_directly_as_slurm_refuses_to_reboot_it():
+    config = config_for("reboot")
+    actions, _ = remediate.decide(parsed(node_line(state="DOWN+DYNAMIC_NORM*", reason="")),
+                                  vms(names(1)[0]), remediate.State(), at(0), config)
+    assert acts(actions) == [remediate.Reset("a4-a4-0001")]
+
+
+def test_a_host_report_and_the_recreation_after_it_cost_one_place():
+    """One an hour: the report takes it, the recreation that follows costs nothing more,
+    and the second node waits all the while."""
+    config = config_for("replace", share=0.1, report=True)
+    lines = [node_line(n) for n in names(2)]
+    actions, state = remediate.decide(parsed(*lines), vms(*names(2)), remediate.State(),
+                                      at(0), config)
+    assert acts(actions) == [remediate.Report("a4-a4-0001", ECC)]
+    actions, _ = remediate.decide(parsed(*lines), vms(*names(2)), state,
+                                  at(config.report_wait_s), config)
+    assert acts(actions) == [remediate.Recreate(GROUP, "a4-a4-0001")]
+
+
+# --- Decisions: waits ----------------------------------------------------------------------
+
+def test_a_host_report_is_followed_by_a_recreation_exactly_at_report_wait_s():
+    config = config_for("replace", report=True)
+    lines = [node_line()]
+    _, state = remediate.decide(parsed(*lines), vms(names(1)[0]), remediate.State(), at(0),
+                                config)
+    assert state.nodes["a4-a4-0001"].action == "report"
+    actions, state_before = remediate.decide(parsed(*lines), vms(names(1)[0]), state,
+                                             at(config.report_wait_s - 1), config)
+    assert acts(actions) == [] and state_before.nodes["a4-a4-0001"].action == "report"
+    actions, after = remediate.decide(parsed(*lines), vms(names(1)[0]), state,
+                                      at(config.report_wait_s), config)
+    assert acts(actions) == [remediate.Recreate(GROUP, "a4-a4-0001")]
+    assert after.nodes["a4-a4-0001"].action == "recreate"
+    # The report stopped the VM: no need to wait.
+    actions, _ = remediate.decide(parsed(*lines), vms(names(1)[0], status="TERMINATED"),
+                                  state, at(60), config)
+    assert acts(actions) == [remediate.Recreate(GROUP, "a4-a4-0001")]
+
+
+@pytest.mark.parametrize("busy", ["IDLE+COMPLETING+DRAIN", "MIXED+DRAIN", "ALLOCATED+DRAIN"])
+def test_a_node_with_jobs_still_ending_is_replaced_only_once_they_end(busy):
+    config = config_for("replace")
+    actions, state = remediate.decide(parsed(node_line(state=busy)), vms(names(1)[0]),
+                                      remediate.State(), at(0), config)
+    assert acts(actions) == [] and state.actions == {} and state.nodes == {}
+    assert notes(actions, "INFO") == [
+        "a4-a4-0001: waiting for its jobs to end before replacing it"]
+    actions, _ = remediate.decide(parsed(node_line(state="IDLE+DRAIN")), vms(names(1)[0]),
+                                  state, at(60), config)
+    assert acts(actions) == [remediate.Recreate(GROUP, "a4-a4-0001")]
+
+
+def test_a_replacement_times_out_exactly_at_replace_timeout_s():
+    config = config_for("replace")
+    _, state = remediate.decide(parsed(node_line()), vms(names(1)[0]), remediate.State(),
+                                at(0), config)
+    actions, kept = remediate.decide(parsed(node_line()), vms(names(1)[0]), state,
+                                     at(config.replace_timeout_s - 1), config)
+    assert acts(actions) == [] and kept.failures == {}
+    actions, gave_up = remediate.decide(parsed(node_line()), vms(names(1)[0]), state,
+                                        at(config.replace_timeout_s), config)
+    assert acts(actions) == [remediate.SetState("a4-a4-0001", "down", (
+        f"{ECC}; cp:replace-timeout: no registration 1800s after the replace"))]
+    assert gave_up.failures == {"a4": 1} and gave_up.nodes["a4-a4-0001"].action == "gave-up"
+
+
+def test_a_rebooted_node_that_is_still_down_is_not_reset_again():
+    """A DOWN node's reset brings it back in minutes: the next pass waits for its slurmd
+    to register (or ResumeTimeout), it does not reset it again and count a failure."""
+    config = config_for("reboot")
+    down = node_line(state="DOWN+DYNAMIC_NORM*", reason="")
+    group = vms("a4-a4-0001")
+    _, state = remediate.decide(parsed(down), group, remediate.State(), at(0), config)
+    actions, state = remediate.decide(parsed(down), group, state, at(60), config)
+    assert acts(actions) == [] and state.failures == {}
+    back = node_line(state="IDLE+DYNAMIC_NORM", reason="", start="2026-12-01T11:00:00")
+    _, state = remediate.decide(parsed(back), group, state, at(120), config)
+    assert state.nodes == {} and state.returned["a4-a4-0001"].action == "reboot"
+
+
+@pytest.mark.parametrize(("after", "failures"), [(-1, 2), (0, 0)])
+def test_failing_again_within_watch_s_of_coming_back_is_a_failure_and_after_it_is_not(
+        after, failures):
+    config = config_for("reboot")
+    state = remediate.State(returned={"a4-a4-0001": remediate.Returned(at(0), "a4", "reboot")},
+                            failures={"a4": 1})
+    actions, state = remediate.decide(parsed(node_line()), vms(), state,
+                                      at(config.watch_s + after), config)
+    assert state.failures == {"a4": failures}
+    assert any(isinstance(a, remediate.Reboot) for a in actions)
+
+
+def test_an_hour_healthy_forgives_the_nodesets_failures():
+    config = config_for("reboot")
+    healthy = parsed(node_line(state="IDLE+DYNAMIC_NORM", reason=""))
+    state = remediate.State(returned={"a4-a4-0001": remediate.Returned(at(0), "a4", "reboot")},
+                            failures={"a4": 2})
+    _, kept = remediate.decide(healthy, vms(), state, at(config.watch_s - 1), config)
+    _, forgiven = remediate.decide(healthy, vms(), state, at(config.watch_s), config)
+    assert kept.failures == {"a4": 2} and forgiven.failures == {"a4": 0}
+
+
+# --- Decisions: protection -----------------------------------------------------------------
+
+def timed_out(count: int) -> remediate.State:
+    """``count`` recreations in flight since T0, none registered."""
+    return remediate.State(nodes={n: remediate.Track("recreate", at(0), "a4", ECC,
+                                                     "2026-12-01T10:31:52")
+                                  for n in names(count)})
+
+
+@pytest.mark.parametrize("limit", [2, 3])
+def test_a_nodeset_is_protected_exactly_at_protect_after_failures(limit):
+    config = config_for("replace", nodes=8, protect_after_failures=limit)
+    lines = [node_line(n) for n in names(limit)]
+    # One failure short: not protected.
+    actions, state = remediate.decide(parsed(*lines[:limit - 1]), vms(*names(limit)),
+                                      timed_out(limit - 1), at(1800), config)
+    assert state.failures == {"a4": limit - 1} and state.protected == {}
+    assert notes(actions, "ALERT") == []
+    actions, state = remediate.decide(parsed(*lines), vms(*names(limit)), timed_out(limit),
+                                      at(1800), config)
+    assert state.failures == {"a4": limit} and list(state.protected) == ["a4"]
+    (alert,) = notes(actions, "ALERT")
+    assert f"{limit} failed remediations in a row" in alert
+    assert "clusterprint-remediate --reset a4" in alert
+    # The next pass acts on none of them and says why in each drained or down node's reason.
+    down = [node_line(n, state="DOWN+DYNAMIC_NORM") for n in names(limit)]
+    actions, _ = remediate.decide(parsed(*down, node_line(names(8)[7])), vms(*names(8)),
+                                  state, at(2 * 3600), config)
+    assert {type(a) for a in acts(actions)} == {remediate.SetState}
+    assert all(f"cp:protected: remediation stopped after {limit} failures" in a.reason
+               for a in acts(actions))
+
+
+def test_decide_leaves_the_state_it_is_given_as_it_was():
+    state = timed_out(2)
+    before = json.dumps(asdict(state), sort_keys=True)
+    remediate.decide(parsed(*map(node_line, names(2))), vms(*names(2)), state, at(1800),
+                     config_for("replace"))
+    assert json.dumps(asdict(state), sort_keys=True) == before
+
+
+# --- Decisions: the clock jumps ------------------------------------------------------------
+
+@pytest.mark.parametrize(("now", "acts_again"), [
+    (at(60, wall=T0 - 7200), False),                    # wall clock back two hours
+    (at(60, wall=T0 + 7200), False),                    # wall clock forward two hours
+    (at(3600, wall=T0 - 86400), True),                  # an hour passed, whatever the wall says
+    (at(60, wall=T0 - 7200, boot="boot-2"), False),     # rebooted, stamp in the future
+    (at(-9000, wall=T0 + 7200, boot="boot-2"), False),  # rebooted 1000 s ago, wall forward
+    (at(-6400, wall=T0 + 3600, boot="boot-2"), True),   # rebooted an hour ago, an hour later
+])
+def test_a_clock_jump_never_frees_a_place_of_the_hour(now, acts_again):
+    """One an hour; the first node's reboot at T0; the second node asks at ``now``."""
+    config = config_for("reboot", share=0.1)
+    lines = [node_line(n) for n in names(2)]
+    actions, state = remediate.decide(parsed(*lines), vms(), remediate.State(), at(0), config)
+    assert len(acts(actions)) == 1
+    rebooting = node_line(names(1)[0], state="IDLE+DRAIN+REBOOT_ISSUED")
+    actions, _ = remediate.decide(parsed(rebooting, lines[1]), vms(), state, now, config)
+    assert bool(acts(actions)) is acts_again
+
+
+def test_a_stamp_of_an_older_loop_is_read_and_never_trusted_alone():
+    """A state file of the loop before stamps carried the boot: wall-clock seconds."""
+    stamp = remediate.Reading.from_json(T0, "since")
+    assert remediate.elapsed(stamp, at(7200, boot="boot-2")) == 7200
+    assert remediate.elapsed(stamp, remediate.Reading(T0 + 7200, 30, "boot-2")) == 30
+
+
+# --- Acting in batches ---------------------------------------------------------------------
 
 @pytest.fixture
 def fake():
-    api = FakeCompute("p", "z", groups={GROUP: ("c-a4", {"a4-a4-0001": "RUNNING"})})
+    api = FakeCompute("p", "z", groups={GROUP: ("c-a4", {n: "RUNNING" for n in names(8)})})
     yield api
     api.stop()
 
 
-def loop(config, slurm, fake, now):
-    compute = remediate.Compute("p", "z", config.api, config.token_url)
-    return remediate.Remediator(config, slurm, compute, clock=lambda: now[0])
+def compute_of(config: remediate.Config) -> remediate.Compute:
+    return remediate.Compute("p", "z", config.api, config.token_url, config.http_timeout_s)
 
 
-def test_a_down_node_is_reset_directly_as_slurm_refuses_to_reboot_it(fake, tmp_path):
-    down = LINE.replace("IDLE+DRAIN+DYNAMIC_NORM", "DOWN+DYNAMIC_NORM*").split(" Reason=")[0]
-    slurm, now = FakeSlurm([down]), [1000.0]
-    loop(config_for("reboot", state=tmp_path / "s.json", fake=fake), slurm, fake, now).run_once()
-    assert [c.verb for c in fake.calls if c.verb == "reset"] == ["reset"]
-    assert not [c for c in slurm.commands if c[1] == "reboot"]
+class Journal(common.Log):
+    """The loop's log lines, kept as objects."""
+
+    def __init__(self) -> None:
+        super().__init__("remediate")
+        self.entries: list[dict] = []
+
+    def __call__(self, message: str, severity: str = "INFO", **fields: object) -> None:
+        self.entries.append({"message": message, "severity": severity, **fields})
+
+    def severities(self, severity: str) -> list[str]:
+        return [e["message"] for e in self.entries if e["severity"] == severity]
 
 
-def test_failing_again_soon_after_a_reboot_counts_and_a_healthy_hour_forgives(fake, tmp_path):
-    config = config_for("reboot", state=tmp_path / "s.json", fake=fake)
-    healthy = LINE.replace("IDLE+DRAIN", "IDLE").split(" Reason=")[0]
-    slurm, now = FakeSlurm([LINE]), [1000.0]
-    loop(config, slurm, fake, now).run_once()            # rebooted
-    slurm.lines = [healthy]
-    now[0] += 600
-    loop(config, slurm, fake, now).run_once()            # back in service
-    slurm.lines = [LINE]
-    now[0] += 600
-    loop(config, slurm, fake, now).run_once()            # failed again within the hour
-    state = json.loads((tmp_path / "s.json").read_text())
-    assert state["failures"] == {"a4": 1}
-    slurm.lines = [healthy]
-    now[0] += 600
-    loop(config, slurm, fake, now).run_once()
-    now[0] += 3600
-    loop(config, slurm, fake, now).run_once()            # an hour healthy since
-    assert json.loads((tmp_path / "s.json").read_text())["failures"] == {"a4": 0}
+def remediator(config, slurm, now, log=None):
+    return remediate.Remediator(config, slurm, compute_of(config), clock=lambda: now[0],
+                                log=log or Journal())
 
 
-def test_the_state_file_is_replaced_whole_and_leaves_no_temporary_file(tmp_path):
-    path = tmp_path / "deep" / "state.json"
-    state = remediate.State(failures={"a4": 2})
-    state.save(str(path))
-    state.failures["a4"] = 3
-    state.save(str(path))
-    assert json.loads(path.read_text())["failures"] == {"a4": 3}
-    assert [p.name for p in path.parent.iterdir()] == ["state.json"]
-    assert remediate.State.load(str(path)).failures == {"a4": 3}
+def test_like_actions_go_in_one_call(fake):
+    """Three recreations: one recreateInstances; two nodes marked alike: one scontrol."""
+    config = config_for("replace", api=fake.config())
+    slurm = FakeSlurm([])
+    remediate.apply([remediate.Recreate(GROUP, n) for n in names(3)]
+                    + [remediate.SetState(n, "drain", "cp:protected: x") for n in names(2)]
+                    + [remediate.SetState("a4-a4-0003", "down", "cp:protected: x")],
+                    slurm, compute_of(config), Journal())
+    (call,) = fake.verbs("recreateInstances")
+    assert call.body == {"instances": [f"zones/z/instances/{n}" for n in names(3)]}
+    assert slurm.changes() == [
+        ["scontrol", "update", "nodename=a4-a4-0001,a4-a4-0002", "state=drain",
+         "reason=cp:protected: x"],
+        ["scontrol", "update", "nodename=a4-a4-0003", "state=down", "reason=cp:protected: x"]]
 
+
+def test_a_pass_over_many_drained_nodes_makes_calls_by_the_actions_not_the_nodes(fake,
+                                                                                tmp_path):
+    fake.page_size = 3  # eight VMs: three pages
+    config = config_for("replace", share=0.5, nodes=8, state=tmp_path / "s.json",
+                        api=fake.config())
+    remediator(config, FakeSlurm([node_line(n) for n in names(8)]), [at(0)]).run_once()
+    assert [c.verb for c in fake.calls] == ["instanceGroupManagers"] + [
+        "listManagedInstances"] * 3 + ["recreateInstances"]
+    assert len(fake.verbs("recreateInstances")[0].body["instances"]) == 4
+
+
+# --- Faults: a slow API, a killed pass -----------------------------------------------------
+
+def test_a_slow_api_that_acts_after_the_loop_stopped_waiting_still_counts(fake, tmp_path):
+    """One an hour, three drained nodes; the API recreates, then answers after the
+    client's timeout. Passes within the hour: exactly one recreation reached the API."""
+    fake.delay["recreateInstances"] = 1.0
+    config = config_for("replace", share=0.1, state=tmp_path / "s.json", api=fake.config(),
+                        http_timeout_s=0.3)
+    slurm, now, log = FakeSlurm([node_line(n) for n in names(3)]), [at(0)], Journal()
+    for minute in range(4):
+        now[0] = at(60 * minute)
+        remediator(config, slurm, now, log).run_once()
+    assert len(fake.verbs("recreateInstances")) == 1
+    assert any("timed out" in m for m in log.severities("ERROR"))
+    assert len(remediate.State.load(config.state_file).actions["a4"]) == 1
+
+
+def test_a_call_the_api_refused_is_tried_again_and_its_place_stays_spent(fake, tmp_path):
+    config = config_for("replace", share=0.5, state=tmp_path / "s.json", api=fake.config())
+    slurm, now = FakeSlurm([node_line(n) for n in names(1)]), [at(0)]
+    fake.failing.add("recreateInstances")
+    remediator(config, slurm, now).run_once()
+    fake.failing.clear()
+    now[0] = at(60)
+    remediator(config, slurm, now).run_once()
+    assert len(fake.verbs("recreateInstances")) == 2
+    assert len(remediate.State.load(config.state_file).actions["a4"]) == 2
+
+
+def installed(tmp_path: Path) -> Path:
+    """The program as the controller has it: remediate.py with common.py beside it."""
+    for path, text in program_files(str(tmp_path / "program"), remediate).items():
+        Path(path).parent.mkdir(parents=True, exist_ok=True)
+        Path(path).write_text(text)
+    return tmp_path / "program" / "remediate.py"
+
+
+def test_a_pass_killed_while_the_api_acts_has_counted_its_action(fake, tmp_path):
+    """The process dies during the call (the API acts, no answer came): the next process
+    finds the action counted and the node in flight, and calls nothing again."""
+    fake.delay["recreateInstances"] = 30
+    env = fake_scontrol(tmp_path)
+    (tmp_path / "nodes.txt").write_text("\n".join(node_line(n) for n in names(3)))
+    config = write_config(tmp_path / "c.json", config_for(
+        "replace", share=0.1, state=tmp_path / "s.json", api=fake.config()))
+    argv = [sys.executable, str(installed(tmp_path)), "--config", str(config), "--once",
+            "--now", str(T0)]
+    process = subprocess.Popen(argv, env=env, stderr=subprocess.PIPE)
+    deadline = time.monotonic() + 30
+    while not fake.verbs("recreateInstances") and time.monotonic() < deadline:
+        time.sleep(0.05)
+    process.send_signal(signal.SIGKILL)
+    process.wait()
+    again = subprocess.run(argv[:-1] + [str(T0 + 600)], env=env, capture_output=True,
+                           text=True, timeout=60)
+    assert again.returncode == 0, again.stderr
+    assert len(fake.verbs("recreateInstances")) == 1
+
+
+def test_a_clock_jump_as_a_process_lets_nothing_more_through(fake, tmp_path):
+    env = fake_scontrol(tmp_path)
+    (tmp_path / "nodes.txt").write_text("\n".join(node_line(n) for n in names(2)))
+    config = write_config(tmp_path / "c.json", config_for(
+        "replace", share=0.1, state=tmp_path / "s.json", api=fake.config()))
+
+    def once(wall: float, uptime: float) -> None:
+        subprocess.run([sys.executable, str(installed(tmp_path)), "--config", str(config),
+                        "--once", "--now", str(wall), "--uptime", str(uptime), "--boot-id",
+                        BOOT], env=env, check=True, capture_output=True, timeout=60)
+
+    once(T0, 500)
+    once(T0 - 7200, 560)         # the wall clock back two hours
+    once(T0 + 7200, 620)         # and forward two hours
+    assert len(fake.verbs("recreateInstances")) == 1
+    once(T0 + 3600, 500 + 3600)  # an hour on the boot's clock
+    assert len(fake.verbs("recreateInstances")) == 2
+
+
+# --- Faults: the state file ----------------------------------------------------------------
+
+BAD_STATES = {
+    "not JSON": b"{not json",
+    "empty": b"",
+    "cut short": json.dumps({"nodes": {}, "failures": {"a4": 1}}).encode()[:20],
+    "not UTF-8": b'{"failures": {"a4": 1}}\xff',
+    "a list": b"[1, 2]",
+    "a wrong type": json.dumps({"failures": {"a4": "1"}}).encode(),
+    "a wrong shape": json.dumps({"nodes": {"a4-a4-0001": {"action": "recreate"}}}).encode(),
+    "an unknown key": json.dumps({"nodez": {}}).encode(),
+    "an unknown action": json.dumps({"nodes": {"a4-a4-0001": {
+        "action": "explode", "since": 1.0, "nodeset": "a4", "reason": "", "slurmd_start": ""}}}
+    ).encode(),
+    "too deep": b"[" * 100_000 + b"]" * 100_000,
+}
+
+
+@pytest.mark.parametrize("data", BAD_STATES.values(), ids=BAD_STATES.keys())
+def test_an_unreadable_state_file_protects_every_nodeset_until_a_reset(fake, tmp_path, data):
+    state = tmp_path / "s.json"
+    state.write_bytes(data)
+    config = config_for("replace", state=state, api=fake.config(), nodesets=("a4", "b4"))
+    fake.groups["c-nodeset-b4-group-abc"] = ("c-b4", {"b4-b4-0001": "RUNNING"})
+    slurm = FakeSlurm([node_line(), node_line("b4-b4-0001", feature="b4")])
+    log, now = Journal(), [at(0)]
+    loop = remediator(config, slurm, now, log)
+    for _ in range(3):
+        loop.run_once()
+    assert fake.verbs("recreateInstances") == []
+    (alert,) = log.severities("ALERT")
+    assert str(state) in alert and "--reset NODESET" in alert
+    assert state.read_bytes() == data, "the bad file was written over"
+    note = f"{ECC}; cp:protected: state file unreadable"
+    assert slurm.changes() == 3 * [["scontrol", "update", "nodename=a4-a4-0001,b4-b4-0001",
+                                    "state=drain", f"reason={note}"]]
+    # The reset puts the file aside and frees a4 only.
+    slurm.lines = [node_line(reason=note), node_line("b4-b4-0001", feature="b4", reason=note)]
+    loop.reset("a4")
+    assert Path(f"{state}.corrupt").read_bytes() == data
+    assert list(remediate.State.load(str(state)).protected) == ["b4"]
+    assert slurm.changes()[-1] == ["scontrol", "update", "nodename=a4-a4-0001", "state=drain",
+                                   f"reason={ECC}"]
+    slurm.lines = [node_line(), slurm.lines[1]]
+    loop.run_once()
+    assert fake.verbs("recreateInstances")[0].body == {
+        "instances": ["zones/z/instances/a4-a4-0001"]}
+
+
+def test_a_write_cut_short_leaves_the_last_whole_state(fake, tmp_path, monkeypatch):
+    state = tmp_path / "s.json"
+    config = config_for("replace", share=1.0, state=state, api=fake.config())
+    slurm = FakeSlurm([node_line(n) for n in names(2)])
+    remediator(config, slurm, [at(0)]).run_once()
+    saved = state.read_bytes()
+
+    def full(fd: int) -> None:
+        raise OSError(28, "No space left on device")
+
+    monkeypatch.setattr(os, "fsync", full)
+    slurm.lines.append(node_line(names(3)[2]))
+    with pytest.raises(OSError):
+        remediator(config, slurm, [at(60)]).run_once()
+    assert state.read_bytes() == saved and remediate.State.load(str(state)).nodes
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["s.json", "s.json.lock"]
+    assert len(fake.verbs("recreateInstances")) == 1, "acted without counting it first"
+
+
+def test_a_reader_during_the_loops_writes_always_finds_a_whole_state(tmp_path):
+    path = str(tmp_path / "s.json")
+    seen, done = [], threading.Event()
+
+    def read() -> None:
+        while not done.is_set():
+            try:
+                seen.append(remediate.State.load(path))
+            except remediate.BadState as exc:
+                seen.append(exc)
+
+    reader = threading.Thread(target=read)
+    reader.start()
+    try:
+        for count in range(300):
+            remediate.State(failures={"a4": count}, actions={"a4": [at(i) for i in range(50)]}
+                            ).save(path)
+    finally:
+        done.set()
+        reader.join()
+    assert seen and not [s for s in seen if isinstance(s, Exception)]
+
+
+# --- Faults: what the API answers ----------------------------------------------------------
+
+def list_page(token: str) -> tuple[int, bytes]:
+    return 200, json.dumps({"managedInstances": [], "nextPageToken": token}).encode()
+
+
+COUNTER = iter(range(10**6))
+HOSTILE = {
+    "HTML": ("listManagedInstances", (200, b"<html><body>Service Unavailable</body></html>")),
+    "an empty answer": ("listManagedInstances", (200, b"")),
+    "a list": ("listManagedInstances", (200, b"[]")),
+    "no instance": ("listManagedInstances",
+                    (200, json.dumps({"managedInstances": [{"status": "RUNNING"}]}).encode())),
+    "a number for an instance": ("listManagedInstances", (200, json.dumps(
+        {"managedInstances": [{"instance": 7}]}).encode())),
+    "items not a list": ("instanceGroupManagers", (200, json.dumps({"items": "all"}).encode())),
+    "a group without a name": ("instanceGroupManagers", (200, json.dumps(
+        {"items": [{"baseInstanceName": "c-a4"}]}).encode())),
+    "a page token that repeats": ("listManagedInstances", list_page("again")),
+    "page tokens that never end": ("listManagedInstances",
+                                   lambda call: list_page(str(next(COUNTER)))),
+    "a token of no string": ("token", (200, json.dumps({"access_token": 5}).encode())),
+    "an expiry of no number": ("token", (200, json.dumps(
+        {"access_token": "fake", "expires_in": "soon"}).encode())),
+    "a token server in trouble": ("token", (503, b"<html>busy</html>")),
+}
+
+
+@pytest.mark.parametrize(("verb", "answer"), HOSTILE.values(), ids=HOSTILE.keys())
+def test_an_unexpected_api_answer_ends_the_pass_with_an_error_and_the_next_retries(
+        fake, tmp_path, verb, answer):
+    config = config_for("replace", state=tmp_path / "s.json", api=fake.config())
+    fake.answers[verb] = answer
+    log, slurm = Journal(), FakeSlurm([node_line()])
+    started = time.monotonic()
+    remediator(config, slurm, [at(0)], log).run_once()
+    assert time.monotonic() - started < 10
+    (error,) = log.severities("ERROR")
+    assert error.startswith("cannot list the VMs of nodeset a4: ") and "\n" not in error
+    assert fake.verbs("recreateInstances") == []
+    del fake.answers[verb]
+    remediator(config, slurm, [at(60)], log).run_once()
+    assert len(fake.verbs("recreateInstances")) == 1
+
+
+def test_an_unexpected_answer_as_a_process_is_one_line_and_no_traceback(fake, tmp_path):
+    env = fake_scontrol(tmp_path)
+    (tmp_path / "nodes.txt").write_text(node_line())
+    config = write_config(tmp_path / "c.json", config_for(
+        "replace", state=tmp_path / "s.json", api=fake.config()))
+    fake.answers["listManagedInstances"] = list_page("again")
+    done = subprocess.run([sys.executable, str(installed(tmp_path)), "--config", str(config),
+                           "--once", "--now", str(T0)], env=env, capture_output=True,
+                          text=True, timeout=60)
+    assert done.returncode == 0 and "Traceback" not in done.stderr
+    (line,) = done.stderr.splitlines()
+    assert line.startswith("<3>") and "nextPageToken" in json.loads(line[3:])["message"]
+
+
+def test_an_api_that_does_not_answer_ends_the_pass_in_its_timeout(fake, tmp_path):
+    fake.delay["instanceGroupManagers"] = 5
+    config = config_for("replace", state=tmp_path / "s.json", api=fake.config(),
+                        http_timeout_s=0.3)
+    log = Journal()
+    started = time.monotonic()
+    remediator(config, FakeSlurm([node_line()]), [at(0)], log).run_once()
+    assert time.monotonic() - started < 3 and len(log.severities("ERROR")) == 1
+
+
+def test_a_token_said_to_last_for_ever_is_fetched_again_within_the_hour(fake, monkeypatch):
+    fake.answers["token"] = (200, json.dumps({"access_token": "fake",
+                                              "expires_in": 10**12}).encode())
+    compute = compute_of(config_for("replace", api=fake.config()))
+    compute.instances(GROUP)
+    clock = time.monotonic() + common.TOKEN_LIFETIME_MAX_S
+    monkeypatch.setattr(time, "monotonic", lambda: clock)
+    compute.instances(GROUP)
+    assert fake.tokens == 2
+
+
+# --- The service while an operator resets ----------------------------------------------------
+
+@pytest.mark.parametrize("before", ["protected", "corrupt"])
+def test_a_reset_takes_effect_while_the_service_runs(fake, tmp_path, before):
+    """The service (the program as a process, a pass a second) and an operator's
+    ``--reset`` from another process: the next pass acts on the nodeset, and the service
+    never writes its own older state over the reset."""
+    env = fake_scontrol(tmp_path)
+    (tmp_path / "nodes.txt").write_text(node_line())
+    state = tmp_path / "s.json"
+    config = write_config(tmp_path / "c.json", config_for(
+        "replace", state=state, api=fake.config(), interval_s=1))
+    if before == "protected":
+        remediate.State(failures={"a4": 3}, protected={"a4": remediate.Protection(
+            at(0), "3 failed remediations in a row")}).save(str(state))
+    else:
+        state.write_bytes(b'{"nodes": {"a4-a4-0001": ')
+    program = installed(tmp_path)
+    service = subprocess.Popen([sys.executable, str(program), "--config", str(config)],
+                               env=env, stderr=subprocess.PIPE, text=True)
+    try:
+        deadline = time.monotonic() + 30
+        while len(scontrol_log(tmp_path)) < 1 and time.monotonic() < deadline:
+            time.sleep(0.1)
+        time.sleep(2.5)  # passes while protected: nothing recreated
+        assert fake.verbs("recreateInstances") == [] and service.poll() is None
+        subprocess.run([sys.executable, str(program), "--config", str(config), "--reset",
+                        "a4"], env=env, check=True, capture_output=True, timeout=60)
+        while not fake.verbs("recreateInstances") and time.monotonic() < deadline + 30:
+            time.sleep(0.1)
+        time.sleep(2.5)
+        assert len(fake.verbs("recreateInstances")) == 1
+        saved = remediate.State.load(str(state))
+        assert saved.protected == {} and saved.nodes["a4-a4-0001"].action == "recreate"
+        assert service.poll() is None, "the service stopped"
+    finally:
+        service.send_signal(signal.SIGTERM)
+        _, err = service.communicate(timeout=30)
+    assert "Traceback" not in err
+    assert len([line for line in err.splitlines() if line.startswith("<1>")]) == (
+        1 if before == "corrupt" else 0)
+
+
+def test_a_reset_of_a_nodeset_the_config_does_not_name_changes_nothing(tmp_path):
+    config = write_config(tmp_path / "c.json", config_for("replace", state=tmp_path / "s.json"))
+    done = subprocess.run([sys.executable, "-m", "clusterprint.node.remediate", "--config",
+                           str(config), "--reset", "a5"], capture_output=True, text=True,
+                          env=fake_scontrol(tmp_path))
+    assert done.returncode == 2 and "no nodeset a5" in done.stderr
+    assert not (tmp_path / "s.json").exists()
+
+
+# --- The config ------------------------------------------------------------------------------
+
+def test_the_config_round_trips_and_keeps_the_programs_defaults(tmp_path):
+    config = config_for("replace")
+    path = write_config(tmp_path / "c.json", config)
+    assert remediate.Config.load(str(path)) == config
+    assert config.protect_after_failures == 3 and config.replace_timeout_s == 1800
+
+
+@pytest.mark.parametrize(("change", "said"), [
+    ({"max_share_per_hour": "0.1"}, "max_share_per_hour: expected int or float"),
+    ({"interval_s": True}, "interval_s: expected int, got bool"),
+    ({"nodesets": {"a4": {"base_instance_name": "c-a4", "nodes": "4",
+                          "on_failure": "drain", "report_faulty_host": False}}}, "nodes"),
+    ({"nodesets": {"a4": {"base_instance_name": "c-a4", "nodes": 4, "on_failure": "burn",
+                          "report_faulty_host": False}}}, "on_failure 'burn'"),
+    ({"watch": 3600}, "unknown key 'watch'"),
+])
+def test_a_config_of_the_wrong_types_is_refused_in_one_line(tmp_path, change, said):
+    raw = {**config_for("drain").to_json(), **change}
+    path = tmp_path / "c.json"
+    path.write_text(json.dumps(raw))
+    with pytest.raises(common.BadJSON, match=said):
+        remediate.Config.load(str(path))
+    done = subprocess.run([sys.executable, "-m", "clusterprint.node.remediate", "--config",
+                           str(path), "--once"], capture_output=True, text=True)
+    assert done.returncode == 2 and "Traceback" not in done.stderr
+    assert len(done.stderr.splitlines()) == 1 and said.split(":")[0] in done.stderr
+
+
+# --- The RebootProgram and the loop over several passes --------------------------------------
 
 def test_the_reboot_program_resets_each_node_and_fails_when_one_reset_fails(fake, tmp_path):
-    config = tmp_path / "remediate.json"
-    raw = config_for("reboot", fake=fake)
-    config.write_text(json.dumps({**raw.__dict__, "nodesets": {
-        "a4": {k: v for k, v in raw.nodesets["a4"].__dict__.items() if k != "name"}}}))
+    config = write_config(tmp_path / "remediate.json", config_for("reboot", api=fake.config()))
     argv = [sys.executable, "-m", "clusterprint.node.remediate", "--config", str(config),
             "--reboot", "a4-a4-0001,a4-a4-0002"]
     assert subprocess.run(argv, capture_output=True).returncode == 0
@@ -157,20 +719,49 @@ def test_the_reboot_program_resets_each_node_and_fails_when_one_reset_fails(fake
         "a4-a4-0001/reset", "a4-a4-0002/reset"]
     fake.failing.add("reset")
     done = subprocess.run(argv, capture_output=True, text=True)
-    assert done.returncode == 1 and "cannot reset the VM of a4-a4-0001" in done.stdout
+    assert done.returncode == 1 and "cannot reset the VM of a4-a4-0001" in done.stderr
+
+
+def test_failing_again_soon_after_a_reboot_counts_and_a_healthy_hour_forgives(fake, tmp_path):
+    config = config_for("reboot", state=tmp_path / "s.json", api=fake.config())
+    healthy = node_line(state="IDLE+DYNAMIC_NORM", reason="", start="2026-12-01T10:40:00")
+    slurm, now = FakeSlurm([node_line()]), [at(0)]
+    remediator(config, slurm, now).run_once()            # rebooted
+    slurm.lines = [healthy]
+    now[0] = at(600)
+    remediator(config, slurm, now).run_once()            # back in service
+    slurm.lines = [node_line(start="2026-12-01T10:40:00", stamp="root@2026-12-01T10:50:00")]
+    now[0] = at(1200)
+    remediator(config, slurm, now).run_once()            # failed again within the hour
+    assert remediate.State.load(config.state_file).failures == {"a4": 1}
+    slurm.lines = [node_line(state="IDLE+DYNAMIC_NORM", reason="", start="2026-12-01T11:00:00")]
+    now[0] = at(1800)
+    remediator(config, slurm, now).run_once()
+    now[0] = at(1800 + 3600)
+    remediator(config, slurm, now).run_once()            # an hour healthy since
+    assert remediate.State.load(config.state_file).failures == {"a4": 0}
 
 
 def test_a_recreated_vm_that_fails_its_first_check_is_not_resumed(fake, tmp_path):
     """The health check runs as slurmd starts: a new drain is a failed replacement."""
-    config = config_for("replace", state=tmp_path / "s.json", fake=fake)
-    slurm, now = FakeSlurm([LINE]), [1000.0]
-    loop(config, slurm, fake, now).run_once()
-    assert [c.verb for c in fake.calls].count("recreateInstances") == 1
-    again = LINE.replace("SlurmdStartTime=2026-12-01T10:31:52",
-                         "SlurmdStartTime=2026-12-01T10:50:00")
-    slurm.lines = [again.replace("root@2026-12-01T10:31:53", "root@2026-12-01T10:50:01")]
-    now[0] += 600
-    loop(config, slurm, fake, now).run_once()
+    config = config_for("replace", state=tmp_path / "s.json", api=fake.config())
+    slurm, now = FakeSlurm([node_line()]), [at(0)]
+    remediator(config, slurm, now).run_once()
+    assert len(fake.verbs("recreateInstances")) == 1
+    slurm.lines = [node_line(start="2026-12-01T10:50:00", stamp="root@2026-12-01T10:50:01")]
+    now[0] = at(600)
+    remediator(config, slurm, now).run_once()
     assert not [c for c in slurm.commands if "state=resume" in c]
-    assert json.loads((tmp_path / "s.json").read_text())["failures"] == {"a4": 1}
-    assert [c.verb for c in fake.calls].count("recreateInstances") == 2
+    assert remediate.State.load(config.state_file).failures == {"a4": 1}
+    assert len(fake.verbs("recreateInstances")) == 2
+
+
+def test_a_recreated_vm_that_registers_healthy_is_resumed(fake, tmp_path):
+    config = config_for("replace", state=tmp_path / "s.json", api=fake.config())
+    slurm, now = FakeSlurm([node_line()]), [at(0)]
+    remediator(config, slurm, now).run_once()
+    slurm.lines = [node_line(start="2026-12-01T10:50:00")]  # its old reason, a new slurmd
+    now[0] = at(600)
+    remediator(config, slurm, now).run_once()
+    assert slurm.changes() == [["scontrol", "update", "nodename=a4-a4-0001", "state=resume"]]
+    assert remediate.State.load(config.state_file).returned["a4-a4-0001"].action == "recreate"

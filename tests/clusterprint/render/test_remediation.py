@@ -3,10 +3,12 @@
 from __future__ import annotations
 
 import json
+import subprocess
+import sys
 from pathlib import Path
 
 from clusterprint.blueprint.validate import load_checked
-from clusterprint.node import remediate
+from clusterprint.node import common, remediate
 from clusterprint.render import remediation, rendered_files
 from tests.support.paths import blueprint_path
 from tests.support.remediation_cluster import blueprint
@@ -16,23 +18,45 @@ def files_of(name: str) -> dict[str, str]:
     return rendered_files(load_checked(blueprint_path(name)))
 
 
-def test_render_ships_the_package_program_itself():
-    assert files_of("a4")["scripts/remediate.py"] == Path(remediate.__file__).read_text()
+def test_render_ships_the_package_program_itself_with_common_beside_it():
+    files = files_of("a4")
+    assert files["scripts/remediate.py"] == Path(remediate.__file__).read_text()
+    assert files["scripts/common.py"] == Path(common.__file__).read_text()
+
+
+def test_the_controller_installs_the_program_and_common_in_one_folder():
+    script = files_of("a4")["scripts/controller.sh"]
+    assert "install_text /etc/slurm/clusterprint/remediate.py 0755 <<" in script
+    assert "install_text /etc/slurm/clusterprint/common.py 0644 <<" in script
+    # A new common.py restarts the loop as a new program does.
+    assert ("start_unit clusterprint-remediate.service /etc/slurm/clusterprint/remediate.py "
+            "/etc/slurm/clusterprint/common.py") in script
+
+
+def test_the_rendered_program_runs_from_its_folder(tmp_path):
+    """On the controller it imports common.py beside it: no package (-S: no site-packages)."""
+    for name in ("remediate.py", "common.py", "remediate.json"):
+        (tmp_path / name).write_text(files_of("a4")[f"scripts/{name}"])
+    done = subprocess.run([sys.executable, "-S", str(tmp_path / "remediate.py"), "--config",
+                           str(tmp_path / "remediate.json"), "--reset", "nowhere"],
+                          capture_output=True, text=True, cwd=tmp_path)
+    assert done.returncode == 2 and "no nodeset nowhere" in done.stderr
 
 
 def test_the_config_names_every_nodeset_its_vms_size_and_the_policy():
     config = json.loads(files_of("a4")["scripts/remediate.json"])
     assert config["project"] == "my-project" and config["zone"] == "us-central1-b"
     assert config["max_share_per_hour"] == 0.1
-    assert config["protect_after_failures"] == remediation.PROTECT_AFTER_FAILURES == 3
-    assert config["replace_timeout_s"] == 1800
     assert config["nodesets"] == {
         "a4": {"base_instance_name": "a4-a4", "nodes": 4, "on_failure": "drain",
                "report_faulty_host": False},
         "a4spot": {"base_instance_name": "a4-a4spot", "nodes": 8, "on_failure": "drain",
                    "report_faulty_host": False}}
-    # The program reads what render writes.
-    assert remediate.Config(**{**config, "nodesets": {}}).state_file == remediation.STATE
+    # The program reads what render writes, and the defaults are the program's.
+    loaded = remediate.Config.from_json(config)
+    assert loaded.state_file == remediation.STATE
+    assert (loaded.protect_after_failures, loaded.replace_timeout_s) == (3, 1800)
+    assert loaded == remediation.remediation_config(load_checked(blueprint_path("a4")))
 
 
 def test_the_replace_timeout_is_slurms_resume_timeout():
@@ -42,11 +66,11 @@ def test_the_replace_timeout_is_slurms_resume_timeout():
 def test_hosts_are_reported_only_for_reservation_bound_a3_ultra_and_a4_replacing_nodes():
     for bound in (False, True):
         nodesets = remediation.remediation_config(blueprint("replace", reservation_bound=bound))
-        reserved, spot = nodesets["nodesets"].values()
-        assert reserved["on_failure"] == "replace" and reserved["report_faulty_host"] is bound
-        assert not spot["report_faulty_host"]
-    assert not any(n["report_faulty_host"] for n in remediation.remediation_config(
-        blueprint("reboot", reservation_bound=True))["nodesets"].values())
+        reserved, spot = nodesets.nodesets.values()
+        assert reserved.on_failure == "replace" and reserved.report_faulty_host is bound
+        assert not spot.report_faulty_host
+    assert not any(n.report_faulty_host for n in remediation.remediation_config(
+        blueprint("reboot", reservation_bound=True)).nodesets.values())
 
 
 def test_slurm_conf_reboots_from_the_controller_on_one_parameters_line():
