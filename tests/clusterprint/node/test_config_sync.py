@@ -19,10 +19,11 @@ import pytest
 
 from clusterprint.blueprint.validate import load_checked
 from clusterprint.contract import node_metadata
-from clusterprint.node import config_sync
+from clusterprint.node import common, config_sync
 from clusterprint.render import node_scripts
 from clusterprint.render.config_sync import ROLE_FILES, slurm_config_value
 from tests.support.metadata_fake import FakeMetadata, etag_of
+from tests.support.node_log import entries, messages
 from tests.support.paths import reference_blueprints
 
 KEY = node_metadata.SLURM_CONFIG
@@ -52,16 +53,17 @@ def with_lines(*lines: str) -> str:
 
 class FakeSlurm:
     """slurmctld and systemctl as the program sees them: each call recorded; ``scontrol -V``
-    is the installed one, which parses SLURM_CONF."""
+    is the installed one, which parses SLURM_CONF. ``reconfigure_stops``: a reconfigure
+    that stops slurmctld, as Slurm 22.05's does on a fatal error in the new files."""
 
     def __init__(self, version: str = "22.05.8", up: bool = True) -> None:
         self.version, self.up = version, up
         self.calls: list[list[str]] = []
-        self.reconfigure_fails = False
+        self.reconfigure_fails = self.reconfigure_stops = self.restart_fails = False
 
-    def __call__(self, argv: list[str], **kwargs: object) -> subprocess.CompletedProcess:
+    def __call__(self, argv: list[str], timeout: float, env=None) -> subprocess.CompletedProcess:
         if argv == ["scontrol", "-V"]:
-            return subprocess.run(argv, **kwargs)
+            return common.run(argv, timeout, env)
         self.calls.append(argv)
         out, rc, err = "", 0, ""
         if argv == ["slurmctld", "-V"]:
@@ -69,8 +71,12 @@ class FakeSlurm:
         elif argv == ["scontrol", "ping"]:
             out = f"Slurmctld(primary) at demo-controller is {'UP' if self.up else 'DOWN'}\n"
             rc = 0 if self.up else 1
-        elif argv == ["scontrol", "reconfigure"] and self.reconfigure_fails:
-            rc, err = 1, "slurm_reconfigure error: Unspecified error\n"
+        elif argv == ["scontrol", "reconfigure"] and (self.reconfigure_fails
+                                                      or self.reconfigure_stops):
+            rc, err = 1, "slurm_reconfigure error: Zero Bytes were transmitted or received\n"
+            self.up = self.up and not self.reconfigure_stops
+        elif argv == ["systemctl", "restart", "slurmctld"]:
+            self.up = not self.restart_fails
         return subprocess.CompletedProcess(argv, rc, out, err)
 
     def actions(self) -> list[str]:
@@ -170,9 +176,9 @@ def test_a_changed_value_is_written_and_reconfigures_slurmctld_once(etc, slurm, 
     wait = metadata.waits()[0]
     assert wait["wait_for_change"] == ["true"] and wait["timeout_sec"] == ["1"]
     assert wait["last_etag"] == [etag_of(value())]
-    err = capsys.readouterr().err
-    assert f"wrote {etc / 'slurm.conf'}" in err and f"wrote {etc / 'gres.conf'}" not in err
-    assert "scontrol reconfigure: slurmctld and the configless nodes read the new files" in err
+    said = messages(capsys.readouterr().err)
+    assert f"wrote {etc / 'slurm.conf'}" in said and f"wrote {etc / 'gres.conf'}" not in said
+    assert "scontrol reconfigure: slurmctld and the configless nodes read the new files" in said
 
 
 def test_the_same_files_under_a_new_etag_change_nothing(etc, slurm):
@@ -215,35 +221,183 @@ def test_a_slurm_conf_slurm_cannot_parse_keeps_the_old_files(etc, slurm, capsys)
     assert not node(etc, slurm).apply(value(**{"slurm.conf": broken}))
     assert {p.name: p.read_text() for p in etc.iterdir()} == before
     assert slurm.actions() == []
-    err = capsys.readouterr().err
-    assert ("<3>ERROR: REFUSED the new Slurm files of metadata clusterprint-slurm-config, "
-            "keeping the ones in place: Slurm cannot parse the new slurm.conf: ") in err
-    assert 'Bad value "soon" for MaxTime' in err
+    ((severity, said),) = entries(capsys.readouterr().err)
+    assert severity == "ERROR" and said.startswith(
+        "REFUSED the new Slurm files of metadata clusterprint-slurm-config, keeping the ones "
+        "in place: Slurm cannot parse the new slurm.conf: ")
+    assert 'Bad value "soon" for MaxTime' in said
+
+
+DEEP = "[" * 100_000 + "]" * 100_000
 
 
 @pytest.mark.parametrize(("bad", "said"), [
-    ("not json", "not JSON"),
-    (json.dumps(["slurm.conf"]), "not an object of file names to their text"),
+    ("not json", "the value: not JSON"),
+    (json.dumps(["slurm.conf"]), "the value: expected dict, got list"),
+    (json.dumps({"slurm.conf": 5}), "the value's slurm.conf: expected str, got int"),
     (json.dumps({"slurm.conf": SLURM_CONF, "../passwd": "x"}), "unknown files ['../passwd']"),
     (json.dumps({"gres.conf": "x"}), "no slurm.conf"),
     (value(**{"slurm.conf": SLURM_CONF.replace("demo", "other")}),
      "ClusterName changes from demo to other"),
-])
-def test_a_value_that_is_not_this_clusters_files_is_refused(etc, slurm, bad, said, capsys):
+    # Hostile values: each one line, and nothing the program could not survive.
+    ('{"slurm.conf": ' + DEEP + "}", "the value: nested deeper than 32 levels"),
+    (DEEP, "the value: nested deeper than 32 levels"),
+    ('{"slurm.conf": ' * 40 + "{}" + "}" * 40, "nested deeper than 32 levels"),
+    (b'{"slurm.conf": "\xff"}', "the value: not UTF-8 (byte 16)"),
+    (value(**{"slurm.conf": SLURM_CONF + "Include x\x00\n"}),
+     "slurm.conf line 7: control character \\x00"),
+    (value(**{"gres.conf": "AutoDetect=off\n\x1b[2K\n"}),
+     "gres.conf line 2: control character \\x1b"),
+    (json.dumps({"slurm.conf": SLURM_CONF, "x\n<1>{}": "y"}), "unknown files ['x\\n<1>{}']"),
+    (value(**{"plugstack.conf": "#" * (config_sync.VALUE_MAX + 1)}),
+     "bytes, over the 262144 bytes of a metadata value"),
+], ids=["not-json", "list", "int-text", "unknown-name", "no-slurm-conf", "other-cluster",
+        "deep-text", "deep", "deep-objects", "not-utf8", "nul", "escape", "newline-name",
+        "huge"])
+def test_a_value_that_is_not_this_clusters_files_is_refused_in_one_line(
+        etc, slurm, bad, said, capsys):
+    before = {p.name: p.read_text() for p in etc.iterdir()}
     assert not node(etc, slurm).apply(bad)
-    assert said in capsys.readouterr().err
-    assert (etc / "slurm.conf").read_text() == SLURM_CONF and slurm.actions() == []
+    ((severity, message),) = entries(capsys.readouterr().err)
+    assert severity == "ERROR" and said in message, message
+    assert {p.name: p.read_text() for p in etc.iterdir()} == before and slurm.actions() == []
 
 
-def test_files_slurmctld_refuses_are_put_back(etc, capsys):
+#: gres.conf and cgroup.conf lines, and whether the installed Slurm's ``slurmd -G`` (which
+#: reads both) takes them: the program's check refuses what Slurm 22.05 stops on.
+SLURM_FILE_LINES = [
+    ("gres.conf", "AutoDetect=off", True), ("gres.conf", "name=gpu file=/dev/null", True),
+    ("gres.conf", "NodeName=probe Name=gpu File=/dev/null Type=\"a b\"", True),
+    ("gres.conf", "AutoDetect=off Name=gpu File=/dev/null", False),
+    ("gres.conf", "File=/dev/null Name=gpu", False),
+    ("gres.conf", "Name=gpu File=/dev/null Bogus=1", False),
+    ("gres.conf", "Name=gpu File", False), ("gres.conf", "Name=gpu Count=", False),
+    ("gres.conf", "Name=gpu Type=\"a b", False),
+    ("cgroup.conf", "constraincores=YES", True), ("cgroup.conf", "ConstrainKmemSpace=yes", True),
+    ("cgroup.conf", "AllowedRAMSpace=99.5", True),
+    ("cgroup.conf", "ConstrainCores=yes ConstrainDevices=yes", False),
+    ("cgroup.conf", "ConstrainCores=maybe", False), ("cgroup.conf", "EnableControllers=yes", False),
+    ("cgroup.conf", "AllowedRAMSpace=abc", False), ("cgroup.conf", "MinRAMSpace=-1", False),
+    ("cgroup.conf", "ConstrainCores", False), ("cgroup.conf", "CgroupPlugin=", False),
+]
+
+
+@pytest.mark.parametrize(("name", "line", "taken"), SLURM_FILE_LINES)
+def test_gres_and_cgroup_conf_are_checked_as_the_installed_slurm_reads_them(
+        etc, slurm, tmp_path, name, line, taken, capsys):
+    # The oracle: slurmd -G of this machine's Slurm 22.05 with the line in its file.
+    probe = tmp_path / "probe"
+    probe.mkdir()
+    (probe / "slurm.conf").write_text("ClusterName=demo\nSlurmctldHost=localhost\n"
+                                      "GresTypes=gpu\nNodeName=probe CPUs=2\n")
+    (probe / "gres.conf").write_text("AutoDetect=off\n")
+    (probe / "cgroup.conf").write_text("ConstrainCores=yes\n")
+    (probe / name).write_text(f"# the line under test\n{line}\n")
+    done = subprocess.run(["slurmd", "-G", "-N", "probe"], capture_output=True, text=True,
+                          env={**os.environ, "SLURM_CONF": str(probe / "slurm.conf")},
+                          timeout=60)
+    assert (done.returncode == 0) is taken, done.stderr
+    assert node(etc, slurm).apply(value(**{name: f"# the line under test\n{line}\n"})) is taken
+    if not taken:
+        ((severity, message),) = entries(capsys.readouterr().err)
+        assert severity == "ERROR" and f": {name} line 2: " in message, message
+        assert (etc / name).read_text() == FILES[name]
+
+
+def test_cgroup_conf_keys_follow_the_slurm_version(etc):
+    # 23.11 dropped the kernel memory keys and added EnableControllers.
+    new, old = FakeSlurm("23.11.4"), FakeSlurm("22.05.8")
+    assert not node(etc, new).apply(value(**{"cgroup.conf": "ConstrainKmemSpace=yes\n"}))
+    assert node(etc, new).apply(value(**{"cgroup.conf": "EnableControllers=yes\n"}))
+    assert not node(etc, old).apply(value(**{"cgroup.conf": "EnableControllers=yes\n"}))
+    assert not node(etc, FakeSlurm("unknown")).apply(value(**{
+        "cgroup.conf": "ConstrainKmemSpace=yes\n"}))
+
+
+def test_files_a_running_slurmctld_refuses_are_put_back_and_it_is_left_running(etc, capsys):
+    # 23.11: a reconfigure that fails leaves the old slurmctld running.
     slurm = FakeSlurm("23.11.4")
     slurm.reconfigure_fails = True
     assert not node(etc, slurm).apply(value(**{"slurm.conf": with_lines(
         "PartitionName=extra Nodes=cpu State=UP"), "plugstack.conf": "required x.so\n"}))
     assert (etc / "slurm.conf").read_text() == SLURM_CONF
     assert not (etc / "plugstack.conf").exists()
-    assert "slurmctld did not take the new files: putting the old ones back" in (
-        capsys.readouterr().err)
+    assert slurm.actions() == ["scontrol reconfigure"] and slurm.up
+    assert messages(capsys.readouterr().err, "ERROR") == [
+        "slurmctld did not take the new files (scontrol reconfigure failed (exit 1): "
+        "slurm_reconfigure error: Zero Bytes were transmitted or received): the old ones are "
+        "back; slurmctld answers with them"]
+
+
+def test_a_reconfigure_that_stops_slurmctld_restarts_it_with_the_old_files(etc, capsys):
+    # 22.05: a partition naming an unknown nodeset passes scontrol -V and stops slurmctld.
+    slurm = FakeSlurm("22.05.8")
+    slurm.reconfigure_stops = True
+    restarted_with: list[str] = []
+    real_call = slurm.__call__
+
+    def run(argv, timeout, env=None):
+        if argv[:2] == ["systemctl", "restart"]:
+            restarted_with.append((etc / "slurm.conf").read_text())
+        return real_call(argv, timeout, env)
+
+    bad = with_lines("PartitionName=bad Nodes=nosuchset State=UP")
+    assert not config_sync.Node(etc, "controller", run=run, sleep=lambda _: None).apply(
+        value(**{"slurm.conf": bad}))
+    assert slurm.actions() == ["scontrol reconfigure", "systemctl restart slurmctld"]
+    assert restarted_with == [SLURM_CONF] and slurm.up
+    (line,) = messages(capsys.readouterr().err, "ERROR")
+    assert line.startswith("slurmctld did not take the new files (scontrol reconfigure failed")
+    assert line.endswith("the old ones are back; slurmctld had stopped and was restarted with "
+                         "them")
+
+
+def test_a_reconfigure_that_succeeds_but_leaves_slurmctld_silent_is_undone(etc, capsys):
+    slurm = FakeSlurm()
+    pings = iter([True, False])  # up before the change, silent after it
+
+    def run(argv, timeout, env=None):
+        if argv == ["scontrol", "ping"]:
+            slurm.up = next(pings, slurm.up)
+        return slurm(argv, timeout, env)
+
+    assert not config_sync.Node(etc, "controller", run=run, sleep=lambda _: None).apply(
+        value(**{"slurm.conf": with_lines("PartitionName=x Nodes=cpu")}))
+    assert (etc / "slurm.conf").read_text() == SLURM_CONF
+    assert slurm.actions() == ["scontrol reconfigure", "systemctl restart slurmctld"]
+    (line,) = messages(capsys.readouterr().err, "ERROR")
+    assert "slurmctld stopped answering after scontrol reconfigure" in line
+
+
+def test_a_slurmctld_that_stays_down_with_the_old_files_is_an_alert(etc, capsys):
+    slurm = FakeSlurm()
+    slurm.reconfigure_stops = slurm.restart_fails = True
+    node_ = config_sync.Node(etc, "controller", run=slurm, sleep=lambda _: None,
+                             restart_budget_s=0)
+    assert not node_.apply(value(**{"slurm.conf": with_lines("PartitionName=x Nodes=cpu")}))
+    assert (etc / "slurm.conf").read_text() == SLURM_CONF
+    (line,) = messages(capsys.readouterr().err, "ALERT")
+    assert line.endswith("the old ones are back, and slurmctld does not run with them either: "
+                         "not answering 0s after its restart")
+
+
+def test_a_restart_the_new_files_fail_restarts_it_again_with_the_old_ones(etc, capsys):
+    slurm = FakeSlurm()
+    restarts = iter([False, True])  # the new files fail, the old ones run
+
+    def run(argv, timeout, env=None):
+        if argv[:2] == ["systemctl", "restart"]:
+            slurm.restart_fails = not next(restarts)
+        return slurm(argv, timeout, env)
+
+    assert not config_sync.Node(etc, "controller", run=run, sleep=lambda _: None,
+                                restart_budget_s=0).apply(
+        value(**{"slurm.conf": with_lines("MaxNodeCount=8")}))
+    assert slurm.actions() == ["systemctl restart slurmctld"] * 2 and slurm.up
+    assert (etc / "slurm.conf").read_text() == SLURM_CONF
+    assert messages(capsys.readouterr().err, "ERROR") == [
+        "slurmctld did not take the new files (not answering 0s after its restart): the old "
+        "ones are back; slurmctld had stopped and was restarted with them"]
 
 
 def test_a_controller_whose_slurmctld_is_down_gets_the_files_for_its_next_start(etc, capsys):
@@ -257,9 +411,9 @@ def test_a_controller_whose_slurmctld_is_down_gets_the_files_for_its_next_start(
 def test_a_key_compute_nodes_apply_only_on_a_slurmd_restart_says_how(etc, slurm, capsys):
     node(etc, slurm).apply(value(**{"slurm.conf": with_lines("GresTypes=gpu,shard")}))
     assert slurm.actions() == ["systemctl restart slurmctld"]
-    assert ("<4>WARNING: GresTypes changed: compute nodes apply it only when slurmd restarts; "
+    assert ("GresTypes changed: compute nodes apply it only when slurmd restarts; "
             "reboot them once idle with `scontrol reboot ASAP nextstate=RESUME ALL`"
-            ) in capsys.readouterr().err
+            ) in messages(capsys.readouterr().err, "WARNING")
 
 
 def test_files_are_replaced_whole_with_the_boot_scripts_mode_and_a_dropped_one_removed(
@@ -293,10 +447,10 @@ def test_metadata_server_errors_are_retried_with_backoff_and_never_stop_it(
     eventually(lambda: slurm.actions(), "the value once the server answers")
     running.stop()
     assert running.sleeps[:5] == [1, 2, 4, 8, 16]
-    err = capsys.readouterr().err
-    assert "<4>WARNING: metadata server: HTTP 503; retrying in 1s" in err
-    assert "<4>WARNING: metadata server: HTTP 429; retrying in 2s" in err
-    assert "<4>WARNING: metadata clusterprint-slurm-config is not set on this VM; retrying" in err
+    warned = messages(capsys.readouterr().err, "WARNING")
+    assert "metadata server: HTTP 503; retrying in 1s" in warned
+    assert "metadata server: HTTP 429; retrying in 2s" in warned
+    assert "metadata clusterprint-slurm-config is not set on this VM; retrying in 16s" in warned
 
 
 def test_the_backoff_stops_doubling_at_a_minute(etc, slurm, metadata, service):
@@ -327,8 +481,10 @@ def test_install_of_a_refused_value_exits_1_naming_why(etc):
     done = run_program("--role", "controller", "--dir", str(etc), "--install",
                        stdin=value(**{"slurm.conf": "ClusterName=demo\n"}))
     assert done.returncode == 1
-    assert "<3>ERROR: REFUSED the Slurm files of metadata clusterprint-slurm-config" in done.stderr
-    assert "No SlurmctldHost defined" in done.stderr
+    ((severity, said),) = entries(done.stderr)
+    assert severity == "ERROR"
+    assert said.startswith("REFUSED the Slurm files of metadata clusterprint-slurm-config")
+    assert "No SlurmctldHost defined" in said
     assert (etc / "slurm.conf").read_text() == SLURM_CONF
 
 
