@@ -22,6 +22,7 @@ from clusterprint.contract import node_metadata
 from clusterprint.node import common, config_sync
 from clusterprint.render import node_scripts
 from clusterprint.render.config_sync import ROLE_FILES, slurm_config_value
+from clusterprint.render.node_programs import program_files
 from tests.support.metadata_fake import FakeMetadata, etag_of
 from tests.support.node_log import entries, messages
 from tests.support.paths import reference_blueprints
@@ -525,3 +526,180 @@ def test_every_reference_blueprints_files_pass_the_check_on_a_fresh_node(path, t
 def test_the_program_never_holds_the_heredoc_terminator():
     # The boot script writes it from a heredoc ending at this word.
     assert "CLUSTERPRINT_EOF" not in Path(config_sync.__file__).read_text()
+
+
+def test_a_write_that_fails_midway_leaves_every_old_file_whole(etc, slurm, monkeypatch, capsys):
+    # The disk fills while the second file is staged: nothing was renamed yet.
+    staged = []
+    real_stage = common.stage
+
+    def stage(path, data, mode=0o644):
+        if staged:
+            raise OSError(28, "No space left on device")
+        staged.append(path)
+        return real_stage(path, data, mode)
+
+    monkeypatch.setattr(common, "stage", stage)
+    before = {p.name: p.read_text() for p in etc.iterdir()}
+    with pytest.raises(OSError, match="No space left"):
+        node(etc, slurm).apply(value(**{"slurm.conf": with_lines("PartitionName=x Nodes=cpu"),
+                                        "gres.conf": "AutoDetect=off\n"}))
+    assert {p.name: p.read_text() for p in etc.iterdir()} == before  # and no temp file
+    assert slurm.actions() == []
+
+
+def test_a_reader_during_the_swap_sees_the_old_or_the_new_file_whole(etc, slurm):
+    texts = [SLURM_CONF, with_lines("PartitionName=x Nodes=cpu " + "Default=NO " * 2000)]
+    seen, stop = set(), threading.Event()
+
+    def read() -> None:
+        while not stop.is_set():
+            seen.add((etc / "slurm.conf").read_text())
+
+    reader = threading.Thread(target=read)
+    reader.start()
+    try:
+        for turn in range(60):
+            assert node(etc, slurm).apply(value(**{"slurm.conf": texts[(turn + 1) % 2]}))
+    finally:
+        stop.set()
+        reader.join()
+    assert seen == set(texts)
+
+
+def waiting_on(metadata: FakeMetadata, text: str) -> None:
+    """Until the service waits for a change from the value ``text``: it is done with it."""
+    eventually(lambda: metadata.waits()[-1]["last_etag"] == [etag_of(text)],
+               "a wait on the value")
+
+
+def test_the_service_waits_on_a_refused_value_instead_of_fetching_it_again(
+        etc, slurm, metadata, service, capsys):
+    metadata.set(KEY, value())
+    running = service(node(etc, slurm))
+    eventually(lambda: len(metadata.waits()) >= 1, "the service waits for a change")
+    for bad in ("[" * 100_000, '{"slurm.conf": "\\u0000"}'):
+        metadata.set(KEY, bad)
+        waiting_on(metadata, bad)
+        asked = len(metadata.requests)
+        time.sleep(1.5)  # a wait is 1 s here: at most two requests, each a wait on it
+        later = metadata.requests[asked:]
+        assert len(later) <= 2 and all(q["last_etag"] == [etag_of(bad)] for _, q, _ in later)
+    metadata.set(KEY, value(**{"slurm.conf": with_lines("PartitionName=x Nodes=cpu")}))
+    eventually(lambda: slurm.actions(), "the next good value")
+    running.stop()
+    assert running.thread.is_alive() is False and running.sleeps == []
+    refused = messages(capsys.readouterr().err, "ERROR")
+    assert len(refused) == 2 and "nested deeper than 32 levels" in refused[0]
+    assert "slurm.conf line 1: control character \\x00" in refused[1]
+
+
+def test_an_install_process_whose_write_fails_midway_leaves_every_old_file_whole(etc):
+    # Its file size limited (RLIMIT_FSIZE): gres.conf is small and staged first, slurm.conf
+    # does not fit (EFBIG), as on a full disk.
+    import resource
+
+    before = {p.name: p.read_text() for p in etc.iterdir()}
+    big = with_lines("PartitionName=x Nodes=cpu") + "#" * 200_000 + "\n"
+    done = subprocess.run(
+        [sys.executable, str(Path(config_sync.__file__)), "--role", "controller", "--dir",
+         str(etc), "--install"],
+        input=value(**{"slurm.conf": big, "gres.conf": "AutoDetect=off\n"}),
+        capture_output=True, text=True, timeout=60,
+        preexec_fn=lambda: resource.setrlimit(resource.RLIMIT_FSIZE, (100_000, 100_000)))
+    assert done.returncode == 1
+    assert {p.name: p.read_text() for p in etc.iterdir()} == before  # and no temp file
+    assert messages(done.stderr, "ERROR") == [
+        "writing the Slurm files failed, the old ones are kept: [Errno 27] File too large"]
+
+
+#: The program, killed (SIGKILL) while it stages its second file.
+KILLED_MIDWAY = """
+import os, signal, sys
+from clusterprint.node import common, config_sync
+real = common.stage
+def stage(path, data, mode=0o644):
+    if path.name == "slurm.conf":
+        os.kill(os.getpid(), signal.SIGKILL)
+    return real(path, data, mode)
+common.stage = stage
+sys.exit(config_sync.main(sys.argv[1:]))
+"""
+
+
+def test_an_install_process_killed_midway_leaves_every_old_file_whole(etc):
+    before = {p.name: p.read_text() for p in etc.iterdir()}
+    done = subprocess.run([sys.executable, "-c", KILLED_MIDWAY, "--role", "controller",
+                           "--dir", str(etc), "--install"], capture_output=True, text=True,
+                          input=value(**{"slurm.conf": with_lines("PartitionName=x Nodes=cpu"),
+                                         "gres.conf": "AutoDetect=off\n"}), timeout=60)
+    assert done.returncode == -9
+    # gres.conf was staged, not renamed: a temp file stays beside the old files, whole.
+    assert {p.name: p.read_text() for p in etc.iterdir() if p.name[0] != "."} == before
+
+
+def test_the_program_runs_from_a_link_with_common_beside_it(tmp_path, etc):
+    # As the nodes install it: /usr/local/lib/clusterprint/{config_sync,common}.py and a link.
+    lib = tmp_path / "lib"
+    lib.mkdir()
+    for path, text in program_files(str(lib), config_sync, shebang=True).items():
+        Path(path).write_text(text)
+        Path(path).chmod(0o755)
+    link = tmp_path / "clusterprint-config-sync"
+    link.symlink_to(lib / "config_sync.py")
+    done = subprocess.run(["python3", str(link), "--role", "controller", "--dir", str(etc),
+                           "--install"], input=value(**{"gres.conf": "Bogus=1\n"}),
+                          capture_output=True, text=True, timeout=60, cwd=tmp_path)
+    assert done.returncode == 1
+    assert messages(done.stderr, "ERROR") == [
+        "REFUSED the Slurm files of metadata clusterprint-slurm-config: gres.conf line 1: "
+        "unknown key Bogus (a GRES line starts with Name= or NodeName=)"]
+
+
+def service_process(etc: Path, metadata: FakeMetadata, flags: Path) -> subprocess.Popen:
+    """The service as a process; slurmctld is the file ``flags/up``: a reconfigure that
+    stops it when slurm.conf names the nodeset ``nosuchset``, a restart that starts it."""
+    (flags / "up").touch()
+    up, conf = flags / "up", etc / "slurm.conf"
+    return subprocess.Popen(
+        [sys.executable, "-m", "clusterprint.node.config_sync", "--role", "controller",
+         "--dir", str(etc), "--metadata-url", metadata.url, "--wait-s", "1",
+         "--version-command", "echo slurm 22.05.8",
+         "--ping-command", f"sh -c 'test -e {up} && echo Slurmctld is UP'",
+         "--reconfigure-command",
+         f"sh -c 'echo reconfigure >> {flags}/log; ! grep -q nosuchset {conf} || "
+         f"{{ rm {up}; exit 1; }}'",
+         "--restart-command", f"sh -c 'echo restart >> {flags}/log; touch {up}'"],
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+
+
+def test_the_service_process_refuses_hostile_values_and_restores_a_stopped_slurmctld(
+        etc, metadata, tmp_path):
+    metadata.set(KEY, value())
+    process = service_process(etc, metadata, tmp_path)
+    try:
+        eventually(lambda: len(metadata.waits()) >= 1, "waiting")
+        for bad in ("[" * 100_000, '{"slurm.conf": "\\u0000"}', value(**{
+                "cgroup.conf": "ConstrainCores=maybe\n"})):
+            metadata.set(KEY, bad)
+            waiting_on(metadata, bad)
+        stops = value(**{"slurm.conf": with_lines("PartitionName=bad Nodes=nosuchset State=UP")})
+        metadata.set(KEY, stops)
+        waiting_on(metadata, stops)  # done with it
+        assert (etc / "slurm.conf").read_text() == SLURM_CONF
+        assert (tmp_path / "up").exists() and process.poll() is None
+    finally:
+        process.terminate()
+        _, err = process.communicate(timeout=10)
+    assert (tmp_path / "log").read_text().split() == ["reconfigure", "restart"]
+    errors = messages(err, "ERROR")
+    assert [e.split(": ", 1)[0] for e in errors[:3]] == ["REFUSED the new Slurm files of "
+                                                         "metadata clusterprint-slurm-config, "
+                                                         "keeping the ones in place"] * 3
+    assert "nested deeper than 32 levels" in errors[0]
+    assert "slurm.conf line 1: control character \\x00" in errors[1]
+    assert "cgroup.conf line 1: ConstrainCores=maybe is not a bool" in errors[2]
+    (recovered,) = errors[3:]
+    assert recovered.startswith("slurmctld did not take the new files (sh -c echo reconfigure")
+    assert recovered.endswith("failed (exit 1)): the old ones are back; slurmctld had stopped "
+                              "and was restarted with them")
