@@ -595,16 +595,16 @@ def test_the_service_waits_on_a_refused_value_instead_of_fetching_it_again(
 
 
 def test_an_install_process_whose_write_fails_midway_leaves_every_old_file_whole(etc):
-    # Its file size limited (RLIMIT_FSIZE): gres.conf is small and staged first, slurm.conf
+    # Its file size limited (RLIMIT_FSIZE): slurm.conf is small and staged first, gres.conf
     # does not fit (EFBIG), as on a full disk.
     import resource
 
     before = {p.name: p.read_text() for p in etc.iterdir()}
-    big = with_lines("PartitionName=x Nodes=cpu") + "#" * 200_000 + "\n"
+    big = "#" * 200_000 + "\nAutoDetect=off\n"
     done = subprocess.run(
         [sys.executable, str(Path(config_sync.__file__)), "--role", "controller", "--dir",
          str(etc), "--install"],
-        input=value(**{"slurm.conf": big, "gres.conf": "AutoDetect=off\n"}),
+        input=value(**{"slurm.conf": with_lines("PartitionName=x Nodes=cpu"), "gres.conf": big}),
         capture_output=True, text=True, timeout=60,
         preexec_fn=lambda: resource.setrlimit(resource.RLIMIT_FSIZE, (100_000, 100_000)))
     assert done.returncode == 1
@@ -613,13 +613,13 @@ def test_an_install_process_whose_write_fails_midway_leaves_every_old_file_whole
         "writing the Slurm files failed, the old ones are kept: [Errno 27] File too large"]
 
 
-#: The program, killed (SIGKILL) while it stages its second file.
+#: The program, killed (SIGKILL) while it stages its second file (slurm.conf is first).
 KILLED_MIDWAY = """
 import os, signal, sys
 from clusterprint.node import common, config_sync
 real = common.stage
 def stage(path, data, mode=0o644):
-    if path.name == "slurm.conf":
+    if path.name == "gres.conf":
         os.kill(os.getpid(), signal.SIGKILL)
     return real(path, data, mode)
 common.stage = stage
@@ -634,7 +634,7 @@ def test_an_install_process_killed_midway_leaves_every_old_file_whole(etc):
                           input=value(**{"slurm.conf": with_lines("PartitionName=x Nodes=cpu"),
                                          "gres.conf": "AutoDetect=off\n"}), timeout=60)
     assert done.returncode == -9
-    # gres.conf was staged, not renamed: a temp file stays beside the old files, whole.
+    # slurm.conf was staged, not renamed: a temp file stays beside the old files, whole.
     assert {p.name: p.read_text() for p in etc.iterdir() if p.name[0] != "."} == before
 
 
