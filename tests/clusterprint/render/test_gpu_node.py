@@ -20,6 +20,7 @@ from ruamel.yaml import YAML
 from clusterprint.blueprint.validate import check_text, load_checked
 from clusterprint.components.observability import DASHBOARD_CHARTS
 from clusterprint.facts import gpu_software, machines
+from clusterprint.node import common
 from clusterprint.render import rendered_files
 from tests.support.boot_sandbox import Node, daemon_starts, storage_ready
 from tests.support.paths import blueprint_path
@@ -244,8 +245,10 @@ def test_cpu_nodes_get_none_of_the_gpu_parts(bare):
     assert "plugstack.conf" not in files
     # The health check is one program for every node (its text names dcgm and the local
     # SSD); a CPU nodeset's config asks for no GPU check (tests/clusterprint/render/
-    # test_healthcheck.py), so it is left out here.
-    shipped = [files["scripts/healthcheck.py"], files["scripts/healthcheck-cpu.json"]]
+    # test_healthcheck.py), so it is left out here, as is the node programs' common.py
+    # (which names the Ops Agent's source) that ships beside config-sync.
+    shipped = [files["scripts/healthcheck.py"], files["scripts/healthcheck-cpu.json"],
+               Path(common.__file__).read_text()]
     for name, text in files.items():
         if name.startswith("scripts/") and not name.startswith("scripts/healthcheck"):
             for part in shipped:
