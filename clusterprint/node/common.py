@@ -168,6 +168,14 @@ def atomic_write(path: str | os.PathLike, data: str | bytes, mode: int = 0o644) 
     """``data`` into ``path`` so that a reader sees the old file or the new one, whole: a
     temporary file of a name no other writer uses, in the same folder, synced, then
     renamed over the old one (two programs writing at once never share a temp file)."""
+    commit(stage(path, data, mode), path)
+
+
+def stage(path: str | os.PathLike, data: str | bytes, mode: int = 0o644) -> Path:
+    """``data`` written and synced to a temporary file beside ``path`` (a name no other
+    writer uses), not yet in place: a program that swaps several files stages each before
+    it renames the first, so a write that fails leaves every old file as it was. The
+    temporary file is removed when the write fails."""
     target = Path(path)
     target.parent.mkdir(parents=True, exist_ok=True)
     handle, temp = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".tmp",
@@ -178,6 +186,17 @@ def atomic_write(path: str | os.PathLike, data: str | bytes, mode: int = 0o644) 
             out.flush()
             os.fsync(out.fileno())
         os.chmod(temp, mode)
+    except BaseException:
+        Path(temp).unlink(missing_ok=True)
+        raise
+    return Path(temp)
+
+
+def commit(temp: str | os.PathLike, path: str | os.PathLike) -> None:
+    """A file ``stage`` wrote, renamed over ``path`` (atomic: a reader sees the old file or
+    this one) and its folder synced, so the rename survives a crash."""
+    target = Path(path)
+    try:
         os.replace(temp, target)
     except BaseException:
         Path(temp).unlink(missing_ok=True)

@@ -10,16 +10,18 @@ script waits for the VM's next boot.
 from __future__ import annotations
 
 import json
-from importlib import resources
 
 from clusterprint.contract import node_metadata
+from clusterprint.node import config_sync
+from clusterprint.render.node_programs import module_text, program_files
 
 #: The Slurm files each role installs: the controller every one it serves the configless
 #: compute nodes; a login node what its client commands read (slurm.conf; srun also reads
 #: plugstack.conf for pyxis). gres.conf and cgroup.conf only matter where slurmd runs.
 ROLE_FILES = {"controller": ("slurm.conf", "gres.conf", "cgroup.conf", "plugstack.conf"),
               "login": ("slurm.conf", "plugstack.conf")}
-#: Where the nodes keep the program, and its service.
+#: The command the nodes run: a link to the program, which lies beside common.py in the
+#: folder script_context is given (node_scripts.MLOPS_LIB); Python resolves the link.
 PROGRAM = "/usr/local/sbin/clusterprint-config-sync"
 UNIT = "clusterprint-config-sync.service"
 #: The journal tag of the service (its SyslogIdentifier).
@@ -29,8 +31,7 @@ LOG_TAG = "clusterprint-config-sync"
 def program_text() -> str:
     """The program as the package ships it, the very file its tests run, with the
     interpreter line that makes it a command."""
-    return "#!/usr/bin/python3\n" + resources.files("clusterprint.node").joinpath(
-        "config_sync.py").read_text()
+    return module_text(config_sync, shebang=True)
 
 
 def slurm_config_value(slurm_files: dict[str, str], role: str) -> str:
@@ -40,7 +41,12 @@ def slurm_config_value(slurm_files: dict[str, str], role: str) -> str:
     return json.dumps(chosen, sort_keys=True)
 
 
-def script_context(role: str) -> dict[str, object]:
-    """What scripts/config_sync.sh.j2 installs on a controller or login node."""
-    return {"program": program_text(), "path": PROGRAM, "unit": UNIT, "log_tag": LOG_TAG,
+def script_context(role: str, folder: str) -> dict[str, object]:
+    """What scripts/config_sync.sh.j2 installs on a controller or login node: the program
+    and common.py in ``folder`` (the program executable), the command a link to it."""
+    files = program_files(folder, config_sync, shebang=True)
+    program = next(iter(files))
+    return {"files": {path: (text, "0755" if path == program else "0644")
+                      for path, text in files.items()},
+            "program": program, "path": PROGRAM, "unit": UNIT, "log_tag": LOG_TAG,
             "key": node_metadata.SLURM_CONFIG, "role": role}

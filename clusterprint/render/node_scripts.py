@@ -48,8 +48,8 @@ MLOPS_HELPERS: dict[str, ModuleType] = {
     mlops_broker.HELPERS["tensorboard-upload"]: tensorboard_upload,
     mlops_broker.HELPERS["register-model"]: register_model,
 }
-#: Where the helpers' modules live, side by side, for they import the broker's module; the
-#: commands are links to them.
+#: Where the helpers' modules live, side by side, for they import the broker's module, and
+#: config-sync beside the shared common.py; the commands are links to them.
 MLOPS_LIB = "/usr/local/lib/clusterprint"
 MLOPS_UNIT = "clusterprint-mlops.service"
 #: Google's TensorBoard uploader (tb-gcp-uploader), pinned: 2.7.0 declares the
@@ -103,7 +103,7 @@ def render_controller_script(blueprint: Blueprint, slurm_files: dict[str, str]) 
                   rest_port=SLURMRESTD_PORT, remediation=remediation.script_context(blueprint),
                   state=state, accounting=accounting if accounting.enabled else None,
                   storage_user=STORAGE_USER, database=accounting_database(blueprint),
-                  config_sync=config_sync.script_context("controller"),
+                  config_sync=config_sync.script_context("controller", MLOPS_LIB),
                   **_common(blueprint, "controller", controller_software(blueprint)))
 
 
@@ -116,7 +116,7 @@ def render_login_script(blueprint: Blueprint, slurm_files: dict[str, str],
     return render("scripts/login.sh.j2", files=slurm_files, jobs=staged, jobs_dir=STAGED_JOBS,
                   recipes_dir=STAGED_RECIPES, staged_folders=(STAGED_JOBS, STAGED_RECIPES),
                   pyxis=gpu_node.pyxis(), mlops=mlops_context(blueprint),
-                  config_sync=config_sync.script_context("login"),
+                  config_sync=config_sync.script_context("login", MLOPS_LIB),
                   guard=metadata_guard.script_context(blueprint, "login"),
                   **_common(blueprint, "login", login_software(blueprint)))
 

@@ -15,16 +15,19 @@ import re
 import subprocess
 import sys
 import threading
+import time
 from pathlib import Path
 
 import pytest
 
 from clusterprint.blueprint.model import Blueprint
 from clusterprint.contract import node_metadata
+from clusterprint.node import config_sync as sync
 from clusterprint.render import node_scripts
 from clusterprint.render.config_sync import slurm_config_value
 from tests.support.local_slurm import LOCAL_KEYS, Daemon, LocalSlurm, localize, wait_until
 from tests.support.metadata_fake import FakeMetadata
+from tests.support.node_log import messages
 
 KEY = node_metadata.SLURM_CONFIG
 
@@ -58,22 +61,25 @@ def served_value(cluster: LocalSlurm, changed: Blueprint) -> str:
 
 class ConfigSync:
     """clusterprint-config-sync as its unit runs it, against the fake metadata server; the
-    cluster's folder is its /etc/slurm. ``systemctl restart slurmctld`` is SIGTERM to the
-    running slurmctld (it saves its state) and a new one from the same files, started by
-    the test so that it is stopped with the cluster."""
+    cluster's folder is its /etc/slurm. ``systemctl restart slurmctld`` is a request the
+    test serves as systemd would: SIGTERM to a running slurmctld (it saves its state), then
+    a new one from the files as they are, started by the test so that it is stopped with
+    the cluster. Nothing restarts a slurmctld that stops by itself (Debian's unit has no
+    Restart=): only the program's restart does."""
 
     def __init__(self, cluster: LocalSlurm, metadata: FakeMetadata, log: Path) -> None:
         self.cluster, self.log = cluster, log
         self.restarted = threading.Event()
-        ctld = self.slurmctld()
-        watcher = threading.Thread(target=self._start_again, args=(ctld,), daemon=True)
-        watcher.start()
+        self.request = log.with_name(log.name + ".restart")
+        watcher = threading.Thread(target=self._serve_restarts, daemon=True)
         self.out = log.open("w")
         self.process = subprocess.Popen(
             [sys.executable, "-m", "clusterprint.node.config_sync", "--role", "controller",
              "--dir", str(cluster.root), "--metadata-url", metadata.url, "--wait-s", "2",
-             "--restart-command", f"kill -TERM {ctld.process.pid}"],
+             "--restart-command",
+             f"sh -c 'touch {self.request}; while [ -e {self.request} ]; do sleep 0.2; done'"],
             env=cluster.env, stdout=self.out, stderr=subprocess.STDOUT)
+        watcher.start()
 
     def slurmctld(self) -> Daemon:
         """The slurmctld running now."""
@@ -81,11 +87,19 @@ class ConfigSync:
                    and d.running()]
         return ctld
 
-    def _start_again(self, ctld: Daemon) -> None:
-        ctld.process.wait()
-        if self.process.poll() is None:
-            self.cluster.start_controller()
-            self.restarted.set()
+    def _serve_restarts(self) -> None:
+        while self.process.poll() is None:
+            if self.request.exists():
+                for daemon in self.cluster.daemons:
+                    if daemon.process.args[0] == "slurmctld":
+                        daemon.stop()
+                count = sum(d.process.args[0] == "slurmctld" for d in self.cluster.daemons)
+                self.cluster.daemons.append(Daemon(
+                    ["slurmctld", "-D", "-f", str(self.cluster.conf)],
+                    self.cluster.root / f"slurmctld-{count}.log", self.cluster.env))
+                self.request.unlink()
+                self.restarted.set()
+            time.sleep(0.2)
 
     def said(self) -> str:
         return self.log.read_text()
@@ -205,3 +219,42 @@ def test_why_plain_reconfigure_is_not_enough_slurmctld_22_05_stops_on_a_new_max_
     wait_until(lambda: not ctld.running(), "slurmctld stopping", ctld.log)
     assert ("fatal: MaxNodeCount has changed (2->5) during reconfig, slurmctld must be "
             "restarted") in ctld.log.read_text()
+
+
+def test_a_partition_of_an_unknown_nodeset_stops_slurmctld_and_is_undone(
+        local_slurm, metadata, config_sync):
+    # scontrol -V parses this slurm.conf; Slurm 22.05's slurmctld stops on it in a reconfigure.
+    cluster, slurmd, program = booted(local_slurm, metadata, config_sync, max_count=4)
+    before = cluster.conf.read_text()
+    ctld = program.slurmctld()
+    served = json.loads(served_value(cluster, cluster.blueprint))
+    served["slurm.conf"] += "PartitionName=bad Nodes=nosuchset State=UP\n"
+    metadata.set(KEY, slurm_config_value(served, "controller"))
+    wait_until(lambda: "slurmctld did not take the new files" in program.said(),
+               "the program undoing the change", program.log)
+    assert "fatal: Invalid node names in partition bad" in ctld.log.read_text()
+    assert not ctld.running() and cluster.conf.read_text() == before
+    wait_until(cluster.answers, "slurmctld answering again", program.log)
+    assert program.restarted.is_set() and "bad" not in cluster.partitions()
+    # A slurmctld that stops on a fatal error saves no state on the way down: a dynamic node
+    # registered since its last save is unknown to the new one until its slurmd registers
+    # again (seen on 22.05.8; the node's slurmd itself runs on).
+    assert slurmd.running() and cluster.partitions()["debug"]["State"] == "UP"
+    (line,) = [entry for entry in messages(program.said()) if "did not take" in entry]
+    assert line.endswith("the old ones are back; slurmctld had stopped and was restarted with "
+                         "them")
+
+
+def test_why_cgroup_conf_is_checked_slurmctld_22_05_stops_on_a_bad_one(local_slurm):
+    # slurmctld reads cgroup.conf on a reconfigure: a line Slurm cannot parse stops it. The
+    # program refuses that line before it is written.
+    cluster = local_slurm(blueprint(2, ("debug",)))
+    (ctld,) = cluster.daemons
+    bad = "ConstrainCores=yes ConstrainDevices=yes\n"
+    with pytest.raises(sync.InvalidConfig, match="cgroup.conf line 1: ConstrainCores= takes"):
+        sync.check_cgroup(bad, (22, 5))
+    (cluster.root / "cgroup.conf").write_text(bad)
+    subprocess.run(["scontrol", "reconfigure"], env=cluster.env, capture_output=True,
+                   timeout=60)
+    wait_until(lambda: not ctld.running(), "slurmctld stopping", ctld.log)
+    assert "fatal: Could not open/read/parse cgroup.conf" in ctld.log.read_text()

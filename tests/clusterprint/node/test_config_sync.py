@@ -19,10 +19,12 @@ import pytest
 
 from clusterprint.blueprint.validate import load_checked
 from clusterprint.contract import node_metadata
-from clusterprint.node import config_sync
+from clusterprint.node import common, config_sync
 from clusterprint.render import node_scripts
 from clusterprint.render.config_sync import ROLE_FILES, slurm_config_value
+from clusterprint.render.node_programs import program_files
 from tests.support.metadata_fake import FakeMetadata, etag_of
+from tests.support.node_log import entries, messages
 from tests.support.paths import reference_blueprints
 
 KEY = node_metadata.SLURM_CONFIG
@@ -52,16 +54,17 @@ def with_lines(*lines: str) -> str:
 
 class FakeSlurm:
     """slurmctld and systemctl as the program sees them: each call recorded; ``scontrol -V``
-    is the installed one, which parses SLURM_CONF."""
+    is the installed one, which parses SLURM_CONF. ``reconfigure_stops``: a reconfigure
+    that stops slurmctld, as Slurm 22.05's does on a fatal error in the new files."""
 
     def __init__(self, version: str = "22.05.8", up: bool = True) -> None:
         self.version, self.up = version, up
         self.calls: list[list[str]] = []
-        self.reconfigure_fails = False
+        self.reconfigure_fails = self.reconfigure_stops = self.restart_fails = False
 
-    def __call__(self, argv: list[str], **kwargs: object) -> subprocess.CompletedProcess:
+    def __call__(self, argv: list[str], timeout: float, env=None) -> subprocess.CompletedProcess:
         if argv == ["scontrol", "-V"]:
-            return subprocess.run(argv, **kwargs)
+            return common.run(argv, timeout, env)
         self.calls.append(argv)
         out, rc, err = "", 0, ""
         if argv == ["slurmctld", "-V"]:
@@ -69,8 +72,12 @@ class FakeSlurm:
         elif argv == ["scontrol", "ping"]:
             out = f"Slurmctld(primary) at demo-controller is {'UP' if self.up else 'DOWN'}\n"
             rc = 0 if self.up else 1
-        elif argv == ["scontrol", "reconfigure"] and self.reconfigure_fails:
-            rc, err = 1, "slurm_reconfigure error: Unspecified error\n"
+        elif argv == ["scontrol", "reconfigure"] and (self.reconfigure_fails
+                                                      or self.reconfigure_stops):
+            rc, err = 1, "slurm_reconfigure error: Zero Bytes were transmitted or received\n"
+            self.up = self.up and not self.reconfigure_stops
+        elif argv == ["systemctl", "restart", "slurmctld"]:
+            self.up = not self.restart_fails
         return subprocess.CompletedProcess(argv, rc, out, err)
 
     def actions(self) -> list[str]:
@@ -170,9 +177,9 @@ def test_a_changed_value_is_written_and_reconfigures_slurmctld_once(etc, slurm, 
     wait = metadata.waits()[0]
     assert wait["wait_for_change"] == ["true"] and wait["timeout_sec"] == ["1"]
     assert wait["last_etag"] == [etag_of(value())]
-    err = capsys.readouterr().err
-    assert f"wrote {etc / 'slurm.conf'}" in err and f"wrote {etc / 'gres.conf'}" not in err
-    assert "scontrol reconfigure: slurmctld and the configless nodes read the new files" in err
+    said = messages(capsys.readouterr().err)
+    assert f"wrote {etc / 'slurm.conf'}" in said and f"wrote {etc / 'gres.conf'}" not in said
+    assert "scontrol reconfigure: slurmctld and the configless nodes read the new files" in said
 
 
 def test_the_same_files_under_a_new_etag_change_nothing(etc, slurm):
@@ -215,35 +222,183 @@ def test_a_slurm_conf_slurm_cannot_parse_keeps_the_old_files(etc, slurm, capsys)
     assert not node(etc, slurm).apply(value(**{"slurm.conf": broken}))
     assert {p.name: p.read_text() for p in etc.iterdir()} == before
     assert slurm.actions() == []
-    err = capsys.readouterr().err
-    assert ("<3>ERROR: REFUSED the new Slurm files of metadata clusterprint-slurm-config, "
-            "keeping the ones in place: Slurm cannot parse the new slurm.conf: ") in err
-    assert 'Bad value "soon" for MaxTime' in err
+    ((severity, said),) = entries(capsys.readouterr().err)
+    assert severity == "ERROR" and said.startswith(
+        "REFUSED the new Slurm files of metadata clusterprint-slurm-config, keeping the ones "
+        "in place: Slurm cannot parse the new slurm.conf: ")
+    assert 'Bad value "soon" for MaxTime' in said
+
+
+DEEP = "[" * 100_000 + "]" * 100_000
 
 
 @pytest.mark.parametrize(("bad", "said"), [
-    ("not json", "not JSON"),
-    (json.dumps(["slurm.conf"]), "not an object of file names to their text"),
+    ("not json", "the value: not JSON"),
+    (json.dumps(["slurm.conf"]), "the value: expected dict, got list"),
+    (json.dumps({"slurm.conf": 5}), "the value's slurm.conf: expected str, got int"),
     (json.dumps({"slurm.conf": SLURM_CONF, "../passwd": "x"}), "unknown files ['../passwd']"),
     (json.dumps({"gres.conf": "x"}), "no slurm.conf"),
     (value(**{"slurm.conf": SLURM_CONF.replace("demo", "other")}),
      "ClusterName changes from demo to other"),
-])
-def test_a_value_that_is_not_this_clusters_files_is_refused(etc, slurm, bad, said, capsys):
+    # Hostile values: each one line, and nothing the program could not survive.
+    ('{"slurm.conf": ' + DEEP + "}", "the value: nested deeper than 32 levels"),
+    (DEEP, "the value: nested deeper than 32 levels"),
+    ('{"slurm.conf": ' * 40 + "{}" + "}" * 40, "nested deeper than 32 levels"),
+    (b'{"slurm.conf": "\xff"}', "the value: not UTF-8 (byte 16)"),
+    (value(**{"slurm.conf": SLURM_CONF + "Include x\x00\n"}),
+     "slurm.conf line 7: control character \\x00"),
+    (value(**{"gres.conf": "AutoDetect=off\n\x1b[2K\n"}),
+     "gres.conf line 2: control character \\x1b"),
+    (json.dumps({"slurm.conf": SLURM_CONF, "x\n<1>{}": "y"}), "unknown files ['x\\n<1>{}']"),
+    (value(**{"plugstack.conf": "#" * (config_sync.VALUE_MAX + 1)}),
+     "bytes, over the 262144 bytes of a metadata value"),
+], ids=["not-json", "list", "int-text", "unknown-name", "no-slurm-conf", "other-cluster",
+        "deep-text", "deep", "deep-objects", "not-utf8", "nul", "escape", "newline-name",
+        "huge"])
+def test_a_value_that_is_not_this_clusters_files_is_refused_in_one_line(
+        etc, slurm, bad, said, capsys):
+    before = {p.name: p.read_text() for p in etc.iterdir()}
     assert not node(etc, slurm).apply(bad)
-    assert said in capsys.readouterr().err
-    assert (etc / "slurm.conf").read_text() == SLURM_CONF and slurm.actions() == []
+    ((severity, message),) = entries(capsys.readouterr().err)
+    assert severity == "ERROR" and said in message, message
+    assert {p.name: p.read_text() for p in etc.iterdir()} == before and slurm.actions() == []
 
 
-def test_files_slurmctld_refuses_are_put_back(etc, capsys):
+#: gres.conf and cgroup.conf lines, and whether the installed Slurm's ``slurmd -G`` (which
+#: reads both) takes them: the program's check refuses what Slurm 22.05 stops on.
+SLURM_FILE_LINES = [
+    ("gres.conf", "AutoDetect=off", True), ("gres.conf", "name=gpu file=/dev/null", True),
+    ("gres.conf", "NodeName=probe Name=gpu File=/dev/null Type=\"a b\"", True),
+    ("gres.conf", "AutoDetect=off Name=gpu File=/dev/null", False),
+    ("gres.conf", "File=/dev/null Name=gpu", False),
+    ("gres.conf", "Name=gpu File=/dev/null Bogus=1", False),
+    ("gres.conf", "Name=gpu File", False), ("gres.conf", "Name=gpu Count=", False),
+    ("gres.conf", "Name=gpu Type=\"a b", False),
+    ("cgroup.conf", "constraincores=YES", True), ("cgroup.conf", "ConstrainKmemSpace=yes", True),
+    ("cgroup.conf", "AllowedRAMSpace=99.5", True),
+    ("cgroup.conf", "ConstrainCores=yes ConstrainDevices=yes", False),
+    ("cgroup.conf", "ConstrainCores=maybe", False), ("cgroup.conf", "EnableControllers=yes", False),
+    ("cgroup.conf", "AllowedRAMSpace=abc", False), ("cgroup.conf", "MinRAMSpace=-1", False),
+    ("cgroup.conf", "ConstrainCores", False), ("cgroup.conf", "CgroupPlugin=", False),
+]
+
+
+@pytest.mark.parametrize(("name", "line", "taken"), SLURM_FILE_LINES)
+def test_gres_and_cgroup_conf_are_checked_as_the_installed_slurm_reads_them(
+        etc, slurm, tmp_path, name, line, taken, capsys):
+    # The oracle: slurmd -G of this machine's Slurm 22.05 with the line in its file.
+    probe = tmp_path / "probe"
+    probe.mkdir()
+    (probe / "slurm.conf").write_text("ClusterName=demo\nSlurmctldHost=localhost\n"
+                                      "GresTypes=gpu\nNodeName=probe CPUs=2\n")
+    (probe / "gres.conf").write_text("AutoDetect=off\n")
+    (probe / "cgroup.conf").write_text("ConstrainCores=yes\n")
+    (probe / name).write_text(f"# the line under test\n{line}\n")
+    done = subprocess.run(["slurmd", "-G", "-N", "probe"], capture_output=True, text=True,
+                          env={**os.environ, "SLURM_CONF": str(probe / "slurm.conf")},
+                          timeout=60)
+    assert (done.returncode == 0) is taken, done.stderr
+    assert node(etc, slurm).apply(value(**{name: f"# the line under test\n{line}\n"})) is taken
+    if not taken:
+        ((severity, message),) = entries(capsys.readouterr().err)
+        assert severity == "ERROR" and f": {name} line 2: " in message, message
+        assert (etc / name).read_text() == FILES[name]
+
+
+def test_cgroup_conf_keys_follow_the_slurm_version(etc):
+    # 23.11 dropped the kernel memory keys and added EnableControllers.
+    new, old = FakeSlurm("23.11.4"), FakeSlurm("22.05.8")
+    assert not node(etc, new).apply(value(**{"cgroup.conf": "ConstrainKmemSpace=yes\n"}))
+    assert node(etc, new).apply(value(**{"cgroup.conf": "EnableControllers=yes\n"}))
+    assert not node(etc, old).apply(value(**{"cgroup.conf": "EnableControllers=yes\n"}))
+    assert not node(etc, FakeSlurm("unknown")).apply(value(**{
+        "cgroup.conf": "ConstrainKmemSpace=yes\n"}))
+
+
+def test_files_a_running_slurmctld_refuses_are_put_back_and_it_is_left_running(etc, capsys):
+    # 23.11: a reconfigure that fails leaves the old slurmctld running.
     slurm = FakeSlurm("23.11.4")
     slurm.reconfigure_fails = True
     assert not node(etc, slurm).apply(value(**{"slurm.conf": with_lines(
         "PartitionName=extra Nodes=cpu State=UP"), "plugstack.conf": "required x.so\n"}))
     assert (etc / "slurm.conf").read_text() == SLURM_CONF
     assert not (etc / "plugstack.conf").exists()
-    assert "slurmctld did not take the new files: putting the old ones back" in (
-        capsys.readouterr().err)
+    assert slurm.actions() == ["scontrol reconfigure"] and slurm.up
+    assert messages(capsys.readouterr().err, "ERROR") == [
+        "slurmctld did not take the new files (scontrol reconfigure failed (exit 1): "
+        "slurm_reconfigure error: Zero Bytes were transmitted or received): the old ones are "
+        "back; slurmctld answers with them"]
+
+
+def test_a_reconfigure_that_stops_slurmctld_restarts_it_with_the_old_files(etc, capsys):
+    # 22.05: a partition naming an unknown nodeset passes scontrol -V and stops slurmctld.
+    slurm = FakeSlurm("22.05.8")
+    slurm.reconfigure_stops = True
+    restarted_with: list[str] = []
+    real_call = slurm.__call__
+
+    def run(argv, timeout, env=None):
+        if argv[:2] == ["systemctl", "restart"]:
+            restarted_with.append((etc / "slurm.conf").read_text())
+        return real_call(argv, timeout, env)
+
+    bad = with_lines("PartitionName=bad Nodes=nosuchset State=UP")
+    assert not config_sync.Node(etc, "controller", run=run, sleep=lambda _: None).apply(
+        value(**{"slurm.conf": bad}))
+    assert slurm.actions() == ["scontrol reconfigure", "systemctl restart slurmctld"]
+    assert restarted_with == [SLURM_CONF] and slurm.up
+    (line,) = messages(capsys.readouterr().err, "ERROR")
+    assert line.startswith("slurmctld did not take the new files (scontrol reconfigure failed")
+    assert line.endswith("the old ones are back; slurmctld had stopped and was restarted with "
+                         "them")
+
+
+def test_a_reconfigure_that_succeeds_but_leaves_slurmctld_silent_is_undone(etc, capsys):
+    slurm = FakeSlurm()
+    pings = iter([True, False])  # up before the change, silent after it
+
+    def run(argv, timeout, env=None):
+        if argv == ["scontrol", "ping"]:
+            slurm.up = next(pings, slurm.up)
+        return slurm(argv, timeout, env)
+
+    assert not config_sync.Node(etc, "controller", run=run, sleep=lambda _: None).apply(
+        value(**{"slurm.conf": with_lines("PartitionName=x Nodes=cpu")}))
+    assert (etc / "slurm.conf").read_text() == SLURM_CONF
+    assert slurm.actions() == ["scontrol reconfigure", "systemctl restart slurmctld"]
+    (line,) = messages(capsys.readouterr().err, "ERROR")
+    assert "slurmctld stopped answering after scontrol reconfigure" in line
+
+
+def test_a_slurmctld_that_stays_down_with_the_old_files_is_an_alert(etc, capsys):
+    slurm = FakeSlurm()
+    slurm.reconfigure_stops = slurm.restart_fails = True
+    node_ = config_sync.Node(etc, "controller", run=slurm, sleep=lambda _: None,
+                             restart_budget_s=0)
+    assert not node_.apply(value(**{"slurm.conf": with_lines("PartitionName=x Nodes=cpu")}))
+    assert (etc / "slurm.conf").read_text() == SLURM_CONF
+    (line,) = messages(capsys.readouterr().err, "ALERT")
+    assert line.endswith("the old ones are back, and slurmctld does not run with them either: "
+                         "not answering 0s after its restart")
+
+
+def test_a_restart_the_new_files_fail_restarts_it_again_with_the_old_ones(etc, capsys):
+    slurm = FakeSlurm()
+    restarts = iter([False, True])  # the new files fail, the old ones run
+
+    def run(argv, timeout, env=None):
+        if argv[:2] == ["systemctl", "restart"]:
+            slurm.restart_fails = not next(restarts)
+        return slurm(argv, timeout, env)
+
+    assert not config_sync.Node(etc, "controller", run=run, sleep=lambda _: None,
+                                restart_budget_s=0).apply(
+        value(**{"slurm.conf": with_lines("MaxNodeCount=8")}))
+    assert slurm.actions() == ["systemctl restart slurmctld"] * 2 and slurm.up
+    assert (etc / "slurm.conf").read_text() == SLURM_CONF
+    assert messages(capsys.readouterr().err, "ERROR") == [
+        "slurmctld did not take the new files (not answering 0s after its restart): the old "
+        "ones are back; slurmctld had stopped and was restarted with them"]
 
 
 def test_a_controller_whose_slurmctld_is_down_gets_the_files_for_its_next_start(etc, capsys):
@@ -257,9 +412,9 @@ def test_a_controller_whose_slurmctld_is_down_gets_the_files_for_its_next_start(
 def test_a_key_compute_nodes_apply_only_on_a_slurmd_restart_says_how(etc, slurm, capsys):
     node(etc, slurm).apply(value(**{"slurm.conf": with_lines("GresTypes=gpu,shard")}))
     assert slurm.actions() == ["systemctl restart slurmctld"]
-    assert ("<4>WARNING: GresTypes changed: compute nodes apply it only when slurmd restarts; "
+    assert ("GresTypes changed: compute nodes apply it only when slurmd restarts; "
             "reboot them once idle with `scontrol reboot ASAP nextstate=RESUME ALL`"
-            ) in capsys.readouterr().err
+            ) in messages(capsys.readouterr().err, "WARNING")
 
 
 def test_files_are_replaced_whole_with_the_boot_scripts_mode_and_a_dropped_one_removed(
@@ -293,10 +448,10 @@ def test_metadata_server_errors_are_retried_with_backoff_and_never_stop_it(
     eventually(lambda: slurm.actions(), "the value once the server answers")
     running.stop()
     assert running.sleeps[:5] == [1, 2, 4, 8, 16]
-    err = capsys.readouterr().err
-    assert "<4>WARNING: metadata server: HTTP 503; retrying in 1s" in err
-    assert "<4>WARNING: metadata server: HTTP 429; retrying in 2s" in err
-    assert "<4>WARNING: metadata clusterprint-slurm-config is not set on this VM; retrying" in err
+    warned = messages(capsys.readouterr().err, "WARNING")
+    assert "metadata server: HTTP 503; retrying in 1s" in warned
+    assert "metadata server: HTTP 429; retrying in 2s" in warned
+    assert "metadata clusterprint-slurm-config is not set on this VM; retrying in 16s" in warned
 
 
 def test_the_backoff_stops_doubling_at_a_minute(etc, slurm, metadata, service):
@@ -327,8 +482,10 @@ def test_install_of_a_refused_value_exits_1_naming_why(etc):
     done = run_program("--role", "controller", "--dir", str(etc), "--install",
                        stdin=value(**{"slurm.conf": "ClusterName=demo\n"}))
     assert done.returncode == 1
-    assert "<3>ERROR: REFUSED the Slurm files of metadata clusterprint-slurm-config" in done.stderr
-    assert "No SlurmctldHost defined" in done.stderr
+    ((severity, said),) = entries(done.stderr)
+    assert severity == "ERROR"
+    assert said.startswith("REFUSED the Slurm files of metadata clusterprint-slurm-config")
+    assert "No SlurmctldHost defined" in said
     assert (etc / "slurm.conf").read_text() == SLURM_CONF
 
 
@@ -369,3 +526,180 @@ def test_every_reference_blueprints_files_pass_the_check_on_a_fresh_node(path, t
 def test_the_program_never_holds_the_heredoc_terminator():
     # The boot script writes it from a heredoc ending at this word.
     assert "CLUSTERPRINT_EOF" not in Path(config_sync.__file__).read_text()
+
+
+def test_a_write_that_fails_midway_leaves_every_old_file_whole(etc, slurm, monkeypatch, capsys):
+    # The disk fills while the second file is staged: nothing was renamed yet.
+    staged = []
+    real_stage = common.stage
+
+    def stage(path, data, mode=0o644):
+        if staged:
+            raise OSError(28, "No space left on device")
+        staged.append(path)
+        return real_stage(path, data, mode)
+
+    monkeypatch.setattr(common, "stage", stage)
+    before = {p.name: p.read_text() for p in etc.iterdir()}
+    with pytest.raises(OSError, match="No space left"):
+        node(etc, slurm).apply(value(**{"slurm.conf": with_lines("PartitionName=x Nodes=cpu"),
+                                        "gres.conf": "AutoDetect=off\n"}))
+    assert {p.name: p.read_text() for p in etc.iterdir()} == before  # and no temp file
+    assert slurm.actions() == []
+
+
+def test_a_reader_during_the_swap_sees_the_old_or_the_new_file_whole(etc, slurm):
+    texts = [SLURM_CONF, with_lines("PartitionName=x Nodes=cpu " + "Default=NO " * 2000)]
+    seen, stop = set(), threading.Event()
+
+    def read() -> None:
+        while not stop.is_set():
+            seen.add((etc / "slurm.conf").read_text())
+
+    reader = threading.Thread(target=read)
+    reader.start()
+    try:
+        for turn in range(60):
+            assert node(etc, slurm).apply(value(**{"slurm.conf": texts[(turn + 1) % 2]}))
+    finally:
+        stop.set()
+        reader.join()
+    assert seen == set(texts)
+
+
+def waiting_on(metadata: FakeMetadata, text: str) -> None:
+    """Until the service waits for a change from the value ``text``: it is done with it."""
+    eventually(lambda: metadata.waits()[-1]["last_etag"] == [etag_of(text)],
+               "a wait on the value")
+
+
+def test_the_service_waits_on_a_refused_value_instead_of_fetching_it_again(
+        etc, slurm, metadata, service, capsys):
+    metadata.set(KEY, value())
+    running = service(node(etc, slurm))
+    eventually(lambda: len(metadata.waits()) >= 1, "the service waits for a change")
+    for bad in ("[" * 100_000, '{"slurm.conf": "\\u0000"}'):
+        metadata.set(KEY, bad)
+        waiting_on(metadata, bad)
+        asked = len(metadata.requests)
+        time.sleep(1.5)  # a wait is 1 s here: at most two requests, each a wait on it
+        later = metadata.requests[asked:]
+        assert len(later) <= 2 and all(q["last_etag"] == [etag_of(bad)] for _, q, _ in later)
+    metadata.set(KEY, value(**{"slurm.conf": with_lines("PartitionName=x Nodes=cpu")}))
+    eventually(lambda: slurm.actions(), "the next good value")
+    running.stop()
+    assert running.thread.is_alive() is False and running.sleeps == []
+    refused = messages(capsys.readouterr().err, "ERROR")
+    assert len(refused) == 2 and "nested deeper than 32 levels" in refused[0]
+    assert "slurm.conf line 1: control character \\x00" in refused[1]
+
+
+def test_an_install_process_whose_write_fails_midway_leaves_every_old_file_whole(etc):
+    # Its file size limited (RLIMIT_FSIZE): slurm.conf is small and staged first, gres.conf
+    # does not fit (EFBIG), as on a full disk.
+    import resource
+
+    before = {p.name: p.read_text() for p in etc.iterdir()}
+    big = "#" * 200_000 + "\nAutoDetect=off\n"
+    done = subprocess.run(
+        [sys.executable, str(Path(config_sync.__file__)), "--role", "controller", "--dir",
+         str(etc), "--install"],
+        input=value(**{"slurm.conf": with_lines("PartitionName=x Nodes=cpu"), "gres.conf": big}),
+        capture_output=True, text=True, timeout=60,
+        preexec_fn=lambda: resource.setrlimit(resource.RLIMIT_FSIZE, (100_000, 100_000)))
+    assert done.returncode == 1
+    assert {p.name: p.read_text() for p in etc.iterdir()} == before  # and no temp file
+    assert messages(done.stderr, "ERROR") == [
+        "writing the Slurm files failed, the old ones are kept: [Errno 27] File too large"]
+
+
+#: The program, killed (SIGKILL) while it stages its second file (slurm.conf is first).
+KILLED_MIDWAY = """
+import os, signal, sys
+from clusterprint.node import common, config_sync
+real = common.stage
+def stage(path, data, mode=0o644):
+    if path.name == "gres.conf":
+        os.kill(os.getpid(), signal.SIGKILL)
+    return real(path, data, mode)
+common.stage = stage
+sys.exit(config_sync.main(sys.argv[1:]))
+"""
+
+
+def test_an_install_process_killed_midway_leaves_every_old_file_whole(etc):
+    before = {p.name: p.read_text() for p in etc.iterdir()}
+    done = subprocess.run([sys.executable, "-c", KILLED_MIDWAY, "--role", "controller",
+                           "--dir", str(etc), "--install"], capture_output=True, text=True,
+                          input=value(**{"slurm.conf": with_lines("PartitionName=x Nodes=cpu"),
+                                         "gres.conf": "AutoDetect=off\n"}), timeout=60)
+    assert done.returncode == -9
+    # slurm.conf was staged, not renamed: a temp file stays beside the old files, whole.
+    assert {p.name: p.read_text() for p in etc.iterdir() if p.name[0] != "."} == before
+
+
+def test_the_program_runs_from_a_link_with_common_beside_it(tmp_path, etc):
+    # As the nodes install it: /usr/local/lib/clusterprint/{config_sync,common}.py and a link.
+    lib = tmp_path / "lib"
+    lib.mkdir()
+    for path, text in program_files(str(lib), config_sync, shebang=True).items():
+        Path(path).write_text(text)
+        Path(path).chmod(0o755)
+    link = tmp_path / "clusterprint-config-sync"
+    link.symlink_to(lib / "config_sync.py")
+    done = subprocess.run(["python3", str(link), "--role", "controller", "--dir", str(etc),
+                           "--install"], input=value(**{"gres.conf": "Bogus=1\n"}),
+                          capture_output=True, text=True, timeout=60, cwd=tmp_path)
+    assert done.returncode == 1
+    assert messages(done.stderr, "ERROR") == [
+        "REFUSED the Slurm files of metadata clusterprint-slurm-config: gres.conf line 1: "
+        "unknown key Bogus (a GRES line starts with Name= or NodeName=)"]
+
+
+def service_process(etc: Path, metadata: FakeMetadata, flags: Path) -> subprocess.Popen:
+    """The service as a process; slurmctld is the file ``flags/up``: a reconfigure that
+    stops it when slurm.conf names the nodeset ``nosuchset``, a restart that starts it."""
+    (flags / "up").touch()
+    up, conf = flags / "up", etc / "slurm.conf"
+    return subprocess.Popen(
+        [sys.executable, "-m", "clusterprint.node.config_sync", "--role", "controller",
+         "--dir", str(etc), "--metadata-url", metadata.url, "--wait-s", "1",
+         "--version-command", "echo slurm 22.05.8",
+         "--ping-command", f"sh -c 'test -e {up} && echo Slurmctld is UP'",
+         "--reconfigure-command",
+         f"sh -c 'echo reconfigure >> {flags}/log; ! grep -q nosuchset {conf} || "
+         f"{{ rm {up}; exit 1; }}'",
+         "--restart-command", f"sh -c 'echo restart >> {flags}/log; touch {up}'"],
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+
+
+def test_the_service_process_refuses_hostile_values_and_restores_a_stopped_slurmctld(
+        etc, metadata, tmp_path):
+    metadata.set(KEY, value())
+    process = service_process(etc, metadata, tmp_path)
+    try:
+        eventually(lambda: len(metadata.waits()) >= 1, "waiting")
+        for bad in ("[" * 100_000, '{"slurm.conf": "\\u0000"}', value(**{
+                "cgroup.conf": "ConstrainCores=maybe\n"})):
+            metadata.set(KEY, bad)
+            waiting_on(metadata, bad)
+        stops = value(**{"slurm.conf": with_lines("PartitionName=bad Nodes=nosuchset State=UP")})
+        metadata.set(KEY, stops)
+        waiting_on(metadata, stops)  # done with it
+        assert (etc / "slurm.conf").read_text() == SLURM_CONF
+        assert (tmp_path / "up").exists() and process.poll() is None
+    finally:
+        process.terminate()
+        _, err = process.communicate(timeout=10)
+    assert (tmp_path / "log").read_text().split() == ["reconfigure", "restart"]
+    errors = messages(err, "ERROR")
+    assert [e.split(": ", 1)[0] for e in errors[:3]] == ["REFUSED the new Slurm files of "
+                                                         "metadata clusterprint-slurm-config, "
+                                                         "keeping the ones in place"] * 3
+    assert "nested deeper than 32 levels" in errors[0]
+    assert "slurm.conf line 1: control character \\x00" in errors[1]
+    assert "cgroup.conf line 1: ConstrainCores=maybe is not a bool" in errors[2]
+    (recovered,) = errors[3:]
+    assert recovered.startswith("slurmctld did not take the new files (sh -c echo reconfigure")
+    assert recovered.endswith("failed (exit 1)): the old ones are back; slurmctld had stopped "
+                              "and was restarted with them")

@@ -21,7 +21,7 @@ import pytest
 
 from clusterprint.blueprint.validate import load_checked
 from clusterprint.contract import node_metadata
-from clusterprint.node import mlops_broker, register_model, tensorboard_upload
+from clusterprint.node import common, mlops_broker, register_model, tensorboard_upload
 from clusterprint.render import config_sync, healthcheck, rendered_files
 from tests.support.boot_sandbox import (
     ARCHIVE,
@@ -31,6 +31,7 @@ from tests.support.boot_sandbox import (
     daemon_starts,
     ready,
 )
+from tests.support.node_log import messages
 from tests.support.paths import blueprint_path
 
 
@@ -262,6 +263,8 @@ def test_a_slurm_conf_without_slurmdbd_serves_only_slurmctlds_plugins(node, file
 
 SYNC_UNIT = "/etc/systemd/system/clusterprint-config-sync.service"
 SYNC_PROGRAM = "/usr/local/sbin/clusterprint-config-sync"
+#: Where the node programs lie, beside common.py, and the login node's helpers.
+MLOPS_LIB = "/usr/local/lib/clusterprint"
 
 
 @pytest.mark.parametrize("role", ["controller", "login"])
@@ -274,9 +277,13 @@ def test_the_slurm_files_come_from_metadata_and_the_service_follows_them(node, f
         if name in files:
             assert path.read_text() == files[name]
             assert oct(path.stat().st_mode & 0o777) == "0o644"
-    program = node.file(SYNC_PROGRAM)
+    # The command is a link to the program, which lies beside the shared common.py (the boot
+    # ran it through the link: --install wrote the files above).
+    assert os.readlink(node.file(SYNC_PROGRAM)) == f"{MLOPS_LIB}/config_sync.py"
+    program = node.file(f"{MLOPS_LIB}/config_sync.py")
     assert program.read_text() == config_sync.program_text()
-    assert program.stat().st_mode & 0o111
+    assert stat.S_IMODE(program.stat().st_mode) == 0o755
+    assert node.file(f"{MLOPS_LIB}/common.py").read_text() == Path(common.__file__).read_text()
     unit = node.file(SYNC_UNIT).read_text()
     assert f"\nExecStart=/usr/bin/python3 {SYNC_PROGRAM} --role {role}\n" in unit
     assert "\nSyslogIdentifier=clusterprint-config-sync\nRestart=always\n" in unit
@@ -313,8 +320,10 @@ def test_slurm_files_the_program_refuses_fail_the_boot_before_slurmctld(node, fi
     done = node.boot(files["scripts/controller.sh"])
     assert done.returncode != 0
     journal = node.journal()
-    assert ("<3>ERROR: REFUSED the Slurm files of metadata clusterprint-slurm-config: unknown "
-            "files ['x.conf']") in journal
+    refused = journal.splitlines()[-2]
+    assert messages(refused, "ERROR") == [
+        "REFUSED the Slurm files of metadata clusterprint-slurm-config: unknown files "
+        "['x.conf']: only slurm.conf, gres.conf, cgroup.conf, plugstack.conf"]
     assert journal.splitlines()[-1] == ("<3>FAILED: metadata clusterprint-slurm-config: the "
                                         "Slurm files were refused (the line before says why)")
     assert daemon_starts(node.calls()) == []
@@ -697,7 +706,6 @@ def test_a_gpu_node_installs_the_health_check_and_its_prolog(gpu_node, a4):
 HELPERS = {"/usr/local/bin/clusterprint-tensorboard-upload": tensorboard_upload,
            "/usr/local/bin/clusterprint-register-model": register_model}
 VENV = "/opt/clusterprint/venv"
-MLOPS_LIB = "/usr/local/lib/clusterprint"
 
 
 def test_the_login_node_installs_the_helpers_and_the_uploader_venv_once(node, a3mega, tmp_path):
