@@ -6,10 +6,16 @@ pytest started elsewhere, and passed having checked nothing.
 
 from __future__ import annotations
 
+import os
+import sys
 from pathlib import Path
 
 #: The repository's root folder.
 ROOT = Path(__file__).resolve().parents[2]
+#: The interpreter a node runs its programs with: the system python3, without this venv's
+#: packages, as on a VM. Under `make mutation` the programs' modules are mutmut's copies,
+#: which import mutmut (MUTANT_UNDER_TEST names the mutant), so they run on its venv's.
+NODE_PYTHON = sys.executable if "MUTANT_UNDER_TEST" in os.environ else "/usr/bin/python3"
 #: The reference blueprints' folder.
 BLUEPRINTS = ROOT / "blueprints"
 

@@ -23,6 +23,7 @@ from pathlib import Path
 import pytest
 
 from clusterprint.node import mlops_broker, register_model, tensorboard_upload
+from tests.support.paths import NODE_PYTHON
 
 NOBODY = 65534
 #: A stand-in for the helper the broker runs as root: records its uid and arguments, copies
@@ -74,7 +75,7 @@ class Cluster:
                 f" {helpers!r}, {str(self.config)!r}).serve_forever()\n")
         self.log = self.root / "broker.log"
         with self.log.open("wb") as out:
-            self.broker = subprocess.Popen(["/usr/bin/python3", "-s", "-E", "-c", code],
+            self.broker = subprocess.Popen([NODE_PYTHON, "-s", "-E", "-c", code],
                                            stdout=out, stderr=subprocess.STDOUT)
         deadline = time.monotonic() + 10
         while not os.path.exists(self.socket):
@@ -88,7 +89,7 @@ class Cluster:
         """A helper as ``nobody`` runs it on the login node: its file, by the system python."""
         return subprocess.Popen(
             ["setpriv", f"--reuid={NOBODY}", f"--regid={NOBODY}", "--clear-groups",
-             "/usr/bin/python3", module.__file__, *args],
+             NODE_PYTHON, module.__file__, *args],
             cwd=self.home, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
             env={"PATH": "/usr/bin:/bin", "CLUSTERPRINT_MLOPS_CONFIG": str(self.config),
                  **env})
@@ -289,7 +290,7 @@ def test_root_and_clusters_without_a_broker_run_the_command_themselves(cluster):
     assert mlops_broker.broker_socket({"CLUSTERPRINT_MLOPS_CONFIG": str(config)}) is None
     done = subprocess.run(
         ["setpriv", f"--reuid={NOBODY}", f"--regid={NOBODY}", "--clear-groups",
-         "/usr/bin/python3", "-c",
+         NODE_PYTHON, "-c",
          f"import sys; sys.path.insert(0, {str(Path(mlops_broker.__file__).parent)!r}); "
          f"import mlops_broker; print(mlops_broker.broker_socket("
          f"{{'CLUSTERPRINT_MLOPS_CONFIG': {str(config)!r}}}))"],
