@@ -245,7 +245,8 @@ def test_cpu_nodes_get_none_of_the_gpu_parts(bare):
     # The health check is one program for every node (its text names dcgm and the local
     # SSD); a CPU nodeset's config asks for no GPU check (tests/clusterprint/render/
     # test_healthcheck.py), so it is left out here.
-    shipped = [files["scripts/healthcheck.py"], files["scripts/healthcheck-cpu.json"]]
+    shipped = [files["scripts/healthcheck.py"], files["scripts/common.py"],
+               files["scripts/healthcheck-cpu.json"]]
     for name, text in files.items():
         if name.startswith("scripts/") and not name.startswith("scripts/healthcheck"):
             for part in shipped:
