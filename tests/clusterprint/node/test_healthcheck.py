@@ -365,6 +365,22 @@ def nvlink_gpu(text: str, index: int) -> str:
                 if f"GPU {index + 1}:" in text else len(text)]
 
 
+class Answering:
+    """A runner whose every command prints one recorded text."""
+
+    def __init__(self, text: str) -> None:
+        self.text = text
+
+    def output(self, argv: list[str]) -> str:
+        return self.text
+
+
+def answering(text: str) -> hc.Check:
+    """A check of an 8-GPU H100 node whose every command prints ``text``."""
+    return hc.Check(hc.Config.from_json(json.dumps(node_config(FIXTURES))), Answering(text),
+                    "all")
+
+
 GPU_QUERY_FAULTS = [
     ("nine", QUERY + "8, NVIDIA H100 80GB HBM3, 00000000:8C:00.0, 0\n",
      ["cp:gpu-count: 9 GPUs, the machine type has 8"]),
@@ -385,8 +401,7 @@ GPU_QUERY_FAULTS = [
 @pytest.mark.parametrize(("case", "text", "reasons"), GPU_QUERY_FAULTS,
                          ids=[c for c, _, _ in GPU_QUERY_FAULTS])
 def test_a_gpu_query_that_proves_nothing_is_unhealthy(case, text, reasons, node):
-    check = hc.Check(hc.Config.from_json(json.dumps(node_config(FIXTURES))), None, "all")
-    check.runner = type("Recorded", (), {"output": lambda self, argv: text})()
+    check = answering(text)
     assert check.guarded("gpu-count", check.query_gpus) == reasons
     fixtures, bin_dir, config = node("h100")
     (fixtures / "nvidia-smi-query-gpu").write_text(text)
@@ -441,8 +456,7 @@ NVLINK_FAULTS = [
 @pytest.mark.parametrize(("case", "text", "reasons"), NVLINK_FAULTS,
                          ids=[c for c, _, _ in NVLINK_FAULTS])
 def test_nvlink_counters_that_prove_nothing_are_unhealthy(case, text, reasons, node):
-    check = hc.Check(hc.Config.from_json(json.dumps(node_config(FIXTURES))), None, "all")
-    check.runner = type("Recorded", (), {"output": lambda self, argv: text})()
+    check = answering(text)
     assert check.guarded("gpu-nvlink", check.nvlink) == reasons
     fixtures, bin_dir, config = node("h100")
     (fixtures / "nvidia-smi-nvlink-e").write_text(text)
