@@ -1,25 +1,32 @@
 """The node health check as rendered: the program, one config per nodeset, Slurm's lines.
 
 `clusterprint render` writes ``scripts/healthcheck.py`` (the program, as shipped in
-``clusterprint/node/healthcheck.py``) and ``scripts/healthcheck-<nodeset>.json``; each
-compute script installs both, a HealthCheckProgram wrapper and, where the nodeset's GPUs
-are checked, the prolog (and with ``gpu: thorough`` the epilog) that runs the program.
+``clusterprint/node/healthcheck.py``), ``scripts/common.py`` (the module it shares with the
+other node programs) and ``scripts/healthcheck-<nodeset>.json``; each compute script
+installs them, a HealthCheckProgram wrapper and, where the nodeset's GPUs are checked, the
+prolog (and with ``gpu: thorough`` the epilog) that runs the program.
+
+The config is the program's own ``Config``, built here from the blueprint and written as
+JSON: what the blueprint does not decide (free space, timeouts, budgets, the state file)
+keeps the program's defaults, and a value the program would refuse fails the render.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import json
+import posixpath
 import re
-from importlib import resources
 
 from clusterprint.blueprint.model import Blueprint, Nodeset
 from clusterprint.facts import machines
+from clusterprint.node import healthcheck as program
+from clusterprint.render.node_programs import program_files
 
 #: Where a node keeps the program and its config (node-local, beside prolog.d: configless
 #: slurmd fetches only slurm.conf and its kin) and its state.
 PROGRAM = "/etc/slurm/clusterprint/healthcheck.py"
 CONFIG = "/etc/slurm/clusterprint/healthcheck.json"
-STATE = "/var/lib/clusterprint/healthcheck-state.json"
 #: HealthCheckProgram: Slurm runs it without arguments, so a wrapper names the mode.
 HEALTH_CHECK_PROGRAM = "/etc/slurm/clusterprint/healthcheck"
 #: Slurm runs the files of a Prolog/Epilog glob in reverse alphabetical order
@@ -31,19 +38,6 @@ EPILOG = "/etc/slurm/epilog.d/90-clusterprint-healthcheck"
 #: of running every node's check at the same moment (slurm.conf(5)). Written in the order
 #: `scontrol show config` prints it back (cycle,any), so the kept value reads as written.
 NODE_STATE = "CYCLE,ANY"
-#: Free space a node needs, GiB: the boot disk always, the local SSD where it is mounted
-#: (enroot's images and caches live there on GPU nodes).
-MIN_FREE_GIB = {"/": 10, "/mnt/localssd": 50}
-#: The DCGM diagnostic levels of ``gpu: quick`` (before each job) and ``thorough`` (also
-#: after a failed job): level 1 takes seconds, level 2 about two minutes (dcgmi diag docs).
-DCGM_QUICK, DCGM_THOROUGH = 1, 2
-
-
-def program_text() -> str:
-    """The program as the package ships it: the very file its tests run."""
-    return resources.files("clusterprint.node").joinpath("healthcheck.py").read_text()
-
-
 def gpu_model(accelerator: str) -> str:
     """The model nvidia-smi names a GCE accelerator type with: nvidia-h100-mega-80gb is
     an H100, nvidia-tesla-a100 an A100, nvidia-gb200 a GB200."""
@@ -64,20 +58,20 @@ def mounts(blueprint: Blueprint) -> list[str]:
     return list(dict.fromkeys(["/home", *lustre, *buckets]))
 
 
-def healthcheck_config(blueprint: Blueprint, nodeset: Nodeset) -> dict:
-    """What the program checks on a node of ``nodeset``."""
+def healthcheck_config(blueprint: Blueprint, nodeset: Nodeset) -> program.Config:
+    """What the program checks on a node of ``nodeset``: its GPUs always (so that a GPU
+    nodeset's config says whether they are checked), what they must be where they are.
+    ``gpu: quick`` runs DCGM level 1 before each job, ``thorough`` also level 2 after a
+    failed one (level 1 takes seconds, level 2 about two minutes: dcgmi diag docs)."""
     gpu = None
     if checks_gpus(blueprint, nodeset):
         family = machines.gpu_family(nodeset.machine_type)
-        model = gpu_model(family.gpu)
         thorough = blueprint.slurm.health_checks.gpu == "thorough"
-        gpu = {"count": nodeset.gpus, "model": model, "nvlink": family.nvlink,
-               "dcgm_level": DCGM_QUICK,
-               "dcgm_level_after_failure": DCGM_THOROUGH if thorough else None}
-    return {"nodeset": nodeset.name, "gpu": gpu, "mounts": mounts(blueprint),
-            "disks": [{"path": path, "min_free_gib": gib, "if_mounted": path != "/"}
-                      for path, gib in MIN_FREE_GIB.items()],
-            "nvlink_error_threshold": 0, "state_file": STATE}
+        gpu = program.GpuChecks(gpu_model(family.gpu), nvlink=family.nvlink,
+                                dcgm_level=program.DCGM_QUICK,
+                                dcgm_level_after_failure=program.DCGM_THOROUGH if thorough
+                                else None)
+    return program.Config(nodeset.name, nodeset.gpus, gpu, mounts=tuple(mounts(blueprint)))
 
 
 def config_path(nodeset: str) -> str:
@@ -87,12 +81,13 @@ def config_path(nodeset: str) -> str:
 
 def config_text(blueprint: Blueprint, nodeset: Nodeset) -> str:
     """The config as the file holds it."""
-    return json.dumps(healthcheck_config(blueprint, nodeset), indent=2) + "\n"
+    return json.dumps(dataclasses.asdict(healthcheck_config(blueprint, nodeset)),
+                      indent=2) + "\n"
 
 
 def healthcheck_files(blueprint: Blueprint) -> dict[str, str]:
-    """The program and every nodeset's config, by their paths under ``--out``."""
-    files = {"scripts/healthcheck.py": program_text()}
+    """The program, common.py and every nodeset's config, by their paths under ``--out``."""
+    files = program_files("scripts", program)
     files.update({config_path(n.name): config_text(blueprint, n)
                   for n in blueprint.slurm.nodesets})
     return files
@@ -109,7 +104,8 @@ def slurm_conf_lines(blueprint: Blueprint) -> list[str]:
 
 def script_context(blueprint: Blueprint, nodeset: Nodeset) -> dict[str, object]:
     """What scripts/healthcheck.sh.j2 installs on a node of ``nodeset``."""
-    return {"program": program_text(), "config": config_text(blueprint, nodeset),
+    return {"files": program_files(posixpath.dirname(PROGRAM), program),
+            "config": config_text(blueprint, nodeset),
             "paths": {"program": PROGRAM, "config": CONFIG, "wrapper": HEALTH_CHECK_PROGRAM,
                       "prolog": PROLOG, "epilog": EPILOG},
             "prolog": checks_gpus(blueprint, nodeset),

@@ -6,6 +6,7 @@ the same program against the same fixtures (tests/fixtures/healthcheck/README.md
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import shutil
 import subprocess
@@ -42,15 +43,15 @@ def stub_bin(folder: Path, tools: tuple[str, ...] = TOOLS) -> Path:
 
 
 def node_config(folder: Path, family: str | None = "h100", **changes: object) -> dict:
-    """A config as render writes it for an 8-GPU ``family`` nodeset (None: a CPU one), with
-    its state, mounts and disks in ``folder`` so that a test owns them."""
-    gpu = None if family is None else {"count": 8, "model": MODELS[family], "nvlink": True,
-                                       "dcgm_level": 1, "dcgm_level_after_failure": 2}
-    config = {"nodeset": "gpu", "gpu": gpu, "mounts": [],
-              "disks": [{"path": str(folder), "min_free_gib": 0, "if_mounted": False}],
-              "nvlink_error_threshold": 0, "state_file": str(folder / "state.json")}
-    config.update(changes)
-    return config
+    """A config as render writes it (the program's own Config, as JSON) for an 8-GPU
+    ``family`` nodeset (None: a CPU one), with its state, mounts and disks in ``folder`` so
+    that a test owns them; ``changes`` replace fields as JSON, so a test may break them."""
+    gpu = None if family is None else healthcheck.GpuChecks(
+        MODELS[family], nvlink=True, dcgm_level=1, dcgm_level_after_failure=2)
+    config = healthcheck.Config("gpu", 0 if family is None else 8, gpu,
+                                disks=(healthcheck.Disk(str(folder), 0),),
+                                state_file=str(folder / "state.json"))
+    return {**dataclasses.asdict(config), **changes}
 
 
 def write_config(folder: Path, config: dict) -> Path:
@@ -60,13 +61,31 @@ def write_config(folder: Path, config: dict) -> Path:
     return path
 
 
+def environment(fixtures: Path, bin_dir: Path, env: dict[str, str] | None = None
+                ) -> dict[str, str]:
+    """What slurmd gives the program: a PATH with the fakes first, and the node's name."""
+    return {"PATH": f"{bin_dir}:/usr/bin:/bin", "HEALTHCHECK_FIXTURES": str(fixtures),
+            "SLURMD_NODENAME": "node-1", **(env or {})}
+
+
 def run_program(config: Path, fixtures: Path, bin_dir: Path, *args: str,
                 env: dict[str, str] | None = None) -> subprocess.CompletedProcess:
     """The program as Slurm runs it: a process, its tools found on PATH."""
-    environ = {"PATH": f"{bin_dir}:/usr/bin:/bin", "HEALTHCHECK_FIXTURES": str(fixtures),
-               "SLURMD_NODENAME": "node-1", **(env or {})}
     return subprocess.run([sys.executable, str(PROGRAM), "--config", str(config), *args],
-                          capture_output=True, text=True, env=environ, timeout=120)
+                          capture_output=True, text=True, env=environment(fixtures, bin_dir, env),
+                          timeout=120)
+
+
+def run_patched(patch: str, config: Path, fixtures: Path, bin_dir: Path, *args: str
+                ) -> subprocess.CompletedProcess:
+    """The program as a process, imported from its folder as a node runs it (``common``
+    beside it), with ``patch`` run first: Python that stands in for a fault no fake tool
+    can make, such as a file system call that never returns."""
+    code = (f"import sys\nsys.path.insert(0, {str(PROGRAM.parent)!r})\nimport healthcheck\n"
+            f"{patch}\nsys.exit(healthcheck.main(sys.argv[1:]))")
+    return subprocess.run([sys.executable, "-c", code, "--config", str(config), *args],
+                          capture_output=True, text=True, env=environment(fixtures, bin_dir),
+                          timeout=120)
 
 
 def calls(fixtures: Path) -> list[str]:

@@ -7,6 +7,7 @@ import json
 import os
 import subprocess
 import sys
+from pathlib import Path
 
 import pytest
 
@@ -14,7 +15,9 @@ from clusterprint.blueprint.model import Blueprint
 from clusterprint.blueprint.validate import load_checked
 from clusterprint.cli.main import main
 from clusterprint.facts import machines
-from clusterprint.render import healthcheck, rendered_files
+from clusterprint.node import common
+from clusterprint.node import healthcheck as program
+from clusterprint.render import healthcheck, rendered_files, slurm_config
 from clusterprint.render.healthcheck import gpu_model, healthcheck_config
 from tests.support.healthcheck_fakes import PROGRAM, calls, scenario, stub_bin
 from tests.support.paths import blueprint_path
@@ -32,16 +35,32 @@ def cluster(gpu: str = "quick", interval_s: int = 300, machine_type: str = "a3-u
                   "health_checks": {"gpu": gpu, "interval_s": interval_s}}})
 
 
-def test_render_writes_the_program_as_shipped_and_one_config_per_nodeset():
+def test_render_writes_the_program_and_common_as_shipped_and_one_config_per_nodeset():
     files = rendered_files(cluster())
     assert files["scripts/healthcheck.py"] == PROGRAM.read_text()
+    assert files["scripts/common.py"] == Path(common.__file__).read_text()
     configs = {name: json.loads(text) for name, text in files.items()
                if name.startswith("scripts/healthcheck-")}
     assert sorted(configs) == ["scripts/healthcheck-cpu.json", "scripts/healthcheck-gpu.json"]
-    assert configs["scripts/healthcheck-gpu.json"]["gpu"] == {
-        "count": 8, "model": "H200", "nvlink": True, "dcgm_level": 1,
-        "dcgm_level_after_failure": None}
-    assert configs["scripts/healthcheck-cpu.json"]["gpu"] is None
+    assert (configs["scripts/healthcheck-gpu.json"]["gpus"],
+            configs["scripts/healthcheck-gpu.json"]["gpu"]) == (8, {
+        "model": "H200", "nvlink": True, "dcgm_level": 1, "dcgm_level_after_failure": None})
+    assert (configs["scripts/healthcheck-cpu.json"]["gpus"],
+            configs["scripts/healthcheck-cpu.json"]["gpu"]) == (0, None)
+
+
+def test_each_config_is_the_programs_own_with_the_programs_defaults():
+    files = rendered_files(cluster())
+    config = program.Config.from_json(files["scripts/healthcheck-gpu.json"])
+    assert config == healthcheck_config(cluster(), cluster().slurm.nodesets[0])
+    assert (config.disks, config.budget_s, config.state_file) == (
+        program.Config.disks, program.Budgets(), program.STATE_FILE)
+
+
+def test_the_program_knows_the_prolog_timeout_slurm_conf_sets():
+    assert program.PROLOG_EPILOG_TIMEOUT_S == slurm_config.PROLOG_EPILOG_TIMEOUT_S
+    assert f"PrologEpilogTimeout={program.PROLOG_EPILOG_TIMEOUT_S}\n" in (
+        rendered_files(cluster())["slurm.conf"])
 
 
 @pytest.mark.parametrize(("name", "model", "after_failure"), [
@@ -49,16 +68,16 @@ def test_render_writes_the_program_as_shipped_and_one_config_per_nodeset():
 def test_each_reference_gpu_nodeset_expects_its_machine_types_gpus(name, model, after_failure):
     blueprint = load_checked(blueprint_path(name))
     config = healthcheck_config(blueprint, blueprint.slurm.nodesets[0])
-    assert (config["gpu"]["count"], config["gpu"]["model"]) == (8, model)
-    assert config["gpu"]["dcgm_level_after_failure"] == after_failure
-    assert config["mounts"][0] == "/home"
-    assert [d["path"] for d in config["disks"]] == ["/", "/mnt/localssd"]
+    assert (config.gpus, config.gpu.model) == (8, model)
+    assert config.gpu.dcgm_level_after_failure == after_failure
+    assert config.mounts[0] == "/home"
+    assert [d.path for d in config.disks] == ["/", "/mnt/localssd"]
 
 
 def test_every_blueprint_mount_is_checked():
     blueprint = load_checked(blueprint_path("a3mega"))
-    assert healthcheck_config(blueprint, blueprint.slurm.nodesets[0])["mounts"] == [
-        "/home", "/lustre", "/gcs/checkpoints"]
+    assert healthcheck_config(blueprint, blueprint.slurm.nodesets[0]).mounts == (
+        "/home", "/lustre", "/gcs/checkpoints")
 
 
 @pytest.mark.parametrize("machine_type", sorted(machines.GPU_MACHINES))
@@ -78,7 +97,8 @@ def test_thorough_adds_the_epilog_quick_the_prolog_only():
 
 def test_gpu_off_renders_no_gpu_check_prolog_or_epilog_but_keeps_the_node_checks():
     files = rendered_files(cluster("off"))
-    assert json.loads(files["scripts/healthcheck-gpu.json"])["gpu"] is None
+    config = json.loads(files["scripts/healthcheck-gpu.json"])
+    assert (config["gpus"], config["gpu"]) == (8, None)  # GPUs, and they are not checked
     script = files["scripts/compute-gpu.sh"]
     assert f"rm -f {healthcheck.PROLOG}" in script and f"rm -f {healthcheck.EPILOG}" in script
     assert f"HealthCheckProgram={healthcheck.HEALTH_CHECK_PROGRAM}" in files["slurm.conf"]

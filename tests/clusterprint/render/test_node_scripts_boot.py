@@ -691,6 +691,9 @@ def test_a_gpu_node_installs_the_health_check_and_its_prolog(gpu_node, a4):
         done = gpu_node.boot(a4["scripts/compute-a4.sh"])
         assert done.returncode == 0, gpu_node.journal()
         assert gpu_node.file(healthcheck.PROGRAM).read_text() == a4["scripts/healthcheck.py"]
+        # The module it imports, beside it: Python looks in the program's own folder.
+        assert gpu_node.file(healthcheck.PROGRAM).with_name("common.py").read_text() == a4[
+            "scripts/common.py"]
         assert gpu_node.file(healthcheck.CONFIG).read_text() == a4[
             "scripts/healthcheck-a4.json"]
         for path, mode in ((healthcheck.HEALTH_CHECK_PROGRAM, "interval"),

@@ -23,12 +23,12 @@ def test_writes_configs_one_script_per_role_and_the_gpu_partitions_jobs(tmp_path
     assert written == rendered_files(load_checked(A4))
     assert sorted(written) == ["cgroup.conf", "gres.conf", "jobs/nccl-allreduce-a4.sbatch",
                                "jobs/nccl-allreduce-a4spot.sbatch", "plugstack.conf",
-                               "recipes/gemma-2b-rl.sbatch", "scripts/compute-a4.sh",
-                               "scripts/compute-a4spot.sh", "scripts/controller.sh",
-                               "scripts/healthcheck-a4.json", "scripts/healthcheck-a4spot.json",
-                               "scripts/healthcheck.py", "scripts/login.sh",
-                               "scripts/remediate.json", "scripts/remediate.py", "slurm.conf",
-                               "slurmdbd.conf"]
+                               "recipes/gemma-2b-rl.sbatch", "scripts/common.py",
+                               "scripts/compute-a4.sh", "scripts/compute-a4spot.sh",
+                               "scripts/controller.sh", "scripts/healthcheck-a4.json",
+                               "scripts/healthcheck-a4spot.json", "scripts/healthcheck.py",
+                               "scripts/login.sh", "scripts/remediate.json",
+                               "scripts/remediate.py", "slurm.conf", "slurmdbd.conf"]
     assert marker.startswith("# Written by clusterprint render")
     assert marker.splitlines()[2:] == sorted(written)
     assert (out / "scripts/login.sh").stat().st_mode & 0o111
