@@ -559,3 +559,26 @@ def test_control_characters_in_a_saved_plan_print_escaped(tmp_path, form):
     if form == "markdown":  # each table row is one line with its five cells
         rows = [line for line in result.stdout.splitlines() if line.startswith("| + |")]
         assert rows and all(len(re.split(r"(?<!\\)\|", row)) == 7 for row in rows)
+
+
+def test_the_unchanged_count_leaves_out_deleted_changed_and_created_resources(tmp_path,
+                                                                                capsys):
+    """Six resources before, seven after: the bucket deleted, the group resized, two
+    networks created; the other four are unchanged (a deleted one is no longer there to
+    count, and counting from the old plan would say three)."""
+    def change(by_name, data):
+        data["resources"].remove(by_name["c-ckpts"])
+        by_name["c-gpu-group"]["inputs"]["targetSize"] = 32
+        data["resources"] += [{"type": "gcp:compute/network:Network", "name": name,
+                               "parent": "c", "inputs": {}, "dependencies": []}
+                              for name in ("c-net", "c-net-2")]
+
+    code, out = run_diff(tmp_path, capsys, edited(change), "--json", "--allow-data-loss")
+    assert code == 0
+    assert json.loads(out)["summary"] == {"create": 2, "update": 1, "replace": 0, "delete": 1,
+                                          "unchanged": 4}
+    code, out = run_diff(tmp_path, capsys, edited(change), "--allow-data-loss")
+    assert "2 to create, 1 to update, 0 to replace, 1 to delete, 4 unchanged" in out
+    code, out = run_diff(tmp_path, capsys, edited(change), "--format", "markdown",
+                         "--allow-data-loss")
+    assert "| 2 | 1 | 0 | 1 | 4 |" in out
