@@ -8,6 +8,7 @@ Pulumi's import time.
 from __future__ import annotations
 
 import argparse
+import errno
 import importlib
 import os
 import sys
@@ -50,7 +51,7 @@ def build_parser(only: str | None = None) -> argparse.ArgumentParser:
     With no command chosen (``clusterprint --help``) no command module is imported: the
     top-level help needs only the names, and stays fast and independent of Pulumi.
     """
-    parser = argparse.ArgumentParser(
+    parser = _Parser(
         prog="clusterprint", description=DESCRIPTION,
         formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--version", action="version", version=f"clusterprint {version()}")
@@ -67,20 +68,23 @@ def build_parser(only: str | None = None) -> argparse.ArgumentParser:
 
 
 def main(argv: list[str] | None = None) -> int:
-    """Entry point of the console script; returns the exit status."""
+    """Entry point of the console script; returns the exit status.
+
+    stdout is guarded from the start, so ``--help`` and ``--version`` (printed while the
+    arguments are parsed, then SystemExit) fail on a full disk or a closed stdout exactly
+    as a command's output does.
+    """
     argv = sys.argv[1:] if argv is None else argv
     chosen = next((a for a in argv if not a.startswith("-")), None)
-    parser = build_parser(chosen if chosen in COMMANDS else None)
-    args = parser.parse_args(argv)
-    if args.command is None:
-        parser.print_help(sys.stderr)
-        return EXIT_USAGE
+    known = chosen if chosen in COMMANDS else None
     stdout = sys.stdout
     sys.stdout = _GuardedStdout(stdout)
     try:
-        status = _command_module(args.command).run(args)
-        sys.stdout.flush()  # a failed write must fail here, not in the interpreter's exit
-        return status
+        try:
+            return _parse_and_run(build_parser(known), argv)
+        except SystemExit:
+            sys.stdout.flush()  # what --help printed must be written before exit 0
+            raise
     except KeyboardInterrupt:
         return 130
     except BrokenPipeError:
@@ -90,10 +94,36 @@ def main(argv: list[str] | None = None) -> int:
     except OutputNotWritten as exc:
         _discard_stdout(stdout)
         reason = exc.error.strerror or str(exc.error)
-        print(f"clusterprint {args.command}: cannot write the output: {reason}", file=sys.stderr)
+        who = f"clusterprint {known}" if known else "clusterprint"
+        print(f"{who}: cannot write the output: {reason}", file=sys.stderr)
         return EXIT_UNWRITTEN
     finally:
         sys.stdout = stdout
+
+
+def _parse_and_run(parser: argparse.ArgumentParser, argv: list[str]) -> int:
+    args = parser.parse_args(argv)
+    if args.command is None:
+        parser.print_help(sys.stderr)
+        return EXIT_USAGE
+    status = _command_module(args.command).run(args)
+    sys.stdout.flush()  # a failed write must fail here, not in the interpreter's exit
+    return status
+
+
+class _Parser(argparse.ArgumentParser):
+    """An ArgumentParser whose writes to stdout (help, version) can fail.
+
+    argparse drops every OSError of its own writes, so ``clusterprint --version >
+    /dev/full`` would exit 0 having printed nothing; a write to stdout here raises as any
+    other output does. Its sub-parsers are of this class too (argparse's default).
+    """
+
+    def _print_message(self, message: str, file=None) -> None:
+        if message and file is sys.stdout:
+            file.write(message)
+        else:
+            super()._print_message(message, file)
 
 
 class OutputNotWritten(Exception):
@@ -105,10 +135,14 @@ class OutputNotWritten(Exception):
 
 
 class _GuardedStdout:
-    """stdout whose write errors become OutputNotWritten; everything else passes through."""
+    """stdout whose write errors become OutputNotWritten; everything else passes through.
+
+    A process started with stdout closed has ``sys.stdout`` None: that stream is one that
+    refuses every write, as a write to the closed descriptor would.
+    """
 
     def __init__(self, stream) -> None:
-        self._stream = stream
+        self._stream = _ClosedStdout() if stream is None else stream
 
     def write(self, text: str) -> int:
         """Write, or say that stdout itself failed."""
@@ -131,8 +165,29 @@ class _GuardedStdout:
             raise OutputNotWritten(exc) from None
 
 
+class _ClosedStdout:
+    """What stands for stdout when the process was started without one (``>&-``)."""
+
+    def write(self, text: str) -> int:
+        """Refuse, as the closed descriptor does."""
+        raise OSError(errno.EBADF, "stdout is closed")
+
+    def flush(self) -> None:
+        """Nothing was written, so nothing is left to flush."""
+
+    def isatty(self) -> bool:
+        """Never a terminal: no colour."""
+        return False
+
+    def fileno(self) -> int:
+        """There is no descriptor to point elsewhere."""
+        raise ValueError("stdout is closed")
+
+
 def _discard_stdout(stream) -> None:
     """Point stdout at /dev/null so the interpreter's final flush of what is left stays quiet."""
+    if stream is None:  # started with stdout closed: nothing was buffered
+        return
     try:
         fd = stream.fileno()
     except (OSError, ValueError):  # a stream without a descriptor holds nothing to flush

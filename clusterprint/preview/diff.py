@@ -247,13 +247,21 @@ def load_plan(path: str) -> Plan:
     """
     from clusterprint.blueprint.loader import LoadError, read_text
     from clusterprint.blueprint.validate import check_text
-    from clusterprint.preview.plan import PlanFormatError, plan_blueprint
+    from clusterprint.preview.plan import (
+        MAX_DEPTH,
+        PlanFormatError,
+        nests_deeper,
+        plan_blueprint,
+    )
 
     try:
         text = read_text(path)
     except LoadError as exc:
         raise DiffInputError(f"{path}: {exc.message}") from None
     if not path.lower().endswith((".yaml", ".yml")):
+        if nests_deeper(text):
+            raise DiffInputError(f"{path}: neither a clusterprint plan nor a blueprint: it "
+                                 f"nests deeper than {MAX_DEPTH} levels")
         try:
             data = json.loads(text)
         except ValueError:

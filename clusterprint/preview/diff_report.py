@@ -3,13 +3,20 @@
 Both forms lead with what loses data, because that is the change a reviewer must
 not miss, then say which changes reach the running VMs by themselves and which wait for a
 reboot or a recreated VM, and end by naming `pulumi preview --diff` as the authority.
+
+A saved plan may name a resource, an input or a file with any character: each is printed
+escaped (``printable``), so a newline or an escape sequence in it never splits a line or
+drives the terminal, and in Markdown it stands in a code span that neither a backtick nor a
+``|`` in it can end early or cut out of its table cell.
 """
 
 from __future__ import annotations
 
 import json
+import re
 from typing import Any
 
+from clusterprint.blueprint.validate import printable
 from clusterprint.preview.diff import ACTION_ORDER, InputChange, PlanDiff, ResourceChange
 
 AUTHORITY = ("Worked out offline from the blueprints under Pulumi's mocks; "
@@ -29,25 +36,27 @@ def summary_line(diff: PlanDiff) -> str:
 
 def text_report(diff: PlanDiff, old: str, new: str, allow_data_loss: bool) -> str:
     """The terminal form: summary, data loss, then every change with its inputs."""
-    lines = [f"clusterprint diff {old} -> {new}", f"  {summary_line(diff)}", ""]
+    lines = [f"clusterprint diff {printable(old)} -> {printable(new)}",
+             f"  {summary_line(diff)}", ""]
     if diff.data_loss:
         verdict = ("allowed by --allow-data-loss" if allow_data_loss
                    else "refused (exit 3); pass --allow-data-loss once you have a copy")
         lines.append(f"!! DATA LOSS: {len(diff.data_loss)} data-bearing resource(s) would be "
                      f"replaced or deleted, {verdict}:")
-        lines += [f"!!   {c.action} {c.name} ({c.type})" for c in diff.data_loss]
+        lines += [f"!!   {c.action} {printable(c.name)} ({printable(c.type)})"
+                  for c in diff.data_loss]
         lines.append("")
     if not diff.changes:
         lines.append("No changes.")
     for change in diff.changes:
-        lines.append(f"{SYMBOLS[change.action]:>2} {change.action:<8} {change.name}  "
-                     f"{change.type}")
+        lines.append(f"{SYMBOLS[change.action]:>2} {change.action:<8} "
+                     f"{printable(change.name)}  {printable(change.type)}")
         lines += [f"      {_input_text(c)}" for c in change.inputs]
         if change.replaced_dependencies:
-            lines.append(f"      (depends on replaced {', '.join(change.replaced_dependencies)})")
+            lines.append(f"      (depends on replaced {_names(change.replaced_dependencies)})")
     if diff.rollouts:
         lines += ["", "How the changes reach the running VMs:"]
-        lines += [f"  {r.kind:<9} {r.name} ({', '.join(r.inputs)}): {r.how}"
+        lines += [f"  {r.kind:<9} {printable(r.name)} ({_names(r.inputs)}): {printable(r.how)}"
                   for r in diff.rollouts]
     lines += ["", AUTHORITY]
     return "\n".join(lines) + "\n"
@@ -56,7 +65,7 @@ def text_report(diff: PlanDiff, old: str, new: str, allow_data_loss: bool) -> st
 def markdown_report(diff: PlanDiff, old: str, new: str, allow_data_loss: bool) -> str:
     """The pull-request comment: counts, a loud data-loss section, a table of changes."""
     counts = diff.counts()
-    lines = [f"### clusterprint diff: `{old}` → `{new}`", "",
+    lines = [f"### clusterprint diff: {_code(old)} → {_code(new)}", "",
              "| create | update | replace | delete | unchanged |",
              "|---:|---:|---:|---:|---:|",
              "| " + " | ".join(str(counts[k]) for k in
@@ -70,8 +79,8 @@ def markdown_report(diff: PlanDiff, old: str, new: str, allow_data_loss: bool) -
                   f"> **DATA LOSS: {len(diff.data_loss)} data-bearing resource(s) would be "
                   f"replaced or deleted**; {verdict}", ">"]
         for change in diff.data_loss:
-            why = ", ".join(f"`{c.path}`" for c in change.inputs if c.forces_replacement)
-            lines.append(f"> - **{change.action}** `{change.name}` (`{change.type}`)"
+            why = ", ".join(_code(c.path) for c in change.inputs if c.forces_replacement)
+            lines.append(f"> - **{change.action}** {_code(change.name)} ({_code(change.type)})"
                          + (f": {why} cannot change in place" if why else ""))
         lines.append("")
     if diff.changes:
@@ -81,29 +90,42 @@ def markdown_report(diff: PlanDiff, old: str, new: str, allow_data_loss: bool) -
         lines.append("No changes.")
     if diff.rollouts:
         lines += ["", "#### How the changes reach the running VMs", ""]
-        lines += [f"- **{r.kind}** `{r.name}` ({', '.join(f'`{i}`' for i in r.inputs)}): "
-                  f"{r.how}" for r in diff.rollouts]
+        lines += [f"- **{r.kind}** {_code(r.name)} ({', '.join(_code(i) for i in r.inputs)}): "
+                  f"{printable(r.how)}" for r in diff.rollouts]
     lines += ["", f"_{AUTHORITY}_"]
     return "\n".join(lines) + "\n"
 
 
 def _table_row(change: ResourceChange) -> str:
-    cells = [_cell(_input_text(c)) for c in change.inputs]
+    cells = [_code(_input_text(c), cell=True) for c in change.inputs]
     if change.replaced_dependencies:
-        cells.append(_cell(f"depends on replaced {', '.join(change.replaced_dependencies)}"))
-    return (f"| {SYMBOLS[change.action]} | {change.action} | `{change.name}` | "
-            f"`{change.type}` | {'<br>'.join(cells)} |")
+        cells.append(_code(f"depends on replaced {_names(change.replaced_dependencies)}",
+                           cell=True))
+    return (f"| {SYMBOLS[change.action]} | {change.action} | {_code(change.name, cell=True)} | "
+            f"{_code(change.type, cell=True)} | {'<br>'.join(cells)} |")
 
 
-def _cell(text: str) -> str:
-    return "`" + text.replace("|", "\\|").replace("`", "'") + "`"
+def _names(names: tuple[str, ...]) -> str:
+    return ", ".join(printable(n) for n in names)
+
+
+def _code(text: str, cell: bool = False) -> str:
+    """``text`` escaped as a Markdown code span: fenced by more backticks than any run in it
+    (padded with a space, which the reader strips), its ``|`` escaped in a table cell."""
+    text = printable(text)
+    if cell:
+        text = text.replace("|", "\\|")
+    fence = "`" * (max(map(len, re.findall("`+", text)), default=0) + 1)
+    pad = " " if len(fence) > 1 else ""
+    return f"{fence}{pad}{text}{pad}{fence}"
 
 
 def _input_text(change: InputChange) -> str:
     forced = "  (forces replacement)" if change.forces_replacement else ""
+    path = printable(change.path)
     if _is_text(change.old) and _is_text(change.new):
-        return f"{change.path}: {_changed_lines(change.old, change.new)}{forced}"
-    return f"{change.path}: {_value(change.old)} -> {_value(change.new)}{forced}"
+        return f"{path}: {_changed_lines(change.old, change.new)}{forced}"
+    return f"{path}: {_value(change.old)} -> {_value(change.new)}{forced}"
 
 
 def _is_text(value: Any) -> bool:
@@ -132,7 +154,7 @@ def _changed_lines(old: str, new: str) -> str:
 def _value(value: Any) -> str:
     if value is None:
         return "(unset)"
-    text = json.dumps(value, sort_keys=True, ensure_ascii=False)
+    text = printable(json.dumps(value, sort_keys=True, ensure_ascii=False))
     if len(text) > VALUE_LIMIT:
         return text[: VALUE_LIMIT - 1] + f"…({len(text)} chars)"
     return text

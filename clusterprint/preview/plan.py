@@ -42,6 +42,9 @@ PROJECT = "clusterprint"
 STACK = "plan"
 #: What a blueprint without ``project`` plans with: the stack's gcp:project, unknown offline.
 STACK_PROJECT = "[gcp:project]"
+#: How deeply a saved plan may nest objects and lists: ``plan --json`` writes 10 levels at
+#: most (a managed cluster's inputs).
+MAX_DEPTH = 64
 
 
 def mock_id(name: str) -> str:
@@ -139,6 +142,25 @@ class Plan:
                      f"({len(self.resources) - custom} components group them)")
         text = "\n".join(lines) + "\n"
         return text if self.summary is None else text + summary_text(self.summary)
+
+
+#: What nests a JSON text: a string (whose brackets do not count) or a bracket.
+_JSON_TOKEN = re.compile(r'"(?:[^"\\]+|\\.)*"|[\[\]{}]')
+
+
+def nests_deeper(text: str, limit: int = MAX_DEPTH) -> bool:
+    """Whether a JSON text nests objects and lists deeper than ``limit``, read from the
+    text before it is parsed: Python's parser raises RecursionError (not ValueError) near
+    1,000 levels, and below that the diff's recursive walk of the inputs would."""
+    depth = 0
+    for token in _JSON_TOKEN.finditer(text):
+        if token.group() in "[{":
+            depth += 1
+            if depth > limit:
+                return True
+        elif token.group() in "]}":
+            depth -= 1
+    return False
 
 
 #: The keys of each resource in ``plan --json``, all of them always written.

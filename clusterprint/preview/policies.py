@@ -44,6 +44,8 @@ FIREWALL = "gcp:compute/firewall:Firewall"
 BUCKET = "gcp:storage/bucket:Bucket"
 FILESTORE = "gcp:filestore/instance:Instance"
 LUSTRE = "gcp:lustre/instance:Instance"
+#: A persistent disk: the controller's state disk (slurmctld's queue, the accounting database).
+DISK = "gcp:compute/disk:Disk"
 SECRET_VERSION = "gcp:secretmanager/secretVersion:SecretVersion"
 PROJECT_IAM_MEMBER = "gcp:projects/iAMMember:IAMMember"
 PROJECT_IAM_BINDING = "gcp:projects/iAMBinding:IAMBinding"
@@ -51,9 +53,10 @@ SECRET_IAM_MEMBER = "gcp:secretmanager/secretIamMember:SecretIamMember"
 BUCKET_IAM_MEMBER = "gcp:storage/bucketIAMMember:BucketIAMMember"
 #: Resources that are VMs or make VMs.
 VM_TYPES = (INSTANCE, TEMPLATE)
-#: Resources that hold a cluster's data: protected while ``storage.protect`` is true.
-#: The managed cluster creates and holds its file systems itself.
-DATA_TYPES = (FILESTORE, LUSTRE, BUCKET, MANAGED_CLUSTER)
+#: Resources that hold a cluster's data: protected while ``storage.protect`` is true. The
+#: managed cluster creates and holds its file systems itself. The same types the diff flags
+#: as data loss when replaced or deleted (clusterprint.preview.replacements).
+DATA_TYPES = (FILESTORE, LUSTRE, BUCKET, MANAGED_CLUSTER, DISK)
 
 #: The keys the controller generates on first boot, by the end of their secrets' ids
 #: (clusterprint.contract.naming): Pulumi never gives them a version.
@@ -492,8 +495,8 @@ def bucket_access(res: PolicyResource, settings: Settings) -> Iterator[str]:
 
 
 @policy("storage-protected", "mandatory",
-        "Filestore, Lustre, buckets and the managed cluster are `protect`-ed while "
-        "`storage.protect` is true",
+        "Filestore, Lustre, buckets, persistent disks (the controller's state) and the "
+        "managed cluster are `protect`-ed while `storage.protect` is true",
         "create them with pulumi.ResourceOptions(protect=True), as SharedStorage does")
 def storage_protected(res: PolicyResource, settings: Settings) -> Iterator[str]:
     """An unprotected data resource is one `pulumi destroy` or replacing diff from data loss."""
@@ -517,7 +520,8 @@ def ssh_source_ranges_wide(res: PolicyResource, settings: Settings) -> Iterator[
 
 
 @policy("storage-unprotected", "advisory",
-        "`storage.protect: false` leaves Filestore, Lustre and buckets unprotected",
+        "`storage.protect: false` leaves Filestore, Lustre, buckets and persistent disks "
+        "unprotected",
         "set `storage.protect: true` unless the data is disposable")
 def storage_unprotected(res: PolicyResource, settings: Settings) -> Iterator[str]:
     """Allowed for throwaway clusters, but worth a line in every plan that has it."""

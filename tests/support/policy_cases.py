@@ -9,11 +9,14 @@ import pytest
 from clusterprint.facts import catalog
 from clusterprint.preview.policies import (
     BUCKET,
+    BUCKET_IAM_MEMBER,
+    DISK,
     FILESTORE,
     FIREWALL,
     INSTANCE,
     LUSTRE,
     MANAGED_CLUSTER,
+    PROJECT_IAM_BINDING,
     PROJECT_IAM_MEMBER,
     SECRET_IAM_MEMBER,
     SECRET_VERSION,
@@ -37,8 +40,9 @@ def vm(**inputs: object) -> dict:
     return {**base, **inputs}
 
 
-def firewall(ranges: list[str] | None, ports: list[str] | None = None, **inputs: object) -> dict:
-    allow = {"protocol": "tcp", **({"ports": ports} if ports else {})}
+def firewall(ranges: list[str] | None, ports: list[str] | None = None, protocol: str = "tcp",
+             **inputs: object) -> dict:
+    allow = {"protocol": protocol, **({"ports": ports} if ports else {})}
     return {"direction": "INGRESS", "allows": [allow],
             **({"sourceRanges": ranges} if ranges is not None else {}), **inputs}
 
@@ -52,16 +56,53 @@ PUBLIC_IPV4 = "3,970,690,050"
 
 
 def firewall_refused(case: str, ranges: object, said: str, ports: list[str] | None = None,
-                     name: str = "no-open-firewall"):
+                     name: str = "no-open-firewall", protocol: str = "tcp"):
     """A firewall rule from ``ranges`` that ``name`` refuses, saying ``said``."""
-    return pytest.param(name, FIREWALL, firewall(None, ports, sourceRanges=ranges), False,
-                        Settings(), said, id=case)
+    return pytest.param(name, FIREWALL, firewall(None, ports, protocol, sourceRanges=ranges),
+                        False, Settings(), said, id=case)
 
 
-def wide_ssh(case: str, ranges: list[str], said: str):
+def wide_ssh(case: str, ranges: list[str], said: str, ports: list[str] | None = None,
+             protocol: str = "tcp"):
     """An SSH rule from ``ranges`` that is wide but within the bound: an advisory only."""
-    return firewall_refused(case, ranges, f"SSH is open to {said}", ["22"],
-                            "ssh-source-ranges-wide")
+    return firewall_refused(case, ranges, f"SSH is open to {said}",
+                            ["22"] if ports is None else ports, "ssh-source-ranges-wide",
+                            protocol)
+
+
+#: A public /24 (Google's 8.8.4.0/24) and /48: exactly at the bound of a wide SSH rule, so
+#: one address more, however it comes in, makes the rule wide.
+PUBLIC_24, PUBLIC_48 = "8.8.4.0/24", "2600:1900::/48"
+WIDE_16 = "8.0.0.0/16"
+#: Blocks that are not public, written from the IANA special-purpose registries (not from
+#: the policy's table), each with no globally reachable address inside: beside a public /24
+#: or /48, an SSH rule from one stays at the bound. Where a registry block holds a globally
+#: reachable exception, the part without it: 192.0.0.0/29 (PCP and TURN anycast are .9 and
+#: .10), 2001:2::/48 (benchmarking) of 2001::/23.
+NOT_PUBLIC_BLOCKS = ["0.0.0.0/8", "10.0.0.0/8", "100.64.0.0/10", "127.0.0.0/8",
+                     "169.254.0.0/16", "172.16.0.0/12", "192.0.0.0/29", "192.0.2.0/24",
+                     "192.168.0.0/16", "198.18.0.0/15", "198.51.100.0/24", "203.0.113.0/24",
+                     "240.0.0.0/4", "255.255.255.255/32",
+                     "::/128", "::1/128", "::ffff:0:0/96", "64:ff9b:1::/48", "100::/64",
+                     "2001:2::/48", "2001:db8::/32", "3fff::/20", "fc00::/7", "fe80::/10"]
+#: The globally reachable blocks inside not-public ones: each adds its addresses to a public
+#: /24 or /48, so the rule is wide, or open past the bound of no-open-firewall.
+PUBLIC_EXCEPTIONS = {"192.0.0.9/32": "ssh-source-ranges-wide",
+                     "192.0.0.10/32": "ssh-source-ranges-wide",
+                     "2001:1::1/128": "ssh-source-ranges-wide",
+                     "2001:1::2/128": "ssh-source-ranges-wide",
+                     "2001:4:112::/48": "ssh-source-ranges-wide",
+                     "2001::/32": "no-open-firewall", "2001:3::/32": "no-open-firewall",
+                     "2001:10::/28": "no-open-firewall", "2001:20::/28": "no-open-firewall",
+                     "2001:30::/28": "no-open-firewall", "2002::/16": "no-open-firewall"}
+
+
+def public_exception(block: str, name: str):
+    public = PUBLIC_48 if ":" in block else PUBLIC_24
+    bound = {"no-open-firewall": "/40", "ssh-source-ranges-wide": "/48" if ":" in block
+             else "/24"}[name]
+    return firewall_refused(f"exception-{block}", [block, public],
+                            f"more than a {bound} holds: {block}, {public}", ["22"], name)
 
 
 def managed(**login: object) -> dict:
@@ -141,6 +182,30 @@ REFUSED = [
     granted(PROJECT_IAM_MEMBER, "roles/compute.instanceAdmin.v1", "project-role-beyond-table"),
     granted(PROJECT_IAM_MEMBER, "roles/aiplatform.admin", "vertex-ai-admin"),
     granted(SECRET_IAM_MEMBER, "roles/secretmanager.admin", "secret-admin"),
+    granted(PROJECT_IAM_BINDING, "roles/owner", "binding-owner",
+            "it grants roles/owner, which holds every permission"),
+    granted(PROJECT_IAM_BINDING, "roles/iam.serviceAccountUser", "binding-beyond-table"),
+    granted(BUCKET_IAM_MEMBER, "roles/storage.admin", "bucket-admin"),
+    granted(BUCKET_IAM_MEMBER, "roles/editor", "bucket-editor",
+            "it grants roles/editor, which holds every permission"),
+    # A basic role is refused on any resource that grants it, in the table or not.
+    granted("gcp:organizations/iAMMember:IAMMember", "roles/owner", "org-owner",
+            "it grants roles/owner"),
+    pytest.param("least-privilege-identity", INSTANCE,
+                 vm(serviceAccount={"email": "default", "scopes": ["cloud-platform"]}),
+                 False, Settings(), "serviceAccount.email default is the default compute "
+                 "account", id="email-default"),
+    pytest.param("least-privilege-identity", TEMPLATE,
+                 vm(serviceAccount={"scopes": ["cloud-platform"]}), False, Settings(),
+                 "serviceAccount.email (none) is the default compute account", id="no-email"),
+    pytest.param("least-privilege-identity", INSTANCE, vm(serviceAccount={"email": ""}),
+                 False, Settings(), "serviceAccount.email (none) is the default", id="empty-email"),
+    pytest.param("least-privilege-identity", INSTANCE, vm(serviceAccount={}), False,
+                 Settings(), "it names no service account", id="empty-account"),
+    pytest.param("least-privilege-identity", TEMPLATE,
+                 vm(serviceAccount={"email": "7-compute@developer.gserviceaccount.com"}),
+                 False, Settings(), "is the default compute account",
+                 id="default-account-template"),
     pytest.param("no-plaintext-secret", INSTANCE,
                  vm(metadata={"enable-oslogin": "TRUE", "startup-script":
                               "#!/bin/bash\ncat > /root/id <<EOF\n"
@@ -175,11 +240,22 @@ REFUSED = [
                  True, Settings(), "uniformBucketLevelAccess is not true", id="object-acls"),
     pytest.param("bucket-access", BUCKET, {**BUCKET_OK, "publicAccessPrevention": "inherited"},
                  True, Settings(), "publicAccessPrevention is not \"enforced\"", id="public"),
+    pytest.param("bucket-access", BUCKET, {"name": "ckpts", "uniformBucketLevelAccess": True},
+                 True, Settings(), "publicAccessPrevention is not \"enforced\"",
+                 id="prevention-unset"),
+    pytest.param("bucket-access", BUCKET, {"name": "ckpts", "publicAccessPrevention": "enforced"},
+                 True, Settings(), "uniformBucketLevelAccess is not true", id="uniform-unset"),
     pytest.param("storage-protected", LUSTRE, {"capacityGib": "18000"}, False, Settings(),
                  "it holds data but is not protected while storage.protect is true",
                  id="lustre-unprotected"),
-    pytest.param("storage-protected", FILESTORE, {"tier": "BASIC_SSD"}, False, Settings(),
-                 "not protected", id="filestore-unprotected"),
+    *(pytest.param("storage-protected", typ, BUCKET_OK if typ == BUCKET else {}, False,
+                   Settings(),
+                   "it holds data but is not protected while storage.protect is true",
+                   id=f"unprotected-{typ}")
+      for typ in (FILESTORE, BUCKET, MANAGED_CLUSTER, DISK)),
+    *(pytest.param("storage-unprotected", typ, {}, False, UNPROTECTED,
+                   "storage.protect is false", id=f"protect-false-{typ}")
+      for typ in (FILESTORE, LUSTRE, MANAGED_CLUSTER, DISK)),
     wide_ssh("public-slash-16", [catalog.IAP_RANGE, "8.0.0.0/16"],
              "65,536 public IPv4 addresses, more than a /24 holds: 8.0.0.0/16"),
     # Counted once however often and however split: at the bound, so not refused.
@@ -194,6 +270,22 @@ REFUSED = [
              "61,440 public IPv4 addresses, more than a /24 holds: 35.235.0.0/16"),
     wide_ssh("ipv6-slash-40", ["2600::/40"], "309,485,009,821,345,068,724,781,056 public IPv6 "
                                              "addresses, more than a /48 holds: 2600::/40"),
+    # Every way an allow entry can admit port 22: a range that covers it, a range ending or
+    # starting at it, no ports at all, protocol `all`, TCP by number or in capitals.
+    *(wide_ssh(f"ssh-in-{case}", [WIDE_16], "65,536 public IPv4 addresses", ports, protocol)
+      for case, ports, protocol in (("20-30", ["20-30"], "tcp"), ("1-22", ["1-22"], "tcp"),
+                                    ("22-65535", ["22-65535"], "tcp"),
+                                    ("22-22", ["22-22"], "tcp"),
+                                    ("a-later-entry", ["80", "443", "22"], "tcp"),
+                                    ("no-ports", [], "tcp"), ("all", [], "all"),
+                                    ("all-with-ports", ["22"], "all"),
+                                    ("protocol-6", ["22"], "6"), ("TCP", ["22"], "TCP"))),
+    # Any port and any protocol count for the open bound, UDP too.
+    firewall_refused("udp-from-anywhere", ["0.0.0.0/0"], f"admit {PUBLIC_IPV4} public IPv4",
+                     ["53"], protocol="udp"),
+    firewall_refused("all-from-anywhere", ["0.0.0.0/0"], f"admit {PUBLIC_IPV4} public IPv4",
+                     protocol="all"),
+    *(public_exception(block, name) for block, name in PUBLIC_EXCEPTIONS.items()),
     pytest.param("storage-unprotected", BUCKET, BUCKET_OK, False, UNPROTECTED,
                  "storage.protect is false: `pulumi destroy` deletes this data",
                  id="protect-false"),
@@ -224,6 +316,24 @@ ACCEPTED = [
                                      "fe80::/10"]), id="special-purpose-ipv6-any-port"),
     pytest.param(FIREWALL, firewall(["2600:1900::/48"], ["22"]), id="ipv6-site-ssh"),
     pytest.param(FIREWALL, firewall(["8.0.0.0/16"], ["443"]), id="wide-but-not-ssh"),
+    *(pytest.param(FIREWALL, firewall([WIDE_16], ports, protocol), id=f"wide-{case}")
+      for case, ports, protocol in (("1-21", ["1-21"], "tcp"), ("23-65535", ["23-65535"], "tcp"),
+                                    ("udp-22", ["22"], "udp"), ("icmp", [], "icmp"),
+                                    ("protocol-17", ["22"], "17"))),
+    pytest.param(FIREWALL, firewall(["0.0.0.0/0"], direction="EGRESS"), id="egress-anywhere"),
+    # Each block that is not public, beside a public /24 or /48, keeps an SSH rule at the
+    # bound: counted as public, any of them would make it wide.
+    *(pytest.param(FIREWALL, firewall([block, PUBLIC_48 if ":" in block else PUBLIC_24],
+                                      ["22"]), id=f"not-public-{block}")
+      for block in NOT_PUBLIC_BLOCKS),
+    # The components' own accounts are named CLUSTER-compute: not the default account.
+    pytest.param(INSTANCE, vm(serviceAccount={
+        "email": "cpu-small-compute@my-project.iam.gserviceaccount.com"}),
+                 id="own-compute-account"),
+    pytest.param(INSTANCE, vm(serviceAccount={
+        "email": "x123-compute@developer.gserviceaccount.com"}), id="not-a-project-number"),
+    pytest.param(PROJECT_IAM_BINDING, {"role": "roles/logging.logWriter"}, id="binding-logging"),
+    pytest.param(BUCKET_IAM_MEMBER, {"role": "roles/storage.objectUser"}, id="bucket-role"),
     pytest.param(FIREWALL, firewall(["[unknown]", catalog.IAP_RANGE], ["22"]),
                  id="one-unknown-range"),
     pytest.param(FIREWALL, firewall(None, sourceTags=["c"]), id="tag-source"),

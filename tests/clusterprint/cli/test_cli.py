@@ -1,5 +1,7 @@
 """The clusterprint command: help that reads well, exit codes, no traceback ever."""
 
+import errno
+import io
 import re
 import subprocess
 import sys
@@ -141,6 +143,53 @@ def test_a_full_disk_is_one_line_and_exit_2(argv, tmp_path):
     assert result.returncode == 2
     assert result.stderr == (f"clusterprint {argv[0]}: cannot write the output: "
                              "No space left on device\n")
+
+
+#: What argparse itself prints on stdout: the version and every help text.
+ARGPARSE_OUTPUTS = [["--version"], ["--help"], *([name, "--help"] for name in COMMANDS)]
+
+
+@pytest.mark.parametrize("argv", ARGPARSE_OUTPUTS, ids=" ".join)
+def test_help_and_version_on_a_full_disk_are_one_line_and_exit_2(argv):
+    """argparse drops its own write errors: without the guard these exited 0, having
+    printed nothing."""
+    with open("/dev/full", "w") as full:
+        result = clusterprint(*argv, stdout=full)
+    who = " ".join(["clusterprint", *argv[:-1]])
+    assert (result.returncode, result.stderr) == (
+        2, f"{who}: cannot write the output: No space left on device\n")
+
+
+@pytest.mark.parametrize("argv", [*ARGPARSE_OUTPUTS, ["schema"], ["diff", SMALL, SMALL]],
+                         ids=" ".join)
+def test_a_closed_stdout_is_one_line_and_exit_2(argv):
+    """Started with stdout closed (``>&-``), Python has no sys.stdout: the help was then
+    sent to stderr with exit 0, and a command's output was a traceback."""
+    result = in_bash(f"clusterprint {' '.join(argv)} >&-")
+    who = "clusterprint" if argv[0].startswith("-") else f"clusterprint {argv[0]}"
+    assert (result.returncode, result.stderr) == (
+        2, f"{who}: cannot write the output: stdout is closed\n")
+
+
+class _FullOnFlush(io.StringIO):
+    """A buffered stdout on a full disk: the write is kept, the flush at exit fails."""
+
+    def flush(self) -> None:
+        raise OSError(errno.ENOSPC, "No space left on device")
+
+
+def test_a_version_that_fails_only_at_flush_is_exit_2(monkeypatch, capsys):
+    """The short version line stays in the buffer; it must be flushed before exit 0."""
+    monkeypatch.setattr(sys, "stdout", _FullOnFlush())
+    assert main(["--version"]) == 2
+    assert capsys.readouterr().err == ("clusterprint: cannot write the output: "
+                                       "No space left on device\n")
+
+
+def test_help_written_in_full_still_exits_0():
+    result = clusterprint("diff", "--help")
+    assert (result.returncode, result.stderr) == (0, "")
+    assert result.stdout.startswith("usage: clusterprint diff ") and "Exit status" in result.stdout
 
 
 def test_plan_leaves_no_event_loop_open():

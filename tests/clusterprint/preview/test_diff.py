@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import json
 import re
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -12,7 +14,7 @@ from clusterprint.cli.main import main
 from clusterprint.preview.diff import diff_plans
 from clusterprint.preview.plan import Plan, PlannedResource
 from clusterprint.preview.replacements import RULES, forces_replacement
-from tests.support.paths import BLUEPRINTS
+from tests.support.paths import BLUEPRINTS, ROOT
 from tests.support.plans import plan_of_file
 
 LUSTRE = "gcp:lustre/instance:Instance"
@@ -485,3 +487,98 @@ def test_json_and_another_format_together_are_a_usage_error(tmp_path, capsys):
         main(["diff", plan, plan, "--json", "--format", "markdown"])
     assert refused.value.code == 2
     assert "not allowed with argument" in capsys.readouterr().err
+
+
+def nested(levels: int) -> dict:
+    """An input value that nests ``levels`` objects deep."""
+    value: dict | int = 1
+    for _ in range(levels):
+        value = {"a": value}
+    return value
+
+
+def with_deep_input(levels: int) -> dict:
+    """The saved plan with one input nested so that the whole plan is ``levels`` deep
+    (the plan object, its resources list, a resource and its inputs are the first four)."""
+    data = saved_plan()
+    data["resources"][1]["inputs"]["labels"] = nested(levels - 4)
+    return data
+
+
+def diff_process(old: str, new: str) -> subprocess.CompletedProcess:
+    """``clusterprint diff OLD NEW`` as a user runs it, with the interpreter's own stack."""
+    return subprocess.run([sys.executable, "-m", "clusterprint.cli", "diff", old, new],
+                          cwd=ROOT, capture_output=True, text=True, timeout=60)
+
+
+@pytest.mark.parametrize("text", [
+    json.dumps(with_deep_input(900)), json.dumps(with_deep_input(65)),
+    '{"resources": ' + "[" * 100_000 + "]" * 100_000 + "}",
+], ids=["900-levels", "65-levels", "100000-levels"])
+def test_a_deeply_nested_saved_plan_is_one_line_and_exit_1(tmp_path, text):
+    """Parsed (900) or not (100,000), a deep plan was a RecursionError traceback."""
+    good = write(tmp_path, "good.json", saved_plan())
+    deep = write(tmp_path, "deep.json", text)
+    result = diff_process(good, deep)
+    assert (result.returncode, result.stdout, result.stderr) == (1, "", (
+        f"{deep}: neither a clusterprint plan nor a blueprint: it nests deeper than 64 "
+        "levels\n"))
+
+
+def test_a_plan_at_the_depth_limit_is_read(tmp_path):
+    """64 levels pass, and brackets inside strings (a startup script's) never count."""
+    old = write(tmp_path, "old.json", saved_plan())
+    data = with_deep_input(64)
+    data["resources"][2]["inputs"]["description"] = '[{"\\' * 200
+    new = write(tmp_path, "new.json", data)
+    result = diff_process(old, new)
+    assert (result.returncode, result.stderr) == (0, ""), result.stderr
+    assert "labels.a.a" in result.stdout and "description" in result.stdout
+
+
+HOSTILE_NAME = "c-gpu\n\x1b[2J|`x`\x7f\u202e"
+ESCAPED_NAME = "c-gpu\\n\\x1b[2J|`x`\\x7f\\u202e"
+
+
+@pytest.mark.parametrize("form", ["text", "markdown"])
+def test_control_characters_in_a_saved_plan_print_escaped(tmp_path, form):
+    """A name, an input key and a value from a saved plan never reach the terminal raw."""
+    def hostile(by_name, _):
+        by_name["c-gpu-group"]["name"] = HOSTILE_NAME
+        by_name["c-scratch"]["inputs"]["label\tkey"] = "value\x9b31m"
+
+    old = write(tmp_path, "old.json", saved_plan())
+    new = write(tmp_path, "new.json", edited(hostile))
+    result = subprocess.run([sys.executable, "-m", "clusterprint.cli", "diff", "--format", form,
+                             old, new], cwd=ROOT, capture_output=True, text=True, timeout=60)
+    assert result.returncode == 0, result.stderr
+    assert not any(c in result.stdout for c in "\x1b\x7f\x9b\u202e\t\r")
+    shown = ESCAPED_NAME.replace("|", "\\|") if form == "markdown" else ESCAPED_NAME
+    assert shown in result.stdout
+    assert "label\\tkey" in result.stdout and "value\\x9b31m" in result.stdout
+    if form == "markdown":  # each table row is one line with its five cells
+        rows = [line for line in result.stdout.splitlines() if line.startswith("| + |")]
+        assert rows and all(len(re.split(r"(?<!\\)\|", row)) == 7 for row in rows)
+
+
+def test_the_unchanged_count_leaves_out_deleted_changed_and_created_resources(tmp_path,
+                                                                                capsys):
+    """Six resources before, seven after: the bucket deleted, the group resized, two
+    networks created; the other four are unchanged (a deleted one is no longer there to
+    count, and counting from the old plan would say three)."""
+    def change(by_name, data):
+        data["resources"].remove(by_name["c-ckpts"])
+        by_name["c-gpu-group"]["inputs"]["targetSize"] = 32
+        data["resources"] += [{"type": "gcp:compute/network:Network", "name": name,
+                               "parent": "c", "inputs": {}, "dependencies": []}
+                              for name in ("c-net", "c-net-2")]
+
+    code, out = run_diff(tmp_path, capsys, edited(change), "--json", "--allow-data-loss")
+    assert code == 0
+    assert json.loads(out)["summary"] == {"create": 2, "update": 1, "replace": 0, "delete": 1,
+                                          "unchanged": 4}
+    code, out = run_diff(tmp_path, capsys, edited(change), "--allow-data-loss")
+    assert "2 to create, 1 to update, 0 to replace, 1 to delete, 4 unchanged" in out
+    code, out = run_diff(tmp_path, capsys, edited(change), "--format", "markdown",
+                         "--allow-data-loss")
+    assert "| 2 | 1 | 0 | 1 | 4 |" in out

@@ -123,3 +123,22 @@ def test_metadata_read_at_each_use_is_live_and_the_rest_waits_for_a_boot():
         ("next-boot", ("metadata.clusterprint-home-source",)),
         ("live", ("metadata.clusterprint-tensorboard",))]
     assert found[1].how.startswith("clusterprint-tensorboard-upload reads it")
+
+
+def test_a_replaced_vm_comes_up_with_everything_and_needs_no_rollout():
+    """A new boot image replaces the login VM: its new startup script and Slurm files come
+    with the new VM, so nothing is listed for it; the controller, only updated, still is."""
+    old = plan_of_file(CPU_SMALL)
+    new = Plan.from_json(json.loads(old.json_text()))
+    by_name = {r.name: r for r in new.resources}
+    login, controller = by_name["cpu-small-login-0"], by_name["cpu-small-controller-vm"]
+    login.inputs["bootDisk"]["initializeParams"]["image"] = "projects/p/global/images/new"
+    for vm in (login, controller):
+        vm.inputs["metadata"]["startup-script"] += "\n# changed\n"
+        vm.inputs["metadata"]["clusterprint-slurm-config"] += "\n# changed\n"
+    diff = diff_plans(old, new)
+    actions = {c.name: c.action for c in diff.changes}
+    assert (actions["cpu-small-login-0"], actions["cpu-small-controller-vm"]) == (
+        "replace", "update")
+    assert {(r.kind, r.name) for r in diff.rollouts} == {
+        ("next-boot", "cpu-small-controller-vm"), ("live", "cpu-small-controller-vm")}

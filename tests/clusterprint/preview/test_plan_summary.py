@@ -254,3 +254,85 @@ def test_a_saved_plan_keeps_its_summary_and_refuses_one_that_is_not_an_object(ca
     assert plan.summary == data["summary"] and plan.as_json() == data
     with pytest.raises(PlanFormatError, match='"summary" must be an object'):
         Plan.from_json({**data, "summary": ["nodes"]})
+
+
+#: Four nodesets of two machine types and three provisioning models, one kept at zero.
+MIXED_NODESETS = """\
+    - name: cpu
+      machine_type: n2-standard-4
+      count: 2
+      max_count: 4
+      provisioning: spot
+    - name: steady
+      machine_type: n2-standard-4
+      count: 3
+    - name: big
+      machine_type: n2-standard-8
+      count: 1
+      provisioning: reservation
+      reservation: projects/my-project/reservations/big
+    - name: burst
+      machine_type: n2-standard-8
+      count: 0
+      max_count: 6
+      provisioning: spot
+  partitions:
+    - name: debug
+      nodesets: [cpu, steady, big, burst]
+"""
+
+
+def mixed(tmp_path: Path, cpu_provisioning: str = "spot") -> Path:
+    """cpu-small with MIXED_NODESETS and two login nodes."""
+    text = CPU_SMALL.read_text()
+    start, end = text.index("    - name: cpu\n"), text.index("      max_time:")
+    text = (text[:start] + MIXED_NODESETS.replace("provisioning: spot\n    - name: steady",
+                                                  f"provisioning: {cpu_provisioning}\n"
+                                                  "    - name: steady") + text[end:])
+    text = text.replace("login: {count: 1,", "login: {count: 2,")
+    path = tmp_path / "mixed.yaml"
+    path.write_text(text)
+    return path
+
+
+def test_nodes_are_counted_per_machine_type_across_nodesets(tmp_path, capsys):
+    """Two nodesets of a type add up, and so do their ceilings: a nodeset without max_count
+    tops out at its count (cpu 4 + steady 3; big 1 + burst 6)."""
+    summary, text = planned(capsys, mixed(tmp_path))
+    assert [(r["machineType"], r["nodesets"], r["count"], r["maxCount"])
+            for r in summary["nodes"]] == [("n2-standard-4", ["cpu", "steady"], 5, 7),
+                                           ("n2-standard-8", ["big", "burst"], 1, 7)]
+    assert summary["login"] == {"count": 2, "machineType": "e2-standard-2"}
+    assert "  nodes       n2-standard-4: 5 (max_count 7)\n" in text
+    assert "  nodes       n2-standard-8: 1 (max_count 7)\n" in text
+    assert "  login       2 x e2-standard-2\n" in text
+
+
+def test_each_provisioning_model_is_priced_by_its_own_rule(tmp_path):
+    """By hand from the table: spot n2-standard-4 $0.0921, on-demand $0.1942, n2-standard-8
+    on demand $0.3885 (a reservation's estimate), e2-standard-2 $0.0670; pd-balanced $0.10 a
+    GiB-month. The nodeset kept at zero costs nothing, its boot disks neither."""
+    cost = summarize(load_checked(str(mixed(tmp_path))))["cost"]
+    hourly = {i["item"]: (i["quantity"], i["hourly"], i["note"]) for i in cost["items"]
+              if not i["item"].startswith("Filestore")}
+    assert hourly == {
+        "nodeset cpu: 2 x n2-standard-4, spot": (2, 0.1842, "spot price"),
+        "nodeset steady: 3 x n2-standard-4, on-demand": (3, 0.5826, "on-demand price"),
+        "nodeset big: 1 x n2-standard-8, reservation": (
+            1, 0.3885, "reservation, at the on-demand price"),
+        "login: 2 x e2-standard-2": (2, 0.134, "on-demand price"),
+        "controller: 1 x n2-standard-2": (1, 0.0971, "on-demand price"),
+        "boot disks of nodeset cpu: 2 x 200 GiB pd-balanced": (400, 0.0548, "list price"),
+        "boot disks of nodeset steady: 3 x 200 GiB pd-balanced": (600, 0.0822, "list price"),
+        "boot disks of nodeset big: 1 x 200 GiB pd-balanced": (200, 0.0274, "list price"),
+    }
+    assert cost["hourly"] == round(sum(h for _, h, _ in hourly.values()), 4) == 1.5508
+    assert "reserved nodes are estimated at the on-demand price" in cost["notes"]
+    assert any(note.startswith("spot prices") for note in cost["notes"])
+
+
+def test_only_nodes_kept_up_bring_their_model_s_note(tmp_path):
+    """The only spot nodeset left (burst) keeps no node up: no spot note."""
+    cost = summarize(load_checked(str(mixed(tmp_path, "on-demand"))))["cost"]
+    assert not any(note.startswith("spot prices") for note in cost["notes"])
+    assert "nodeset cpu: 2 x n2-standard-4, on-demand" in [i["item"] for i in cost["items"]]

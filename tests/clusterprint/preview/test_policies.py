@@ -175,3 +175,20 @@ def test_policies_import_no_pulumi():
     code = ("import sys, clusterprint.preview.policies; "
             "assert not any(m.startswith('pulumi') for m in sys.modules), sorted(sys.modules)")
     subprocess.run([sys.executable, "-c", code], check=True, cwd=ROOT)
+
+
+def test_every_data_bearing_type_of_the_diff_must_be_protected():
+    """What the diff calls data loss when replaced is what storage-protected guards: the
+    controller's state disk (its queue and accounting database) was missing here."""
+    from clusterprint.preview.replacements import RULES
+
+    assert set(policies.DATA_TYPES) == {t for t, rule in RULES.items() if rule.data_bearing}
+    refused = {case.values[1] for case in REFUSED if case.values[0] == "storage-protected"}
+    unprotected = {case.values[1] for case in REFUSED if case.values[0] == "storage-unprotected"}
+    assert refused == unprotected == set(policies.DATA_TYPES)
+
+
+def test_the_state_disk_of_a_protected_blueprint_is_protected(plans):
+    plan, settings = plans["a4.yaml"]
+    disks = [r for r in plan.resources if r.type == policies.DISK]
+    assert settings.storage_protect and disks and all(r.protect for r in disks)
