@@ -73,8 +73,9 @@ def report(mutmut: str) -> str:
         "- Mutated: " + ", ".join(f"`{p}`" for p in config["only_mutate"]),
         "- Tests per mutant: those of " + ", ".join(
             f"`{p}`" for p in config["pytest_add_cli_args_test_selection"])
-        + " that reach the mutated function; "
-        + ", ".join(f"`{a}`" for a in config["pytest_add_cli_args"] if a.startswith("--")),
+        + " that reach the mutated function, with `"
+        + " ".join(a for a in config["pytest_add_cli_args"] if not a.startswith("no:")
+                   and a != "-p") + "`",
         *([f"- Run only: the mutants matching `{os.environ['MUTANTS']}`; "
            f"{counts['not checked']} others of the scope not checked"]
           if os.environ.get("MUTANTS") else []),

@@ -15,7 +15,12 @@ ROOT = Path(__file__).resolve().parents[2]
 #: The interpreter a node runs its programs with: the system python3, without this venv's
 #: packages, as on a VM. Under `make mutation` the programs' modules are mutmut's copies,
 #: which import mutmut (MUTANT_UNDER_TEST names the mutant), so they run on its venv's.
-NODE_PYTHON = sys.executable if "MUTANT_UNDER_TEST" in os.environ else "/usr/bin/python3"
+MUTATION = "MUTANT_UNDER_TEST" in os.environ
+NODE_PYTHON = sys.executable if MUTATION else "/usr/bin/python3"
+#: A node program run on the standard library alone: no site-packages (-S), no user site,
+#: no PYTHON* variables; its own folder stays first on the path. (Under `make mutation`
+#: mutmut's site-packages stay: the mutants import it.)
+STDLIB_ONLY = [NODE_PYTHON, "-E", "-s", *([] if MUTATION else ["-S"])]
 #: The reference blueprints' folder.
 BLUEPRINTS = ROOT / "blueprints"
 

@@ -17,6 +17,7 @@ import pytest
 
 from clusterprint.contract import node_metadata
 from clusterprint.node import mlops_broker, register_model, tensorboard_upload
+from tests.support.paths import STDLIB_ONLY
 
 RESOURCE = "projects/my-project/locations/us-central1/tensorboards/123"
 FAKE = """#!/bin/bash
@@ -236,6 +237,6 @@ def test_the_helpers_need_only_the_standard_library():
     # No site-packages and no environment; the script's own folder stays on the path, as
     # the login node installs the helpers beside the broker they import.
     for module in (register_model, tensorboard_upload, mlops_broker):
-        done = subprocess.run([sys.executable, "-E", "-s", "-S", module.__file__, "--help"],
+        done = subprocess.run([*STDLIB_ONLY, module.__file__, "--help"],
                               capture_output=True, text=True, env={"PATH": os.defpath})
         assert done.returncode == 0, done.stderr

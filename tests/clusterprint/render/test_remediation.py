@@ -4,13 +4,12 @@ from __future__ import annotations
 
 import json
 import subprocess
-import sys
 from pathlib import Path
 
 from clusterprint.blueprint.validate import load_checked
 from clusterprint.node import common, remediate
 from clusterprint.render import remediation, rendered_files
-from tests.support.paths import blueprint_path
+from tests.support.paths import STDLIB_ONLY, blueprint_path
 from tests.support.remediation_cluster import blueprint
 
 
@@ -37,7 +36,7 @@ def test_the_rendered_program_runs_from_its_folder(tmp_path):
     """On the controller it imports common.py beside it: no package (-S: no site-packages)."""
     for name in ("remediate.py", "common.py", "remediate.json"):
         (tmp_path / name).write_text(files_of("a4")[f"scripts/{name}"])
-    done = subprocess.run([sys.executable, "-S", str(tmp_path / "remediate.py"), "--config",
+    done = subprocess.run([*STDLIB_ONLY, str(tmp_path / "remediate.py"), "--config",
                            str(tmp_path / "remediate.json"), "--reset", "nowhere"],
                           capture_output=True, text=True, cwd=tmp_path)
     assert done.returncode == 2 and "no nodeset nowhere" in done.stderr
