@@ -37,6 +37,13 @@ SHARED = {"slurm": "slurm-daemons"}
 #: starts them while the others take every other tier, and no worker waits alone at the end.
 FIRST = "slurm"
 
+# mutmut's coverage pass (`make mutation`) runs the tests in its own process with
+# MUTANT_UNDER_TEST=stats, which it also keeps in that process; a program the tests start
+# (the CLI, a node program) would inherit it and look for mutmut's configuration in its own
+# folder. Those processes run the code unmutated instead.
+if os.environ.get("MUTANT_UNDER_TEST") == "stats":
+    del os.environ["MUTANT_UNDER_TEST"]
+
 
 def tier_of(item: pytest.Item) -> str:
     """The one tier of a test: its folder's, else sandbox if it asks for root, else unit."""

@@ -6,7 +6,6 @@ pytest started elsewhere, and passed having checked nothing.
 
 from __future__ import annotations
 
-import os
 import sys
 from pathlib import Path
 
@@ -15,7 +14,7 @@ ROOT = Path(__file__).resolve().parents[2]
 #: The interpreter a node runs its programs with: the system python3, without this venv's
 #: packages, as on a VM. Under `make mutation` the programs' modules are mutmut's copies,
 #: which import mutmut (MUTANT_UNDER_TEST names the mutant), so they run on its venv's.
-MUTATION = "MUTANT_UNDER_TEST" in os.environ
+MUTATION = "mutmut" in sys.modules
 NODE_PYTHON = sys.executable if MUTATION else "/usr/bin/python3"
 #: A node program run on the standard library alone: no site-packages (-S), no user site,
 #: no PYTHON* variables; its own folder stays first on the path. (Under `make mutation`
