@@ -77,7 +77,7 @@ $(MUTATION_VENV)/bin/mutmut: pyproject.toml
 	touch $@
 
 mutation: system-packages $(MUTATION_VENV)/bin/mutmut
-	rm -rf mutants
+	rm -rf mutants mutation/pristine && mkdir -p mutation/pristine && cp -r clusterprint/node mutation/pristine/
 	start=$$(date +%s); nice -n 10 $(MUTATION_VENV)/bin/mutmut run --max-children $(MUTATION_JOBS) $(MUTANTS) && \
 	MUTATION_SECONDS=$$(($$(date +%s) - start)) MUTANTS='$(MUTANTS)' \
 		$(MUTATION_VENV)/bin/python mutation/report.py $(MUTATION_VENV)/bin/mutmut > mutation/REPORT.md

@@ -24,7 +24,7 @@ from pathlib import Path
 import pytest
 
 from tests.support.metadata_fake import FakeMetadata
-from tests.support.paths import ROOT
+from tests.support.paths import MUTATION, ROOT
 
 #: Tier markers by the folder a test module is in (relative to the repository).
 FOLDER_TIERS = {"tests/slurm": "slurm", "tests/components": "pulumi", "tests/policy": "pulumi"}
@@ -43,6 +43,23 @@ FIRST = "slurm"
 # folder. Those processes run the code unmutated instead.
 if os.environ.get("MUTANT_UNDER_TEST") == "stats":
     del os.environ["MUTANT_UNDER_TEST"]
+
+
+@pytest.fixture(autouse=True)
+def shipped_programs_unmutated(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Under `make mutation` the renderer ships the node programs as written, from the copy
+    the Makefile keeps in mutation/pristine/: mutmut's copies of them, several MB each with
+    every mutant, would not fit a metadata value. Their mutants are judged by the tests that
+    import or run them (tests/clusterprint/node), not by what a rendered script embeds."""
+    if not MUTATION:
+        return
+    from clusterprint.render import node_programs
+
+    def pristine(module, shebang: bool = False) -> str:
+        name = module.__name__.rsplit(".", 1)[-1]
+        text = (ROOT / "mutation" / "pristine" / "node" / f"{name}.py").read_text("utf-8")
+        return (node_programs.SHEBANG if shebang and not text.startswith("#!") else "") + text
+    monkeypatch.setattr(node_programs, "module_text", pristine)
 
 
 def tier_of(item: pytest.Item) -> str:

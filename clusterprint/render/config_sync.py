@@ -13,7 +13,7 @@ import json
 
 from clusterprint.contract import node_metadata
 from clusterprint.node import config_sync
-from clusterprint.render.node_programs import module_text, program_files
+from clusterprint.render import node_programs
 
 #: The Slurm files each role installs: the controller every one it serves the configless
 #: compute nodes; a login node what its client commands read (slurm.conf; srun also reads
@@ -31,7 +31,7 @@ LOG_TAG = "clusterprint-config-sync"
 def program_text() -> str:
     """The program as the package ships it, the very file its tests run, with the
     interpreter line that makes it a command."""
-    return module_text(config_sync, shebang=True)
+    return node_programs.module_text(config_sync, shebang=True)
 
 
 def slurm_config_value(slurm_files: dict[str, str], role: str) -> str:
@@ -44,7 +44,7 @@ def slurm_config_value(slurm_files: dict[str, str], role: str) -> str:
 def script_context(role: str, folder: str) -> dict[str, object]:
     """What scripts/config_sync.sh.j2 installs on a controller or login node: the program
     and common.py in ``folder`` (the program executable), the command a link to it."""
-    files = program_files(folder, config_sync, shebang=True)
+    files = node_programs.program_files(folder, config_sync, shebang=True)
     program = next(iter(files))
     return {"files": {path: (text, "0755" if path == program else "0644")
                       for path, text in files.items()},

@@ -8,12 +8,12 @@ networking kind); a nodeset gets it only when the cluster builds that GPU networ
 from __future__ import annotations
 
 from dataclasses import dataclass
-from pathlib import Path
 
 from clusterprint.blueprint import gpu_fabric
 from clusterprint.blueprint.model import Blueprint, Nodeset
 from clusterprint.facts import gpu_software, machines
 from clusterprint.node import nics
+from clusterprint.render import node_programs
 from clusterprint.render.environment import render
 
 #: Placeholders of gpu_software.AptSource lines, and the boot script's variables for them.
@@ -108,7 +108,7 @@ def fabric_context(blueprint: Blueprint, nodeset: Nodeset) -> dict[str, object] 
         "gpu_nics": family.gpu_nics,
         "env_lines": env_lines(software),
         "nccl_env": gpu_software.NCCL_ENV_FILE,
-        "nics_program": Path(nics.__file__).read_text(encoding="utf-8"),
+        "nics_program": node_programs.module_text(nics),
         "rxdm_script": rxdm,
         "rxdm_prolog": RXDM_PROLOG,
         "rxdm_epilog": RXDM_EPILOG,

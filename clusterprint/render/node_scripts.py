@@ -14,7 +14,14 @@ from types import ModuleType
 from clusterprint.blueprint.model import Blueprint, Nodeset
 from clusterprint.contract import node_metadata
 from clusterprint.node import mlops_broker, register_model, tensorboard_upload
-from clusterprint.render import config_sync, gpu_node, healthcheck, metadata_guard, remediation
+from clusterprint.render import (
+    config_sync,
+    gpu_node,
+    healthcheck,
+    metadata_guard,
+    node_programs,
+    remediation,
+)
 from clusterprint.render.environment import render
 from clusterprint.render.gpu_fabric import fabric_context
 from clusterprint.render.nccl_job import STAGED_JOBS, STAGED_RECIPES, staged_job_path
@@ -68,7 +75,7 @@ def mlops_context(blueprint: Blueprint) -> dict[str, object]:
         config["broker"] = mlops_broker.SOCKET
     modules = {f"{MLOPS_LIB}/{Path(m.__file__).name}": m
                for m in (mlops_broker, *MLOPS_HELPERS.values())}
-    return {"modules": {path: "#!/usr/bin/python3\n" + Path(m.__file__).read_text("utf-8")
+    return {"modules": {path: node_programs.module_text(m, shebang=True)
                         for path, m in modules.items()},
             "commands": {command: f"{MLOPS_LIB}/{Path(m.__file__).name}"
                          for command, m in MLOPS_HELPERS.items()},
