@@ -62,13 +62,18 @@ snapshot: venv
 	CLUSTERPRINT=$(BIN)/clusterprint tests/snapshot.sh $(SNAPSHOT)
 
 # Mutation testing (slow, not in CI): mutmut, pinned in pyproject's `mutation` extra, in a venv
-# of its own; `mutmut run` mutates the pure core ([tool.mutmut] in pyproject.toml) and runs
-# each mutant against the fast tests that reach it. The kill rate and every surviving mutant
-# go to mutation/REPORT.md. MUTATION_JOBS=1 on a busy machine; MUTANTS='clusterprint.preview.diff.*'
-# runs only the mutants whose names match (mutmut's globs), the report counting those.
+# of its own. MUTATION_SCOPE (mutation/scope.py: node, the default, policies or core, the scope
+# [tool.mutmut] in pyproject.toml states) picks what is mutated and the tests that judge it;
+# the tree is staged in .mutation/SCOPE/ (mutmut reads its configuration where it runs) and each
+# mutant runs against the tests that reach it. The kill rate per module and every surviving
+# mutant go to mutation/REPORT-SCOPE.md. MUTATION_JOBS=1 on a busy machine;
+# MUTANTS='clusterprint.node.remediate.*' runs only the mutants whose names match.
 MUTATION_VENV := .venv-mutation
 MUTATION_JOBS ?= 2
+MUTATION_SCOPE ?= node
 MUTANTS ?=
+MUTATION_DIR := .mutation/$(MUTATION_SCOPE)
+MUTATION_REPORT := mutation/REPORT-$(MUTATION_SCOPE).md
 
 $(MUTATION_VENV)/bin/mutmut: pyproject.toml
 	$(PYTHON) -m venv $(MUTATION_VENV)
@@ -77,8 +82,14 @@ $(MUTATION_VENV)/bin/mutmut: pyproject.toml
 	touch $@
 
 mutation: system-packages $(MUTATION_VENV)/bin/mutmut
-	rm -rf mutants mutation/pristine && mkdir -p mutation/pristine && cp -r clusterprint/node mutation/pristine/
-	start=$$(date +%s); nice -n 10 $(MUTATION_VENV)/bin/mutmut run --max-children $(MUTATION_JOBS) $(MUTANTS) && \
+	rm -rf $(MUTATION_DIR) && mkdir -p $(MUTATION_DIR)/mutation/pristine
+	git ls-files -z | xargs -0 cp --parents -t $(MUTATION_DIR)
+	cp -r clusterprint/node $(MUTATION_DIR)/mutation/pristine/
+	$(MUTATION_VENV)/bin/python mutation/scope.py $(MUTATION_SCOPE) $(MUTATION_DIR)/pyproject.toml
+	cd $(MUTATION_DIR) && start=$$(date +%s) && \
+	nice -n 10 $(CURDIR)/$(MUTATION_VENV)/bin/mutmut run --max-children $(MUTATION_JOBS) $(MUTANTS) && \
 	MUTATION_SECONDS=$$(($$(date +%s) - start)) MUTANTS='$(MUTANTS)' \
-		$(MUTATION_VENV)/bin/python mutation/report.py $(MUTATION_VENV)/bin/mutmut > mutation/REPORT.md
-	@sed -n '/^Kill rate/p' mutation/REPORT.md
+	MUTATION_COMMIT=$$(git -C $(CURDIR) rev-parse --short HEAD) \
+		$(CURDIR)/$(MUTATION_VENV)/bin/python mutation/report.py \
+		$(CURDIR)/$(MUTATION_VENV)/bin/mutmut > $(CURDIR)/$(MUTATION_REPORT)
+	@sed -n '/^Kill rate/p' $(MUTATION_REPORT)

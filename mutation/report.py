@@ -1,6 +1,6 @@
-"""mutation/REPORT.md from the last `mutmut run`: the kill rate and every surviving mutant.
+"""mutation/REPORT-SCOPE.md from the last `mutmut run`: the kill rate and every surviving mutant.
 
-Run by `make mutation` after `mutmut run` (from the repository root, MUTMUT the mutmut
+Run by `make mutation` after `mutmut run` (in the staged copy, MUTMUT the mutmut
 command); prints Markdown on stdout. A survivor is a plausible bug no test notices: each
 one is listed with its diff, by file, so that a developer can write the test that kills it
 (or say in the code why the mutant is no bug).
@@ -58,14 +58,15 @@ def report(mutmut: str) -> str:
     survived = sorted(m for m, s in status.items() if s in SURVIVED)
     judged = killed + len(survived)
     config = tomllib.loads(Path("pyproject.toml").read_text())["tool"]["mutmut"]
-    commit = subprocess.run(["git", "rev-parse", "--short", "HEAD"], capture_output=True,
-                            text=True).stdout.strip() or "unknown"
+    commit = os.environ.get("MUTATION_COMMIT") or subprocess.run(
+        ["git", "rev-parse", "--short", "HEAD"], capture_output=True, text=True
+    ).stdout.strip() or "unknown"
     seconds = os.environ.get("MUTATION_SECONDS")
     rate = f"{100 * killed / judged:.1f} %" if judged else "n/a"
     lines = [
         "# Mutation testing: the last run",
         "",
-        "Written by `make mutation` (mutmut 3.8.1; scope in `[tool.mutmut]` of pyproject.toml).",
+        "Written by `make mutation` (mutmut 3.8.1; scope: `MUTATION_SCOPE`, mutation/scope.py).",
         "Regenerate it after changing the mutated code or its tests; it is not run in CI.",
         "",
         f"- Run: {datetime.now(UTC):%Y-%m-%d %H:%M} UTC at commit {commit}"

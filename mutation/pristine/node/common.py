@@ -1,0 +1,387 @@
+"""What every node program shares: one line per reason and log entry, bounded JSON, atomic
+files under a lock, commands with a timeout, the metadata server, Slurm's node lines.
+
+The health check, the remediation loop and config-sync each carried their own copy of
+these, with different limits (a reason cut at 250 characters in one and 256 in another);
+a fix in one left the others open. Like AWS ParallelCluster's node package, whose daemons
+share its ``common/``, they import this one module, which the renderer ships beside them
+(clusterprint/render/node_programs.py). Standard library only, Python 3.10+: it runs on
+any image's python3.
+
+Every helper here fails closed: a value that proves nothing (JSON too deep, bytes that are
+not UTF-8, an answer of the wrong shape) raises an error that names what was wrong, never
+a result that looks healthy.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import fcntl
+import json
+import os
+import re
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+import urllib.error
+import urllib.request
+from collections.abc import Iterator, Mapping
+from dataclasses import dataclass
+from pathlib import Path
+
+#: Every reason the health check gives starts so: the remediation loop acts only on those.
+PREFIX = "cp:"
+#: How several reasons are joined in one Slurm reason.
+SEPARATOR = "; "
+#: The longest reason a program sets. Slurm stores any length, but sinfo -R and
+#: `scontrol show node` print it whole on one line and the Compute API's
+#: reportHostAsFaulty description is a short free text: one cap for every program.
+REASON_MAX = 250
+#: syslog(3) priorities of the severities the programs log at. Under systemd the journal
+#: reads a leading ``<N>`` as the line's PRIORITY (systemd.exec(5), SyslogLevelPrefix=, on
+#: by default) and the Ops Agent maps PRIORITY 1 to ALERT in Cloud Logging
+#: (GoogleCloudPlatform/ops-agent confgenerator/logging_receivers.go).
+SYSLOG_LEVELS = {"ALERT": 1, "ERROR": 3, "WARNING": 4, "INFO": 6}
+#: JSON a program reads (its config, its state, a tool's report, a metadata value, an API
+#: answer) nests no deeper than this; anything deeper is refused, not parsed.
+JSON_DEPTH_MAX = 32
+#: The metadata server, as every Google Cloud VM reaches it.
+METADATA_ROOT = "http://metadata.google.internal/computeMetadata/v1/"
+METADATA_HEADERS = {"Metadata-Flavor": "Google"}
+#: An access token's lifetime is an hour (Google's OAuth 2.0 docs); a longer expires_in is
+#: not believed, a token is refreshed this long before it runs out.
+TOKEN_LIFETIME_MAX_S = 3600
+TOKEN_MARGIN_S = 60
+
+_CONTROL = re.compile(r"[\x00-\x1f\x7f-\x9f\u2028\u2029]")
+_NAMED = {"\n": "\\n", "\r": "\\r", "\t": "\\t"}
+
+
+# --- Lines -------------------------------------------------------------------------------
+
+def one_line(text: object) -> str:
+    """``text`` as one printable line: every control character escaped (``\\n``,
+    ``\\x00``), so a tool's output can never add a line to a log or a reason."""
+    return _CONTROL.sub(lambda m: _NAMED.get(m[0], f"\\x{ord(m[0]):02x}"
+                                             if ord(m[0]) < 0x100 else f"\\u{ord(m[0]):04x}"),
+                        str(text))
+
+
+def clip(text: object, limit: int = REASON_MAX) -> str:
+    """``text`` on one line and at most ``limit`` characters, ``...`` where it was cut
+    (never in the middle of an escape; ASCII, as Slurm and every terminal show it)."""
+    line = one_line(text)
+    if len(line) <= limit:
+        return line
+    cut = line[:limit - 3]
+    escape = cut.rfind("\\")
+    if escape >= len(cut) - 5:  # an escape (at most \uXXXX) would be cut in two
+        cut = cut[:escape]
+    return cut + "..."
+
+
+def joined(reasons: list[str], limit: int = REASON_MAX) -> str:
+    """Reasons joined with SEPARATOR, cut at a whole reason (``+N more``) to fit ``limit``;
+    each reason is one line whatever it holds."""
+    lines = [one_line(reason) for reason in reasons]
+    text = clip(lines[0], limit)
+    for count, reason in enumerate(lines[1:], start=1):
+        left = len(lines) - count - 1
+        tail = f"{SEPARATOR}+{left} more" if left else ""
+        if len(text) + len(SEPARATOR) + len(reason) + len(tail) > limit:
+            more = f"{SEPARATOR}+{len(lines) - count} more"
+            return text[:limit - len(more)] + more
+        text += SEPARATOR + reason
+    return text
+
+
+class Log:
+    """One program's journal lines: ``<N>`` and one JSON object per entry, on stderr
+    (stdout is the program's answer: the health check's reasons, ``--install``'s paths)."""
+
+    def __init__(self, program: str, stream=None) -> None:
+        self.program, self.stream = program, stream
+
+    def __call__(self, message: str, severity: str = "INFO", **fields: object) -> None:
+        entry = {"severity": severity, "program": self.program, "message": one_line(message),
+                 **{key: one_line(value) if isinstance(value, str) else value
+                    for key, value in fields.items()}}
+        stream = self.stream or sys.stderr
+        print(f"<{SYSLOG_LEVELS[severity]}>{json.dumps(entry)}", file=stream, flush=True)
+
+
+# --- JSON --------------------------------------------------------------------------------
+
+class BadJSON(ValueError):
+    """JSON a program must not use: the message names what it is and what is wrong."""
+
+
+def depth(value: object) -> int:
+    """How deeply ``value`` nests lists and objects, without recursion."""
+    deepest, stack = 0, [(value, 1)]
+    while stack:
+        item, level = stack.pop()
+        if isinstance(item, dict):
+            item = list(item.values())
+        if isinstance(item, list):
+            deepest = max(deepest, level)
+            stack.extend((child, level + 1) for child in item)
+    return deepest
+
+
+def load_json(data: bytes | str, what: str, max_depth: int = JSON_DEPTH_MAX) -> object:
+    """``data`` parsed; BadJSON naming ``what`` when it is not UTF-8, not JSON, or nests
+    deeper than ``max_depth`` (Python's parser would raise RecursionError, not ValueError,
+    on a deep enough one)."""
+    if isinstance(data, bytes):
+        try:
+            data = data.decode("utf-8")
+        except UnicodeDecodeError as exc:
+            raise BadJSON(f"{what}: not UTF-8 (byte {exc.start})") from None
+    try:
+        value = json.loads(data)
+    except RecursionError:
+        raise BadJSON(f"{what}: nested deeper than {max_depth} levels") from None
+    except ValueError as exc:
+        raise BadJSON(f"{what}: not JSON ({clip(exc, 80)})") from None
+    if depth(value) > max_depth:
+        raise BadJSON(f"{what}: nested deeper than {max_depth} levels")
+    return value
+
+
+def expect(value: object, kind: type | tuple[type, ...], what: str) -> object:
+    """``value`` when it is a ``kind`` (a bool is never an int here); BadJSON otherwise."""
+    kinds = kind if isinstance(kind, tuple) else (kind,)
+    if isinstance(value, bool) and bool not in kinds:
+        kinds = ()
+    if not isinstance(value, kinds):
+        names = " or ".join(k.__name__ for k in (kind if isinstance(kind, tuple) else (kind,)))
+        raise BadJSON(f"{what}: expected {names}, got {type(value).__name__}")
+    return value
+
+
+# --- Files -------------------------------------------------------------------------------
+
+def atomic_write(path: str | os.PathLike, data: str | bytes, mode: int = 0o644) -> None:
+    """``data`` into ``path`` so that a reader sees the old file or the new one, whole: a
+    temporary file of a name no other writer uses, in the same folder, synced, then
+    renamed over the old one (two programs writing at once never share a temp file)."""
+    commit(stage(path, data, mode), path)
+
+
+def stage(path: str | os.PathLike, data: str | bytes, mode: int = 0o644) -> Path:
+    """``data`` written and synced to a temporary file beside ``path`` (a name no other
+    writer uses), not yet in place: a program that swaps several files stages each before
+    it renames the first, so a write that fails leaves every old file as it was. The
+    temporary file is removed when the write fails."""
+    target = Path(path)
+    target.parent.mkdir(parents=True, exist_ok=True)
+    handle, temp = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".tmp",
+                                    dir=target.parent)
+    try:
+        with os.fdopen(handle, "wb") as out:
+            out.write(data.encode("utf-8") if isinstance(data, str) else data)
+            out.flush()
+            os.fsync(out.fileno())
+        os.chmod(temp, mode)
+    except BaseException:
+        Path(temp).unlink(missing_ok=True)
+        raise
+    return Path(temp)
+
+
+def commit(temp: str | os.PathLike, path: str | os.PathLike) -> None:
+    """A file ``stage`` wrote, renamed over ``path`` (atomic: a reader sees the old file or
+    this one) and its folder synced, so the rename survives a crash."""
+    target = Path(path)
+    try:
+        os.replace(temp, target)
+    except BaseException:
+        Path(temp).unlink(missing_ok=True)
+        raise
+    folder = os.open(target.parent, os.O_RDONLY)
+    try:
+        os.fsync(folder)
+    finally:
+        os.close(folder)
+
+
+@contextlib.contextmanager
+def locked(path: str | os.PathLike) -> Iterator[None]:
+    """Hold the exclusive lock of ``path`` (``path.lock``, beside it): the programs and
+    commands that read, change and write one state file take it in turn."""
+    lock = Path(f"{path}.lock")
+    lock.parent.mkdir(parents=True, exist_ok=True)
+    handle = os.open(lock, os.O_RDWR | os.O_CREAT, 0o600)
+    try:
+        fcntl.flock(handle, fcntl.LOCK_EX)
+        yield
+    finally:
+        os.close(handle)
+
+
+# --- Commands ----------------------------------------------------------------------------
+
+class CommandFailed(Exception):
+    """An external command is missing, failed or did not finish: the message says which."""
+
+
+def shown(argv: list[str]) -> str:
+    """A command as a message names it: its leading words, not its long options."""
+    return " ".join(word for word in argv[:4] if not word.startswith("--"))
+
+
+def run(argv: list[str], timeout: float, env: Mapping[str, str] | None = None
+        ) -> subprocess.CompletedProcess:
+    """The finished command, whatever its exit code, its output decoded with every byte
+    kept (``errors="replace"``); CommandFailed when it is not on PATH, cannot start or does
+    not finish within ``timeout`` seconds."""
+    if shutil.which(argv[0], path=(env or os.environ).get("PATH")) is None:
+        raise CommandFailed(f"{argv[0]} is not on PATH")
+    if timeout <= 0:
+        raise CommandFailed(f"{shown(argv)}: no time left")
+    try:
+        return subprocess.run(argv, capture_output=True, text=True, timeout=timeout,
+                              stdin=subprocess.DEVNULL, errors="replace",
+                              env=dict(env) if env is not None else None)
+    except subprocess.TimeoutExpired:
+        raise CommandFailed(f"{shown(argv)} did not answer within {timeout:.0f}s") from None
+    except OSError as exc:
+        raise CommandFailed(f"{shown(argv)}: {exc.strerror or exc}") from None
+
+
+def failure(argv: list[str], done: subprocess.CompletedProcess) -> str:
+    """What a failed command said last, with its exit code, on one line."""
+    said = (done.stderr.strip() or done.stdout.strip()).splitlines()
+    return (f"{shown(argv)} failed (exit {done.returncode})"
+            + (f": {clip(said[-1].strip(), 80)}" if said else ""))
+
+
+def output(argv: list[str], timeout: float, env: Mapping[str, str] | None = None) -> str:
+    """The command's stdout; CommandFailed when it is missing, fails or hangs."""
+    done = run(argv, timeout, env)
+    if done.returncode:
+        raise CommandFailed(failure(argv, done))
+    return done.stdout
+
+
+# --- The metadata server -----------------------------------------------------------------
+
+class MetadataError(Exception):
+    """The metadata server did not answer, or answered an error: worth retrying."""
+
+    def __init__(self, message: str, status: int | None = None) -> None:
+        super().__init__(message)
+        self.status = status
+
+
+@dataclass(frozen=True)
+class Answer:
+    """What the metadata server answered: the body's bytes and its ETag."""
+
+    body: bytes
+    etag: str
+
+
+def metadata_get(url: str, timeout: float) -> Answer:
+    """GET ``url`` from the metadata server; MetadataError (with the HTTP status, if any)
+    when it does not answer or answers an error."""
+    request = urllib.request.Request(url, headers=METADATA_HEADERS)
+    try:
+        with urllib.request.urlopen(request, timeout=timeout) as response:
+            return Answer(response.read(), response.headers.get("ETag") or "")
+    except urllib.error.HTTPError as exc:
+        raise MetadataError(f"metadata server: HTTP {exc.code}", exc.code) from None
+    except (OSError, ValueError) as exc:  # URLError, a reset or timed-out socket
+        raise MetadataError(f"metadata server: {clip(exc, 120)}") from None
+
+
+@dataclass(frozen=True)
+class Token:
+    """An access token and when (time.monotonic()) to fetch a new one."""
+
+    value: str
+    renew_at: float
+
+
+def access_token(url: str, timeout: float) -> Token:
+    """The VM's service account token from the metadata server's token URL. Its answer is
+    checked (a string token, a number of seconds) and a lifetime past an hour is taken as
+    an hour: a bad answer is a MetadataError, never a token that is kept for ever."""
+    answer = metadata_get(url, timeout)
+    try:
+        token = expect(load_json(answer.body, "the token answer"), dict, "the token answer")
+        value = expect(token.get("access_token"), str, "access_token")
+        expires = expect(token.get("expires_in", 300), (int, float), "expires_in")
+    except BadJSON as exc:
+        raise MetadataError(f"metadata server: {exc}") from None
+    if not value:
+        raise MetadataError("metadata server: an empty access_token")
+    lifetime = min(max(float(expires), 0.0), TOKEN_LIFETIME_MAX_S)
+    return Token(value, time.monotonic() + max(lifetime - TOKEN_MARGIN_S, 0.0))
+
+
+# --- Slurm's nodes -----------------------------------------------------------------------
+
+@dataclass(frozen=True)
+class SlurmNode:
+    """One node as ``scontrol show node -o`` prints it."""
+
+    name: str
+    #: the base state and its flags, upper case: {"IDLE", "DRAIN", "DYNAMIC_NORM"}
+    state: frozenset[str]
+    features: tuple[str, ...]
+    reason: str
+    slurmd_start: str
+    #: who set the reason and when (``root@2026-12-01T10:31:53``): a new drain changes it
+    reason_stamp: str = ""
+
+    @property
+    def drained(self) -> bool:
+        return "DRAIN" in self.state
+
+    @property
+    def down(self) -> bool:
+        return "DOWN" in self.state
+
+    @property
+    def not_responding(self) -> bool:
+        return "NOT_RESPONDING" in self.state
+
+    @property
+    def busy(self) -> bool:
+        """Jobs still run (or end) on it: a replacement waits."""
+        return bool(self.state & {"ALLOCATED", "MIXED", "COMPLETING"})
+
+    @property
+    def rebooting(self) -> bool:
+        """Slurm is rebooting it (``scontrol reboot``): hands off."""
+        return bool(self.state & {"REBOOT", "REBOOT_REQUESTED", "REBOOT_ISSUED"})
+
+    @property
+    def checked_failed(self) -> bool:
+        """Drained or down by the health check (its reason starts ``cp:``)."""
+        return (self.drained or self.down) and self.reason.startswith(PREFIX)
+
+
+def parse_nodes(text: str) -> list[SlurmNode]:
+    """``scontrol show node -o``: one line per node; Reason, if any, is last and has
+    spaces, and ends with ``[user@time]``."""
+    nodes = []
+    for line in text.splitlines():
+        if not line.startswith("NodeName="):
+            continue
+        head, _, reason = line.partition(" Reason=")
+        fields = dict(re.findall(r"(\w+)=(\S*)", head))
+        state = fields.get("State", "")
+        flags = set(state.rstrip("*").split("+")) - {""}
+        if state.endswith("*"):
+            flags.add("NOT_RESPONDING")
+        stamp = re.search(r" \[([^\]]*@[^\]]*)\]\s*$", reason)
+        reason = reason[:stamp.start()] if stamp else reason.strip()
+        features = tuple(f for f in fields.get("ActiveFeatures", "").split(",") if f)
+        nodes.append(SlurmNode(fields["NodeName"], frozenset(flags), features, reason,
+                               fields.get("SlurmdStartTime", ""), stamp[1] if stamp else ""))
+    return nodes
