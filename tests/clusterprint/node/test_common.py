@@ -342,3 +342,31 @@ def test_a_program_beside_it_imports_it_from_its_own_folder_outside_the_package(
     assert done.returncode == 0, done.stderr
     assert done.stdout == "cp:a: x\\ny; cp:b: two\n"
     assert done.stderr.startswith("<4>{") and '"program": "program"' in done.stderr
+
+
+@pytest.mark.parametrize(("reasons", "limit", "text"), [
+    # The second reason does not fit beside "+1 more": the rest is counted.
+    (["cp:a: 1234567890", "cp:b: 12345", "cp:c: x"], 30, "cp:a: 1234567890; +2 more"),
+    # The last reason fits exactly (no count after it): all of them.
+    (["cp:a: 1", "cp:b: 2"], 16, "cp:a: 1; cp:b: 2"),
+    # One character less: the first reason and a count, cut to leave room for it.
+    (["cp:a: 1", "cp:b: 2"], 15, "cp:a: ; +1 more"),
+    # The first reason alone is longer than the limit: clipped to it, then cut for the count.
+    (["cp:a: " + "x" * 34], 20, "cp:a: xxxxxxxxxxx..."),
+    (["cp:a: " + "x" * 34, "cp:b: 2"], 20, "cp:a: xxxxx; +1 more"),
+    # The first reason leaves too little room for the second: cut to fit the count.
+    (["cp:a: 123456789012", "cp:b: 1"], 20, "cp:a: 12345; +1 more"),
+])
+def test_joined_gives_exactly_what_fits_at_each_boundary(reasons, limit, text):
+    assert common.joined(reasons, limit) == text
+    assert len(text) <= limit
+
+
+def test_a_failed_commands_message_is_its_last_line_clipped_or_its_exit_code_alone():
+    argv = ["nvidia-smi", "--query-gpu=index", "-i", "0"]
+    said = subprocess.CompletedProcess(argv, 9, "", "first\n" + "e" * 100 + "\n")
+    assert common.failure(argv, said) == f"nvidia-smi -i 0 failed (exit 9): {'e' * 77}..."
+    silent = subprocess.CompletedProcess(argv, 9, "", "")
+    assert common.failure(argv, silent) == "nvidia-smi -i 0 failed (exit 9)"
+    stdout_only = subprocess.CompletedProcess(argv, 2, "no devices\n", "")
+    assert common.failure(argv, stdout_only) == "nvidia-smi -i 0 failed (exit 2): no devices"
