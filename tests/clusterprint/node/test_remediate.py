@@ -17,7 +17,7 @@ import subprocess
 import sys
 import threading
 import time
-from dataclasses import asdict
+from dataclasses import asdict, replace
 from pathlib import Path
 
 import pytest
@@ -27,6 +27,8 @@ from clusterprint.render.node_programs import program_files
 from tests.support.compute_fake import FakeCompute
 from tests.support.remediation_fakes import (
     ECC,
+    START,
+    STAMP,
     FakeSlurm,
     config_for,
     fake_scontrol,
@@ -765,3 +767,155 @@ def test_a_recreated_vm_that_registers_healthy_is_resumed(fake, tmp_path):
     remediator(config, slurm, now).run_once()
     assert slurm.changes() == [["scontrol", "update", "nodename=a4-a4-0001", "state=resume"]]
     assert remediate.State.load(config.state_file).returned["a4-a4-0001"].action == "recreate"
+
+
+# --- What an operator reads: each decision's log line, call and reason ----------------------
+
+def note(message: str, severity: str = "INFO", **fields: object) -> remediate.Note:
+    return remediate.Note(message, severity, fields)
+
+
+def test_a_drain_and_a_wait_for_jobs_each_log_their_node_and_action():
+    actions, _ = remediate.decide(parsed(node_line()), vms(), remediate.State(), at(0),
+                                  config_for("drain"))
+    assert actions == [note(f"a4-a4-0001 stays drained: {ECC}", node="a4-a4-0001",
+                            action="drain")]
+    actions, _ = remediate.decide(parsed(node_line(state="MIXED+DRAIN")), vms("a4-a4-0001"),
+                                  remediate.State(), at(0), config_for("replace"))
+    assert actions == [note("a4-a4-0001: waiting for its jobs to end before replacing it",
+                            node="a4-a4-0001", action="wait")]
+
+
+def test_a_replacement_names_its_group_logs_the_reason_and_tracks_it():
+    actions, state = remediate.decide(parsed(node_line()), vms("a4-a4-0001"),
+                                      remediate.State(), at(0), config_for("replace"))
+    assert actions == [remediate.Recreate(GROUP, "a4-a4-0001"), note(
+        f"recreating a4-a4-0001 through its instance group: {ECC}", node="a4-a4-0001",
+        action="recreate")]
+    assert state.nodes["a4-a4-0001"].reason == ECC
+    assert state.nodes["a4-a4-0001"].action == "recreate"
+    assert state.actions == {"a4": [at(0)]}
+
+
+def test_the_rate_limit_counts_the_waiting_nodes_of_each_nodeset():
+    config = config_for("reboot", share=0.25, nodesets=("a4", "b4"))
+    lines = [node_line(n) for n in names(3)] + [node_line(n, feature="b4")
+                                                for n in names(2, "b4")]
+    actions, _ = remediate.decide(parsed(*lines), {}, remediate.State(), at(0), config)
+    assert notes(actions, "WARNING") == [
+        "nodeset a4: its 1 remediations this hour are taken, 2 more nodes wait",
+        "nodeset b4: its 1 remediations this hour are taken, 1 more nodes wait"]
+
+
+def recreated(action: str = "recreate", reason: str = ECC) -> remediate.State:
+    return remediate.State(nodes={"a4-a4-0001": remediate.Track(
+        action, at(0), "a4", reason, START, STAMP)},
+        actions={"a4": [at(0)]})
+
+
+def test_a_replaced_node_that_registers_is_resumed_and_watched():
+    line = node_line(state="IDLE+DRAIN+DYNAMIC_NORM", start="2026-12-01T11:00:00")
+    actions, state = remediate.decide(parsed(line), vms("a4-a4-0001"), recreated(), at(600),
+                                      config_for("replace"))
+    assert actions == [remediate.SetState("a4-a4-0001", "resume"), note(
+        "a4-a4-0001 registered again after its replacement: resumed", node="a4-a4-0001",
+        action="resume")]
+    assert state.nodes == {}
+    assert state.returned == {"a4-a4-0001": remediate.Returned(at(600), "a4", "recreate")}
+
+
+@pytest.mark.parametrize(("action", "what"), [("recreate", "replace"), ("reboot", "reboot")])
+def test_a_timeout_sets_the_node_down_with_its_reason_and_logs_the_failure(action, what):
+    config = config_for("replace" if action == "recreate" else "reboot")
+    actions, state = remediate.decide(parsed(node_line()), vms("a4-a4-0001"),
+                                      recreated(action), at(1800), config)
+    why = f"a4-a4-0001 did not register within 1800s of its {what}"
+    assert actions == [
+        note(f"nodeset a4: failed remediation 1 of 3: {why}", "WARNING", nodeset="a4",
+             action="failure"),
+        remediate.SetState("a4-a4-0001", "down", f"{ECC}; cp:{what}-timeout: no "
+                                                 f"registration 1800s after the {what}"),
+        note("a4-a4-0001 did not come back: DOWN", "ERROR", node="a4-a4-0001",
+             action="timeout")]
+    assert state.nodes["a4-a4-0001"] == replace(recreated(action).nodes["a4-a4-0001"],
+                                                action="gave-up", since=at(1800))
+    assert state.failures == {"a4": 1}
+
+
+def test_the_failure_that_protects_a_nodeset_alerts_and_stamps_the_protection():
+    config = config_for("reboot")
+    state = recreated("reboot")
+    state.failures["a4"] = 2
+    actions, later = remediate.decide(parsed(node_line()), vms(), state, at(1800), config)
+    why = "a4-a4-0001 did not register within 1800s of its reboot"
+    assert note(f"nodeset a4 is protected: 3 failed remediations in a row (last: {why}); the "
+                "loop no longer reboots or replaces its nodes. Leave with: "
+                "clusterprint-remediate --reset a4", "ALERT", nodeset="a4",
+                action="protect") in actions
+    assert later.protected == {"a4": remediate.Protection(
+        at(1800), f"3 failed remediations in a row, last: {why}")}
+    # Its drained nodes say so in their reasons, with the failures counted.
+    assert remediate.SetState("a4-a4-0001", "drain", f"{ECC}; cp:protected: remediation "
+                              "stopped after 3 failures") in actions
+
+
+def test_failing_again_soon_names_the_node_and_what_was_done_in_the_failure():
+    state = remediate.State(returned={"a4-a4-0001": remediate.Returned(at(0), "a4", "reboot")})
+    actions, _ = remediate.decide(parsed(node_line()), vms(), state, at(100),
+                                  config_for("reboot"))
+    assert notes(actions, "WARNING") == [
+        "nodeset a4: failed remediation 1 of 3: a4-a4-0001 failed again 100s after its reboot"]
+
+
+def test_protection_marks_only_drained_or_down_nodes_and_counts_no_failures_as_zero():
+    state = remediate.State(protected={"a4": remediate.Protection(at(0), "by hand")})
+    lines = [node_line("a4-a4-0001"), node_line("a4-a4-0002", state="IDLE", reason=""),
+             node_line("a4-a4-0003", state="DOWN+DYNAMIC_NORM", reason="")]
+    actions, _ = remediate.decide(parsed(*lines), vms(*names(3)), state, at(0),
+                                  config_for("reboot"))
+    note_ = "cp:protected: remediation stopped after 0 failures"
+    assert acts(actions) == [remediate.SetState("a4-a4-0001", "drain", f"{ECC}; {note_}"),
+                             remediate.SetState("a4-a4-0003", "down", note_)]
+
+
+# --- Following an action in flight ------------------------------------------------------------
+
+def test_a_drain_ends_when_an_operator_resumes_the_node_and_not_before():
+    state = recreated("drain")
+    _, kept = remediate.decide(parsed(node_line()), vms(), state, at(60), config_for("drain"))
+    assert set(kept.nodes) == {"a4-a4-0001"}
+    _, kept = remediate.decide(parsed(node_line(state="DOWN+DYNAMIC_NORM")), vms("a4-a4-0001"),
+                               state, at(60), config_for("drain"))
+    assert set(kept.nodes) == {"a4-a4-0001"}
+    _, ended = remediate.decide(parsed(node_line(state="IDLE", reason="")), vms(), state,
+                                at(60), config_for("drain"))
+    assert ended.nodes == {}
+
+
+def test_a_node_left_down_is_acted_on_again_only_once_an_operator_resumed_it():
+    state = recreated("gave-up")
+    actions, kept = remediate.decide(parsed(node_line(state="DOWN+DRAIN+DYNAMIC_NORM")),
+                                     vms("a4-a4-0001"), state, at(7200), config_for("reboot"))
+    assert acts(actions) == [] and kept.nodes["a4-a4-0001"].action == "gave-up"
+    # Resumed by hand, it fails its check again: a fresh reboot, counted.
+    actions, again = remediate.decide(parsed(node_line()), vms("a4-a4-0001"), state, at(7200),
+                                      config_for("reboot"))
+    assert acts(actions) == [remediate.Reboot("a4-a4-0001", f"{ECC}; cp:reboot: issued")]
+    assert again.nodes["a4-a4-0001"].action == "reboot"
+
+
+@pytest.mark.parametrize(("vm_status", "outcome", "recreates"), [
+    ("RUNNING", "", False), (None, "", False), ("STOPPING", "", True), ("RUNNING", "refused",
+                                                                        True)])
+def test_a_reported_host_is_recreated_early_only_when_its_vm_stopped_or_the_report_failed(
+        vm_status, outcome, recreates):
+    state = recreated("report", reason=ECC)
+    state.nodes["a4-a4-0001"] = replace(state.nodes["a4-a4-0001"], outcome=outcome)
+    group = vms() if vm_status is None else vms("a4-a4-0001", status=vm_status)
+    actions, later = remediate.decide(parsed(node_line(reason="cp:other: now")), group, state,
+                                      at(60), config_for("replace", report=True))
+    if recreates:
+        assert acts(actions) == [remediate.Recreate(GROUP, "a4-a4-0001")]
+        assert later.nodes["a4-a4-0001"].reason == ECC  # the reason it was reported for
+    else:
+        assert acts(actions) == []
