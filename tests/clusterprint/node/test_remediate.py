@@ -919,3 +919,108 @@ def test_a_reported_host_is_recreated_early_only_when_its_vm_stopped_or_the_repo
         assert later.nodes["a4-a4-0001"].reason == ECC  # the reason it was reported for
     else:
         assert acts(actions) == []
+
+
+# --- The operator's reset, in the test process ---------------------------------------------
+
+PROTECTED_NOTE = "cp:protected: remediation stopped after 3 failures"
+
+
+class FailingSlurm(FakeSlurm):
+    """scontrol that refuses every change."""
+
+    def _run(self, argv: list[str]) -> str:
+        out = super()._run(argv)
+        if argv[:3] != ["scontrol", "show", "node"]:
+            raise common.CommandFailed(f"{' '.join(argv[:2])}: exit status 1")
+        return out
+
+
+def protected_both(path: Path) -> None:
+    remediate.State(failures={"a4": 3, "b4": 3}, protected={
+        n: remediate.Protection(at(0), "3 failed remediations in a row") for n in ("a4", "b4")
+    }).save(str(path))
+
+
+def test_a_reset_frees_its_nodeset_only_and_takes_the_note_off_its_nodes(tmp_path):
+    state = tmp_path / "s.json"
+    protected_both(state)
+    config = config_for("reboot", state=state, nodesets=("a4", "b4"))
+    slurm = FakeSlurm([
+        node_line("a4-a4-0001", reason=f"{ECC}; {PROTECTED_NOTE}"),
+        node_line("a4-a4-0002", state="DOWN+DYNAMIC_NORM", reason=PROTECTED_NOTE),
+        node_line("a4-a4-0003", reason=ECC),
+        node_line("b4-b4-0001", feature="b4", reason=f"{ECC}; {PROTECTED_NOTE}")])
+    log = Journal()
+    remediator(config, slurm, [at(60)], log).reset("a4")
+    assert slurm.changes() == [
+        ["scontrol", "update", "nodename=a4-a4-0001", "state=drain", f"reason={ECC}"],
+        ["scontrol", "update", "nodename=a4-a4-0002", "state=down",
+         "reason=cp:protected-reset"]]
+    saved = remediate.State.load(str(state))
+    assert list(saved.protected) == ["b4"] and saved.failures == {"b4": 3}
+    assert log.entries == [{"message": "nodeset a4 left protected mode", "severity": "INFO",
+                            "nodeset": "a4", "action": "reset"}]
+
+
+def test_a_reset_whose_scontrol_fails_logs_the_error_in_the_loops_log(tmp_path):
+    state = tmp_path / "s.json"
+    protected_both(state)
+    config = config_for("reboot", state=state, nodesets=("a4", "b4"))
+    slurm = FailingSlurm([node_line(reason=f"{ECC}; {PROTECTED_NOTE}")])
+    log = Journal()
+    remediator(config, slurm, [at(60)], log).reset("a4")
+    assert log.entries[0] == {
+        "message": "setstate of a4-a4-0001 failed: scontrol update: exit status 1",
+        "severity": "ERROR", "nodes": "a4-a4-0001"}
+    assert list(remediate.State.load(str(state)).protected) == ["b4"]
+
+
+def test_a_reset_of_a_corrupt_state_file_says_what_it_kept_aside(tmp_path):
+    state = tmp_path / "s.json"
+    state.write_bytes(b"{")
+    config = config_for("reboot", state=state, nodesets=("a4", "b4"))
+    log = Journal()
+    remediator(config, FakeSlurm([]), [at(60)], log).reset("a4")
+    (warning,) = [e for e in log.entries if e["severity"] == "WARNING"]
+    assert warning["message"].startswith(f"state file {state} was unreadable (")
+    assert warning["message"].endswith(
+        f"): kept as {state}.corrupt; the other nodesets stay protected until each is reset")
+    assert {k: v for k, v in warning.items() if k != "message"} == {
+        "severity": "WARNING", "action": "reset", "state_file": str(state)}
+    saved = remediate.State.load(str(state))
+    assert list(saved.protected) == ["b4"]
+    assert saved.protected["b4"].note == "state file unreadable"
+    assert saved.protected["b4"].why.startswith("state file unreadable: ")
+
+
+def test_a_reset_waits_for_the_state_files_lock(tmp_path):
+    state = tmp_path / "s.json"
+    protected_both(state)
+    config = config_for("reboot", state=state, nodesets=("a4", "b4"))
+    loop = remediator(config, FakeSlurm([]), [at(60)])
+    with common.locked(state):
+        worker = threading.Thread(target=loop.reset, args=("a4",))
+        worker.start()
+        worker.join(0.5)
+        assert worker.is_alive(), "the reset did not wait for the pass holding the lock"
+        assert sorted(remediate.State.load(str(state)).protected) == ["a4", "b4"]
+    worker.join(10)
+    assert list(remediate.State.load(str(state)).protected) == ["b4"]
+
+
+def test_an_unreadable_state_file_is_alerted_once_naming_the_file_and_the_way_out(
+        fake, tmp_path):
+    state = tmp_path / "s.json"
+    state.write_bytes(b"{")
+    config = config_for("reboot", state=state, api=fake.config())
+    log = Journal()
+    loop = remediator(config, FakeSlurm([node_line()]), [at(0)], log)
+    loop.run_once()
+    loop.run_once()
+    (alert,) = [e for e in log.entries if e["severity"] == "ALERT"]
+    assert alert["message"].startswith(f"state file {state} is unreadable (")
+    assert alert["message"].endswith("): no node is rebooted or replaced until an operator "
+                                     "runs clusterprint-remediate --reset NODESET")
+    assert {k: v for k, v in alert.items() if k != "message"} == {
+        "severity": "ALERT", "action": "protect", "state_file": str(state)}
