@@ -17,6 +17,7 @@ import subprocess
 import sys
 import threading
 import time
+from collections.abc import Callable
 from dataclasses import asdict, replace
 from pathlib import Path
 
@@ -27,8 +28,8 @@ from clusterprint.render.node_programs import program_files
 from tests.support.compute_fake import FakeCompute
 from tests.support.remediation_fakes import (
     ECC,
-    START,
     STAMP,
+    START,
     FakeSlurm,
     config_for,
     fake_scontrol,
@@ -1024,3 +1025,139 @@ def test_an_unreadable_state_file_is_alerted_once_naming_the_file_and_the_way_ou
                                      "runs clusterprint-remediate --reset NODESET")
     assert {k: v for k, v in alert.items() if k != "message"} == {
         "severity": "ALERT", "action": "protect", "state_file": str(state)}
+
+
+# --- Acting: what each failure says, and what is tried again ---------------------------------
+
+def test_a_note_is_logged_as_decided(fake):
+    log = Journal()
+    remediate.apply([remediate.Note("m", "WARNING", {"node": "a4-a4-0001"})], FakeSlurm([]),
+                    compute_of(config_for("reboot", api=fake.config())), log)
+    assert log.entries == [{"message": "m", "severity": "WARNING", "node": "a4-a4-0001"}]
+
+
+def test_a_host_report_sends_the_nodes_reason_for_its_vm(fake):
+    remediate.apply([remediate.Report("a4-a4-0001", ECC)], FakeSlurm([]),
+                    compute_of(config_for("replace", api=fake.config())), Journal())
+    (call,) = fake.calls
+    assert (call.method, call.verb) == ("POST", "reportHostAsFaulty")
+    assert call.path.endswith("/instances/a4-a4-0001/reportHostAsFaulty")
+    assert call.body == {"disruptionSchedule": "IMMEDIATE", "faultReasons": [
+        {"behavior": "UNRECOVERABLE_GPU_ERROR", "description": ECC}]}
+
+
+def by_node(refuse: str) -> Callable:
+    """An API that refuses the node ``refuse`` (HTTP 403) and answers HTML for any other."""
+    def answer(call):
+        if f"/{refuse}/" in call.path:
+            return 403, b'{"error": "no"}'
+        return 200, b"<html>"
+    return answer
+
+
+def test_only_calls_the_api_refused_are_tried_again(fake):
+    """A refused reset or report did nothing; an answer the loop cannot read may have acted;
+    a reboot that scontrol failed did nothing; a failed scontrol update is not retried."""
+    fake.answers["reset"] = by_node("a4-a4-0001")
+    fake.answers["reportHostAsFaulty"] = by_node("a4-a4-0003")
+    fake.answers["recreateInstances"] = (200, b"<html>")
+    log = Journal()
+    refused = remediate.apply(
+        [remediate.Reset("a4-a4-0001"), remediate.Reset("a4-a4-0002"),
+         remediate.Report("a4-a4-0003", ECC), remediate.Report("a4-a4-0004", ECC),
+         remediate.Reboot("a4-a4-0005", "r"), remediate.Reboot("a4-a4-0006", "r"),
+         remediate.Recreate(GROUP, "a4-a4-0007"), remediate.SetState("a4-a4-0008", "drain")],
+        FailingSlurm([]), compute_of(config_for("reboot", api=fake.config())), log)
+    assert refused == {"a4-a4-0001", "a4-a4-0003", "a4-a4-0005", "a4-a4-0006"}
+    errors = [(e["message"].split(": ")[0], e.get("node", e.get("nodes")))
+              for e in log.entries if e["severity"] == "ERROR"]
+    assert errors == [
+        ("reset of a4-a4-0001 failed", "a4-a4-0001"), ("reset of a4-a4-0002 failed",
+                                                       "a4-a4-0002"),
+        ("report of a4-a4-0003 failed", "a4-a4-0003"), ("report of a4-a4-0004 failed",
+                                                        "a4-a4-0004"),
+        ("reboot of a4-a4-0005,a4-a4-0006 failed", "a4-a4-0005,a4-a4-0006"),
+        ("recreate of a4-a4-0007 failed", "a4-a4-0007"),
+        ("setstate of a4-a4-0008 failed", "a4-a4-0008")]
+    assert log.entries[0]["message"] == (
+        'reset of a4-a4-0001 failed: POST instances/a4-a4-0001/reset: HTTP 403: {"error": "no"}')
+
+
+def test_a_reboot_asks_slurm_for_a_reboot_as_soon_as_the_jobs_end_then_resume():
+    slurm = FakeSlurm([])
+    remediate.apply([remediate.Reboot(n, "cp:x; cp:reboot: issued") for n in names(2)],
+                    slurm, remediate.Compute("p", "z"), Journal())
+    assert slurm.changes() == [["scontrol", "reboot", "ASAP", "nextstate=RESUME",
+                                "reason=cp:x; cp:reboot: issued", "a4-a4-0001,a4-a4-0002"]]
+
+
+# --- The Compute API client: the calls made, the errors said ---------------------------------
+
+def test_listing_a_group_pages_through_it_with_posts_and_counts_each_call(fake):
+    statuses = {"a4-a4-0001": "RUNNING", "a4-a4-0002": "STOPPING", "a4-a4-0003": "CREATING"}
+    fake.groups[GROUP] = ("c-a4", statuses)
+    fake.page_size = 2
+    compute = compute_of(config_for("replace", api=fake.config()))
+    assert compute.group("c-a4") == GROUP
+    assert compute.instances(GROUP) == statuses
+    prefix = "/compute/v1/projects/p/zones/z/"
+    assert [(c.method, c.path) for c in fake.calls] == [
+        ("GET", f"{prefix}instanceGroupManagers"),
+        ("POST", f"{prefix}instanceGroupManagers/{GROUP}/listManagedInstances"),
+        ("POST", f"{prefix}instanceGroupManagers/{GROUP}/listManagedInstances?pageToken=2")]
+    assert all(c.raw == b"" and c.content_type == "application/json" for c in fake.calls)
+    assert compute.calls == 3
+    compute.reset("a4-a4-0001")
+    assert fake.calls[-1].content_type == "application/json" and compute.calls == 4
+
+
+def test_a_page_token_is_quoted_a_vm_being_created_has_no_status_and_no_list_is_empty(fake):
+    pages = {"": {"managedInstances": [{"instance": "x/zones/z/instances/a4-a4-0001"}],
+                  "nextPageToken": "a b"},
+             "?pageToken=a%20b": {}}
+    fake.answers["listManagedInstances"] = lambda call: (
+        200, json.dumps(pages[call.path.partition("listManagedInstances")[2]]).encode())
+    compute = compute_of(config_for("replace", api=fake.config()))
+    assert compute.instances(GROUP) == {"a4-a4-0001": ""}
+
+
+def test_a_group_whose_answer_is_larger_than_a_read_is_read_whole(fake):
+    fake.groups[GROUP] = ("c-a4", {f"a4-a4-{i:04d}": "RUNNING" for i in range(3000)})
+    fake.page_size = 3000
+    compute = compute_of(config_for("replace", api=fake.config()))
+    assert len(compute.instances(GROUP)) == 3000
+
+
+def compute_error(fake: FakeCompute, verb: str, answer: object, call: Callable) -> str:
+    fake.answers[verb] = answer
+    with pytest.raises(remediate.ComputeError) as caught:
+        call(compute_of(config_for("replace", api=fake.config())))
+    return str(caught.value)
+
+
+LIST = f"instanceGroupManagers/{GROUP}/listManagedInstances"
+
+
+@pytest.mark.parametrize(("answer", "said"), [
+    ((200, b"[]"), f"POST {LIST}'s answer: expected dict, got list"),
+    ((200, json.dumps({"managedInstances": "all"}).encode()),
+     f"{LIST}: managedInstances: expected list, got str"),
+    ((200, json.dumps({"managedInstances": [7]}).encode()),
+     f"{LIST}: an item of managedInstances: expected dict, got int"),
+    ((200, json.dumps({"nextPageToken": 5}).encode()), "nextPageToken: expected str, got int"),
+    (list_page("t" * 60), f"{LIST}: nextPageToken {common.clip('t' * 60, 40)} repeats"),
+    (lambda call: list_page(str(next(COUNTER))), f"{LIST}: more than 100 pages"),
+])
+def test_an_answer_the_api_should_not_give_is_said_in_the_error(fake, answer, said):
+    assert compute_error(fake, "listManagedInstances", answer,
+                         lambda c: c.instances(GROUP)) == said
+
+
+def test_an_error_status_says_the_call_without_its_page_token_and_what_the_api_said(fake):
+    def second_page_fails(call):
+        if "pageToken" in call.path:
+            return 500, b"\xff" + b"x" * 400
+        return list_page("2")
+    said = compute_error(fake, "listManagedInstances", second_page_fails,
+                         lambda c: c.instances(GROUP))
+    assert said == common.clip(f"POST {LIST}: HTTP 500: \ufffd" + "x" * 299, 400)
