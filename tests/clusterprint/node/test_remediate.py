@@ -1161,3 +1161,11 @@ def test_an_error_status_says_the_call_without_its_page_token_and_what_the_api_s
     said = compute_error(fake, "listManagedInstances", second_page_fails,
                          lambda c: c.instances(GROUP))
     assert said == common.clip(f"POST {LIST}: HTTP 500: \ufffd" + "x" * 299, 400)
+
+
+def test_a_note_longer_than_half_a_reason_is_cut_to_half_and_the_reason_keeps_the_rest():
+    extra = "cp:reboot-timeout: " + "x" * common.REASON_MAX
+    half = common.clip(extra, common.REASON_MAX // 2)
+    assert remediate.with_reason("", extra) == half
+    marked = remediate.with_reason("cp:disk: " + "y" * common.REASON_MAX, extra)
+    assert marked.endswith(f"; {half}") and len(marked) == common.REASON_MAX
