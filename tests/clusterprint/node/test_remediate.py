@@ -1169,3 +1169,9 @@ def test_a_note_longer_than_half_a_reason_is_cut_to_half_and_the_reason_keeps_th
     assert remediate.with_reason("", extra) == half
     marked = remediate.with_reason("cp:disk: " + "y" * common.REASON_MAX, extra)
     assert marked.endswith(f"; {half}") and len(marked) == common.REASON_MAX
+
+
+def test_a_node_left_down_after_a_replacement_is_replaced_again_once_resumed_by_hand():
+    actions, _ = remediate.decide(parsed(node_line()), vms("a4-a4-0001"), recreated("gave-up"),
+                                  at(7200), config_for("replace"))
+    assert acts(actions) == [remediate.Recreate(GROUP, "a4-a4-0001")]
