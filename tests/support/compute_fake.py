@@ -29,6 +29,9 @@ class Call:
     method: str
     path: str
     body: dict | None
+    #: the request's Content-Type header and whether it carried a body at all
+    content_type: str | None = None
+    raw: bytes = b""
 
     @property
     def verb(self) -> str:
@@ -88,7 +91,8 @@ class FakeCompute:
                 return self._send_raw(handler, *self._instead(Call(method, path, None)))
             return self._send(handler, 200, {"access_token": "fake", "expires_in": 3600})
         assert handler.headers.get("Authorization") == "Bearer fake", path
-        call = Call(method, path, json.loads(raw) if raw else None)
+        call = Call(method, path, json.loads(raw) if raw else None,
+                    handler.headers.get("Content-Type"), raw)
         self.calls.append(call)
         if call.verb in self.failing:
             return self._send(handler, 500, {"error": {"message": "injected"}})

@@ -17,7 +17,8 @@ import subprocess
 import sys
 import threading
 import time
-from dataclasses import asdict
+from collections.abc import Callable
+from dataclasses import asdict, replace
 from pathlib import Path
 
 import pytest
@@ -27,6 +28,8 @@ from clusterprint.render.node_programs import program_files
 from tests.support.compute_fake import FakeCompute
 from tests.support.remediation_fakes import (
     ECC,
+    STAMP,
+    START,
     FakeSlurm,
     config_for,
     fake_scontrol,
@@ -765,3 +768,410 @@ def test_a_recreated_vm_that_registers_healthy_is_resumed(fake, tmp_path):
     remediator(config, slurm, now).run_once()
     assert slurm.changes() == [["scontrol", "update", "nodename=a4-a4-0001", "state=resume"]]
     assert remediate.State.load(config.state_file).returned["a4-a4-0001"].action == "recreate"
+
+
+# --- What an operator reads: each decision's log line, call and reason ----------------------
+
+def note(message: str, severity: str = "INFO", **fields: object) -> remediate.Note:
+    return remediate.Note(message, severity, fields)
+
+
+def test_a_drain_and_a_wait_for_jobs_each_log_their_node_and_action():
+    actions, _ = remediate.decide(parsed(node_line()), vms(), remediate.State(), at(0),
+                                  config_for("drain"))
+    assert actions == [note(f"a4-a4-0001 stays drained: {ECC}", node="a4-a4-0001",
+                            action="drain")]
+    actions, _ = remediate.decide(parsed(node_line(state="MIXED+DRAIN")), vms("a4-a4-0001"),
+                                  remediate.State(), at(0), config_for("replace"))
+    assert actions == [note("a4-a4-0001: waiting for its jobs to end before replacing it",
+                            node="a4-a4-0001", action="wait")]
+
+
+def test_a_replacement_names_its_group_logs_the_reason_and_tracks_it():
+    actions, state = remediate.decide(parsed(node_line()), vms("a4-a4-0001"),
+                                      remediate.State(), at(0), config_for("replace"))
+    assert actions == [remediate.Recreate(GROUP, "a4-a4-0001"), note(
+        f"recreating a4-a4-0001 through its instance group: {ECC}", node="a4-a4-0001",
+        action="recreate")]
+    assert state.nodes["a4-a4-0001"].reason == ECC
+    assert state.nodes["a4-a4-0001"].action == "recreate"
+    assert state.actions == {"a4": [at(0)]}
+
+
+def test_the_rate_limit_counts_the_waiting_nodes_of_each_nodeset():
+    config = config_for("reboot", share=0.25, nodesets=("a4", "b4"))
+    lines = [node_line(n) for n in names(3)] + [node_line(n, feature="b4")
+                                                for n in names(2, "b4")]
+    actions, _ = remediate.decide(parsed(*lines), {}, remediate.State(), at(0), config)
+    assert notes(actions, "WARNING") == [
+        "nodeset a4: its 1 remediations this hour are taken, 2 more nodes wait",
+        "nodeset b4: its 1 remediations this hour are taken, 1 more nodes wait"]
+
+
+def recreated(action: str = "recreate", reason: str = ECC) -> remediate.State:
+    return remediate.State(nodes={"a4-a4-0001": remediate.Track(
+        action, at(0), "a4", reason, START, STAMP)},
+        actions={"a4": [at(0)]})
+
+
+def test_a_replaced_node_that_registers_is_resumed_and_watched():
+    line = node_line(state="IDLE+DRAIN+DYNAMIC_NORM", start="2026-12-01T11:00:00")
+    actions, state = remediate.decide(parsed(line), vms("a4-a4-0001"), recreated(), at(600),
+                                      config_for("replace"))
+    assert actions == [remediate.SetState("a4-a4-0001", "resume"), note(
+        "a4-a4-0001 registered again after its replacement: resumed", node="a4-a4-0001",
+        action="resume")]
+    assert state.nodes == {}
+    assert state.returned == {"a4-a4-0001": remediate.Returned(at(600), "a4", "recreate")}
+
+
+@pytest.mark.parametrize(("action", "what"), [("recreate", "replace"), ("reboot", "reboot")])
+def test_a_timeout_sets_the_node_down_with_its_reason_and_logs_the_failure(action, what):
+    config = config_for("replace" if action == "recreate" else "reboot")
+    actions, state = remediate.decide(parsed(node_line()), vms("a4-a4-0001"),
+                                      recreated(action), at(1800), config)
+    why = f"a4-a4-0001 did not register within 1800s of its {what}"
+    assert actions == [
+        note(f"nodeset a4: failed remediation 1 of 3: {why}", "WARNING", nodeset="a4",
+             action="failure"),
+        remediate.SetState("a4-a4-0001", "down", f"{ECC}; cp:{what}-timeout: no "
+                                                 f"registration 1800s after the {what}"),
+        note("a4-a4-0001 did not come back: DOWN", "ERROR", node="a4-a4-0001",
+             action="timeout")]
+    assert state.nodes["a4-a4-0001"] == replace(recreated(action).nodes["a4-a4-0001"],
+                                                action="gave-up", since=at(1800))
+    assert state.failures == {"a4": 1}
+
+
+def test_the_failure_that_protects_a_nodeset_alerts_and_stamps_the_protection():
+    config = config_for("reboot")
+    state = recreated("reboot")
+    state.failures["a4"] = 2
+    actions, later = remediate.decide(parsed(node_line()), vms(), state, at(1800), config)
+    why = "a4-a4-0001 did not register within 1800s of its reboot"
+    assert note(f"nodeset a4 is protected: 3 failed remediations in a row (last: {why}); the "
+                "loop no longer reboots or replaces its nodes. Leave with: "
+                "clusterprint-remediate --reset a4", "ALERT", nodeset="a4",
+                action="protect") in actions
+    assert later.protected == {"a4": remediate.Protection(
+        at(1800), f"3 failed remediations in a row, last: {why}")}
+    # Its drained nodes say so in their reasons, with the failures counted.
+    assert remediate.SetState("a4-a4-0001", "drain", f"{ECC}; cp:protected: remediation "
+                              "stopped after 3 failures") in actions
+
+
+def test_failing_again_soon_names_the_node_and_what_was_done_in_the_failure():
+    state = remediate.State(returned={"a4-a4-0001": remediate.Returned(at(0), "a4", "reboot")})
+    actions, _ = remediate.decide(parsed(node_line()), vms(), state, at(100),
+                                  config_for("reboot"))
+    assert notes(actions, "WARNING") == [
+        "nodeset a4: failed remediation 1 of 3: a4-a4-0001 failed again 100s after its reboot"]
+
+
+def test_protection_marks_only_drained_or_down_nodes_and_counts_no_failures_as_zero():
+    state = remediate.State(protected={"a4": remediate.Protection(at(0), "by hand")})
+    lines = [node_line("a4-a4-0001"), node_line("a4-a4-0002", state="IDLE", reason=""),
+             node_line("a4-a4-0003", state="DOWN+DYNAMIC_NORM", reason="")]
+    actions, _ = remediate.decide(parsed(*lines), vms(*names(3)), state, at(0),
+                                  config_for("reboot"))
+    note_ = "cp:protected: remediation stopped after 0 failures"
+    assert acts(actions) == [remediate.SetState("a4-a4-0001", "drain", f"{ECC}; {note_}"),
+                             remediate.SetState("a4-a4-0003", "down", note_)]
+
+
+# --- Following an action in flight ------------------------------------------------------------
+
+def test_a_drain_ends_when_an_operator_resumes_the_node_and_not_before():
+    state = recreated("drain")
+    _, kept = remediate.decide(parsed(node_line()), vms(), state, at(60), config_for("drain"))
+    assert set(kept.nodes) == {"a4-a4-0001"}
+    _, kept = remediate.decide(parsed(node_line(state="DOWN+DYNAMIC_NORM")), vms("a4-a4-0001"),
+                               state, at(60), config_for("drain"))
+    assert set(kept.nodes) == {"a4-a4-0001"}
+    _, ended = remediate.decide(parsed(node_line(state="IDLE", reason="")), vms(), state,
+                                at(60), config_for("drain"))
+    assert ended.nodes == {}
+
+
+def test_a_node_left_down_is_acted_on_again_only_once_an_operator_resumed_it():
+    state = recreated("gave-up")
+    actions, kept = remediate.decide(parsed(node_line(state="DOWN+DRAIN+DYNAMIC_NORM")),
+                                     vms("a4-a4-0001"), state, at(7200), config_for("reboot"))
+    assert acts(actions) == [] and kept.nodes["a4-a4-0001"].action == "gave-up"
+    # Resumed by hand, it fails its check again: a fresh reboot, counted.
+    actions, again = remediate.decide(parsed(node_line()), vms("a4-a4-0001"), state, at(7200),
+                                      config_for("reboot"))
+    assert acts(actions) == [remediate.Reboot("a4-a4-0001", f"{ECC}; cp:reboot: issued")]
+    assert again.nodes["a4-a4-0001"].action == "reboot"
+
+
+@pytest.mark.parametrize(("vm_status", "outcome", "recreates"), [
+    ("RUNNING", "", False), (None, "", False), ("STOPPING", "", True), ("RUNNING", "refused",
+                                                                        True)])
+def test_a_reported_host_is_recreated_early_only_when_its_vm_stopped_or_the_report_failed(
+        vm_status, outcome, recreates):
+    state = recreated("report", reason=ECC)
+    state.nodes["a4-a4-0001"] = replace(state.nodes["a4-a4-0001"], outcome=outcome)
+    group = vms() if vm_status is None else vms("a4-a4-0001", status=vm_status)
+    actions, later = remediate.decide(parsed(node_line(reason="cp:other: now")), group, state,
+                                      at(60), config_for("replace", report=True))
+    if recreates:
+        assert acts(actions) == [remediate.Recreate(GROUP, "a4-a4-0001")]
+        assert later.nodes["a4-a4-0001"].reason == ECC  # the reason it was reported for
+    else:
+        assert acts(actions) == []
+
+
+# --- The operator's reset, in the test process ---------------------------------------------
+
+PROTECTED_NOTE = "cp:protected: remediation stopped after 3 failures"
+
+
+class FailingSlurm(FakeSlurm):
+    """scontrol that refuses every change."""
+
+    def _run(self, argv: list[str]) -> str:
+        out = super()._run(argv)
+        if argv[:3] != ["scontrol", "show", "node"]:
+            raise common.CommandFailed(f"{' '.join(argv[:2])}: exit status 1")
+        return out
+
+
+def protected_both(path: Path) -> None:
+    remediate.State(failures={"a4": 3, "b4": 3}, protected={
+        n: remediate.Protection(at(0), "3 failed remediations in a row") for n in ("a4", "b4")
+    }).save(str(path))
+
+
+def test_a_reset_frees_its_nodeset_only_and_takes_the_note_off_its_nodes(tmp_path):
+    state = tmp_path / "s.json"
+    protected_both(state)
+    config = config_for("reboot", state=state, nodesets=("a4", "b4"))
+    slurm = FakeSlurm([
+        node_line("a4-a4-0001", reason=f"{ECC}; {PROTECTED_NOTE}"),
+        node_line("a4-a4-0002", state="DOWN+DYNAMIC_NORM", reason=PROTECTED_NOTE),
+        node_line("a4-a4-0003", reason=ECC),
+        node_line("b4-b4-0001", feature="b4", reason=f"{ECC}; {PROTECTED_NOTE}")])
+    log = Journal()
+    remediator(config, slurm, [at(60)], log).reset("a4")
+    assert slurm.changes() == [
+        ["scontrol", "update", "nodename=a4-a4-0001", "state=drain", f"reason={ECC}"],
+        ["scontrol", "update", "nodename=a4-a4-0002", "state=down",
+         "reason=cp:protected-reset"]]
+    saved = remediate.State.load(str(state))
+    assert list(saved.protected) == ["b4"] and saved.failures == {"b4": 3}
+    assert log.entries == [{"message": "nodeset a4 left protected mode", "severity": "INFO",
+                            "nodeset": "a4", "action": "reset"}]
+
+
+def test_a_reset_whose_scontrol_fails_logs_the_error_in_the_loops_log(tmp_path):
+    state = tmp_path / "s.json"
+    protected_both(state)
+    config = config_for("reboot", state=state, nodesets=("a4", "b4"))
+    slurm = FailingSlurm([node_line(reason=f"{ECC}; {PROTECTED_NOTE}")])
+    log = Journal()
+    remediator(config, slurm, [at(60)], log).reset("a4")
+    assert log.entries[0] == {
+        "message": "setstate of a4-a4-0001 failed: scontrol update: exit status 1",
+        "severity": "ERROR", "nodes": "a4-a4-0001"}
+    assert list(remediate.State.load(str(state)).protected) == ["b4"]
+
+
+def test_a_reset_of_a_corrupt_state_file_says_what_it_kept_aside(tmp_path):
+    state = tmp_path / "s.json"
+    state.write_bytes(b"{")
+    config = config_for("reboot", state=state, nodesets=("a4", "b4"))
+    log = Journal()
+    remediator(config, FakeSlurm([]), [at(60)], log).reset("a4")
+    (warning,) = [e for e in log.entries if e["severity"] == "WARNING"]
+    assert warning["message"].startswith(f"state file {state} was unreadable (")
+    assert warning["message"].endswith(
+        f"): kept as {state}.corrupt; the other nodesets stay protected until each is reset")
+    assert {k: v for k, v in warning.items() if k != "message"} == {
+        "severity": "WARNING", "action": "reset", "state_file": str(state)}
+    saved = remediate.State.load(str(state))
+    assert list(saved.protected) == ["b4"]
+    assert saved.protected["b4"].note == "state file unreadable"
+    assert saved.protected["b4"].why.startswith("state file unreadable: ")
+
+
+def test_a_reset_waits_for_the_state_files_lock(tmp_path):
+    state = tmp_path / "s.json"
+    protected_both(state)
+    config = config_for("reboot", state=state, nodesets=("a4", "b4"))
+    loop = remediator(config, FakeSlurm([]), [at(60)])
+    with common.locked(state):
+        worker = threading.Thread(target=loop.reset, args=("a4",))
+        worker.start()
+        worker.join(0.5)
+        assert worker.is_alive(), "the reset did not wait for the pass holding the lock"
+        assert sorted(remediate.State.load(str(state)).protected) == ["a4", "b4"]
+    worker.join(10)
+    assert list(remediate.State.load(str(state)).protected) == ["b4"]
+
+
+def test_an_unreadable_state_file_is_alerted_once_naming_the_file_and_the_way_out(
+        fake, tmp_path):
+    state = tmp_path / "s.json"
+    state.write_bytes(b"{")
+    config = config_for("reboot", state=state, api=fake.config())
+    log = Journal()
+    loop = remediator(config, FakeSlurm([node_line()]), [at(0)], log)
+    loop.run_once()
+    loop.run_once()
+    (alert,) = [e for e in log.entries if e["severity"] == "ALERT"]
+    assert alert["message"].startswith(f"state file {state} is unreadable (")
+    assert alert["message"].endswith("): no node is rebooted or replaced until an operator "
+                                     "runs clusterprint-remediate --reset NODESET")
+    assert {k: v for k, v in alert.items() if k != "message"} == {
+        "severity": "ALERT", "action": "protect", "state_file": str(state)}
+
+
+# --- Acting: what each failure says, and what is tried again ---------------------------------
+
+def test_a_note_is_logged_as_decided(fake):
+    log = Journal()
+    remediate.apply([remediate.Note("m", "WARNING", {"node": "a4-a4-0001"})], FakeSlurm([]),
+                    compute_of(config_for("reboot", api=fake.config())), log)
+    assert log.entries == [{"message": "m", "severity": "WARNING", "node": "a4-a4-0001"}]
+
+
+def test_a_host_report_sends_the_nodes_reason_for_its_vm(fake):
+    remediate.apply([remediate.Report("a4-a4-0001", ECC)], FakeSlurm([]),
+                    compute_of(config_for("replace", api=fake.config())), Journal())
+    (call,) = fake.calls
+    assert (call.method, call.verb) == ("POST", "reportHostAsFaulty")
+    assert call.path.endswith("/instances/a4-a4-0001/reportHostAsFaulty")
+    assert call.body == {"disruptionSchedule": "IMMEDIATE", "faultReasons": [
+        {"behavior": "UNRECOVERABLE_GPU_ERROR", "description": ECC}]}
+
+
+def by_node(refuse: str) -> Callable:
+    """An API that refuses the node ``refuse`` (HTTP 403) and answers HTML for any other."""
+    def answer(call):
+        if f"/{refuse}/" in call.path:
+            return 403, b'{"error": "no"}'
+        return 200, b"<html>"
+    return answer
+
+
+def test_only_calls_the_api_refused_are_tried_again(fake):
+    """A refused reset or report did nothing; an answer the loop cannot read may have acted;
+    a reboot that scontrol failed did nothing; a failed scontrol update is not retried."""
+    fake.answers["reset"] = by_node("a4-a4-0001")
+    fake.answers["reportHostAsFaulty"] = by_node("a4-a4-0003")
+    fake.answers["recreateInstances"] = (200, b"<html>")
+    log = Journal()
+    refused = remediate.apply(
+        [remediate.Reset("a4-a4-0001"), remediate.Reset("a4-a4-0002"),
+         remediate.Report("a4-a4-0003", ECC), remediate.Report("a4-a4-0004", ECC),
+         remediate.Reboot("a4-a4-0005", "r"), remediate.Reboot("a4-a4-0006", "r"),
+         remediate.Recreate(GROUP, "a4-a4-0007"), remediate.SetState("a4-a4-0008", "drain")],
+        FailingSlurm([]), compute_of(config_for("reboot", api=fake.config())), log)
+    assert refused == {"a4-a4-0001", "a4-a4-0003", "a4-a4-0005", "a4-a4-0006"}
+    errors = [(e["message"].split(": ")[0], e.get("node", e.get("nodes")))
+              for e in log.entries if e["severity"] == "ERROR"]
+    assert errors == [
+        ("reset of a4-a4-0001 failed", "a4-a4-0001"), ("reset of a4-a4-0002 failed",
+                                                       "a4-a4-0002"),
+        ("report of a4-a4-0003 failed", "a4-a4-0003"), ("report of a4-a4-0004 failed",
+                                                        "a4-a4-0004"),
+        ("reboot of a4-a4-0005,a4-a4-0006 failed", "a4-a4-0005,a4-a4-0006"),
+        ("recreate of a4-a4-0007 failed", "a4-a4-0007"),
+        ("setstate of a4-a4-0008 failed", "a4-a4-0008")]
+    assert log.entries[0]["message"] == (
+        'reset of a4-a4-0001 failed: POST instances/a4-a4-0001/reset: HTTP 403: {"error": "no"}')
+
+
+def test_a_reboot_asks_slurm_for_a_reboot_as_soon_as_the_jobs_end_then_resume():
+    slurm = FakeSlurm([])
+    remediate.apply([remediate.Reboot(n, "cp:x; cp:reboot: issued") for n in names(2)],
+                    slurm, remediate.Compute("p", "z"), Journal())
+    assert slurm.changes() == [["scontrol", "reboot", "ASAP", "nextstate=RESUME",
+                                "reason=cp:x; cp:reboot: issued", "a4-a4-0001,a4-a4-0002"]]
+
+
+# --- The Compute API client: the calls made, the errors said ---------------------------------
+
+def test_listing_a_group_pages_through_it_with_posts_and_counts_each_call(fake):
+    statuses = {"a4-a4-0001": "RUNNING", "a4-a4-0002": "STOPPING", "a4-a4-0003": "CREATING"}
+    fake.groups[GROUP] = ("c-a4", statuses)
+    fake.page_size = 2
+    compute = compute_of(config_for("replace", api=fake.config()))
+    assert compute.group("c-a4") == GROUP
+    assert compute.instances(GROUP) == statuses
+    prefix = "/compute/v1/projects/p/zones/z/"
+    assert [(c.method, c.path) for c in fake.calls] == [
+        ("GET", f"{prefix}instanceGroupManagers"),
+        ("POST", f"{prefix}instanceGroupManagers/{GROUP}/listManagedInstances"),
+        ("POST", f"{prefix}instanceGroupManagers/{GROUP}/listManagedInstances?pageToken=2")]
+    assert all(c.raw == b"" and c.content_type == "application/json" for c in fake.calls)
+    assert compute.calls == 3
+    compute.reset("a4-a4-0001")
+    assert fake.calls[-1].content_type == "application/json" and compute.calls == 4
+
+
+def test_a_page_token_is_quoted_a_vm_being_created_has_no_status_and_no_list_is_empty(fake):
+    pages = {"": {"managedInstances": [{"instance": "x/zones/z/instances/a4-a4-0001"}],
+                  "nextPageToken": "a b"},
+             "?pageToken=a%20b": {}}
+    fake.answers["listManagedInstances"] = lambda call: (
+        200, json.dumps(pages[call.path.partition("listManagedInstances")[2]]).encode())
+    compute = compute_of(config_for("replace", api=fake.config()))
+    assert compute.instances(GROUP) == {"a4-a4-0001": ""}
+
+
+def test_a_group_whose_answer_is_larger_than_a_read_is_read_whole(fake):
+    fake.groups[GROUP] = ("c-a4", {f"a4-a4-{i:04d}": "RUNNING" for i in range(3000)})
+    fake.page_size = 3000
+    compute = compute_of(config_for("replace", api=fake.config()))
+    assert len(compute.instances(GROUP)) == 3000
+
+
+def compute_error(fake: FakeCompute, verb: str, answer: object, call: Callable) -> str:
+    fake.answers[verb] = answer
+    with pytest.raises(remediate.ComputeError) as caught:
+        call(compute_of(config_for("replace", api=fake.config())))
+    return str(caught.value)
+
+
+LIST = f"instanceGroupManagers/{GROUP}/listManagedInstances"
+
+
+@pytest.mark.parametrize(("answer", "said"), [
+    ((200, b"[]"), f"POST {LIST}'s answer: expected dict, got list"),
+    ((200, json.dumps({"managedInstances": "all"}).encode()),
+     f"{LIST}: managedInstances: expected list, got str"),
+    ((200, json.dumps({"managedInstances": [7]}).encode()),
+     f"{LIST}: an item of managedInstances: expected dict, got int"),
+    ((200, json.dumps({"nextPageToken": 5}).encode()), "nextPageToken: expected str, got int"),
+    (list_page("t" * 60), f"{LIST}: nextPageToken {common.clip('t' * 60, 40)} repeats"),
+    (lambda call: list_page(str(next(COUNTER))), f"{LIST}: more than 100 pages"),
+])
+def test_an_answer_the_api_should_not_give_is_said_in_the_error(fake, answer, said):
+    assert compute_error(fake, "listManagedInstances", answer,
+                         lambda c: c.instances(GROUP)) == said
+
+
+def test_an_error_status_says_the_call_without_its_page_token_and_what_the_api_said(fake):
+    def second_page_fails(call):
+        if "pageToken" in call.path:
+            return 500, b"\xff" + b"x" * 400
+        return list_page("2")
+    said = compute_error(fake, "listManagedInstances", second_page_fails,
+                         lambda c: c.instances(GROUP))
+    assert said == common.clip(f"POST {LIST}: HTTP 500: \ufffd" + "x" * 299, 400)
+
+
+def test_a_note_longer_than_half_a_reason_is_cut_to_half_and_the_reason_keeps_the_rest():
+    extra = "cp:reboot-timeout: " + "x" * common.REASON_MAX
+    half = common.clip(extra, common.REASON_MAX // 2)
+    assert remediate.with_reason("", extra) == half
+    marked = remediate.with_reason("cp:disk: " + "y" * common.REASON_MAX, extra)
+    assert marked.endswith(f"; {half}") and len(marked) == common.REASON_MAX
+
+
+def test_a_node_left_down_after_a_replacement_is_replaced_again_once_resumed_by_hand():
+    actions, _ = remediate.decide(parsed(node_line()), vms("a4-a4-0001"), recreated("gave-up"),
+                                  at(7200), config_for("replace"))
+    assert acts(actions) == [remediate.Recreate(GROUP, "a4-a4-0001")]
