@@ -420,11 +420,19 @@ def unhealthy(node: common.SlurmNode) -> bool:
     return not node.rebooting and (node.checked_failed or (node.down and node.not_responding))
 
 
+def protected_note(reason: str) -> bool:
+    """Whether one of the reasons is the protected note (``cp:protected: ...``), not the
+    ``cp:protected-reset`` a reset leaves: a node reset once must be marked again when its
+    nodeset is protected again."""
+    return any(part.startswith(f"{PROTECTED}:") for part in reason.split(common.SEPARATOR))
+
+
 def with_reason(reason: str, extra: str) -> str:
     """``reason`` with ``extra`` appended once (by its ``cp:name``), within REASON_MAX:
     the reason is cut, never the loop's note."""
     extra = common.clip(extra, common.REASON_MAX // 2)
-    if extra.split(": ", 1)[0] in reason:
+    name = extra.split(": ", 1)[0] + ":"
+    if any(part.startswith(name) for part in reason.split(common.SEPARATOR)):
         return common.clip(reason)
     if not reason:
         return extra
@@ -646,7 +654,7 @@ class _Pass:
         note = f"{PROTECTED}: " + (protection.note or "remediation stopped after "
                                    f"{self.state.failures.get(nodeset, 0)} failures")
         for node in nodes:
-            if (node.drained or node.down) and PROTECTED not in node.reason:
+            if (node.drained or node.down) and not protected_note(node.reason):
                 self.actions.append(SetState(node.name, "down" if node.down else "drain",
                                              with_reason(node.reason, note)))
 
@@ -919,9 +927,9 @@ class Remediator:
             cleared = []
             for node in self.slurm.nodes():
                 policy = nodeset_of(node, self.config)
-                if policy and policy.name == nodeset and PROTECTED in node.reason:
+                if policy and policy.name == nodeset and protected_note(node.reason):
                     kept = common.SEPARATOR.join(p for p in node.reason.split(common.SEPARATOR)
-                                                 if not p.startswith(PROTECTED))
+                                                 if not p.startswith(f"{PROTECTED}:"))
                     cleared.append(SetState(node.name, "down" if node.down else "drain",
                                             kept or f"{PREFIX}protected-reset"))
             apply(cleared, self.slurm, self.compute, self.log)

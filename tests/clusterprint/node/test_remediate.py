@@ -879,6 +879,17 @@ def test_protection_marks_only_drained_or_down_nodes_and_counts_no_failures_as_z
                              remediate.SetState("a4-a4-0003", "down", note_)]
 
 
+
+def test_a_node_a_reset_left_with_protected_reset_is_marked_when_protected_again():
+    state = remediate.State(protected={"a4": remediate.Protection(at(0), "by hand")})
+    lines = [node_line("a4-a4-0001", reason="cp:protected-reset"),
+             node_line("a4-a4-0002", reason=f"{ECC}; cp:protected: remediation stopped")]
+    actions, _ = remediate.decide(parsed(*lines), vms(*names(2)), state, at(0),
+                                  config_for("reboot"))
+    note_ = "cp:protected: remediation stopped after 0 failures"
+    assert acts(actions) == [remediate.SetState("a4-a4-0001", "drain",
+                                                f"cp:protected-reset; {note_}")]
+
 # --- Following an action in flight ------------------------------------------------------------
 
 def test_a_drain_ends_when_an_operator_resumes_the_node_and_not_before():
