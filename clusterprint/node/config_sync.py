@@ -462,41 +462,44 @@ class Node:
         else:
             log(f"{said}; slurmctld had stopped and was restarted with them", "ERROR")
 
+    def command(self, argv: list[str]) -> tuple[subprocess.CompletedProcess | None, str]:
+        """Run one of the Slurm commands: (its result, "") when it ran to an exit code,
+        (None, why) when it is missing, cannot start or hangs past COMMAND_TIMEOUT_S."""
+        try:
+            return self.run(argv, COMMAND_TIMEOUT_S, None), ""
+        except common.CommandFailed as exc:
+            return None, str(exc)
+
+    def succeeded(self, argv: list[str]) -> str:
+        """Run ``argv``: "" when it exited 0, else what went wrong, on one line."""
+        done, why = self.command(argv)
+        if done is None:
+            return why
+        return common.failure(argv, done) if done.returncode else ""
+
     def reconfigure(self) -> str:
         """``scontrol reconfigure``, then a ping: what went wrong, "" when slurmctld took
         the files and still answers (Slurm 22.05 exits on a fatal error in them)."""
-        try:
-            done = self.run(self.commands.reconfigure, COMMAND_TIMEOUT_S, None)
-        except common.CommandFailed as exc:
-            return str(exc)
-        if done.returncode:
-            return common.failure(self.commands.reconfigure, done)
+        failed = self.succeeded(self.commands.reconfigure)
+        if failed:
+            return failed
         return "" if self.answers() else "slurmctld stopped answering after scontrol reconfigure"
 
     def answers(self) -> bool:
         """True when slurmctld answers a ping."""
-        try:
-            done = self.run(self.commands.ping, COMMAND_TIMEOUT_S, None)
-        except common.CommandFailed:
-            return False
-        return done.returncode == 0 and "UP" in done.stdout
+        done, _ = self.command(self.commands.ping)
+        return done is not None and done.returncode == 0 and "UP" in done.stdout
 
     def version(self) -> tuple[int, int] | None:
         """The installed Slurm's (major, minor), None if slurmctld does not say."""
-        try:
-            done = self.run(self.commands.version, COMMAND_TIMEOUT_S, None)
-        except common.CommandFailed:
-            return None
-        return slurm_version(done.stdout) if done.returncode == 0 else None
+        done, _ = self.command(self.commands.version)
+        return slurm_version(done.stdout) if done is not None and done.returncode == 0 else None
 
     def restart(self) -> str:
         """Restart slurmctld and wait for it to answer: what went wrong, "" when it does."""
-        try:
-            done = self.run(self.commands.restart, COMMAND_TIMEOUT_S, None)
-        except common.CommandFailed as exc:
-            return str(exc)
-        if done.returncode:
-            return common.failure(self.commands.restart, done)
+        failed = self.succeeded(self.commands.restart)
+        if failed:
+            return failed
         deadline = time.monotonic() + self.restart_budget_s
         while not self.answers():
             if time.monotonic() > deadline:

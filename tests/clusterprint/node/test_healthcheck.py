@@ -398,14 +398,20 @@ GPU_QUERY_FAULTS = [
 ]
 
 
+def interval_run_with(node, fixture: str, text: str):
+    """The program as HealthCheckProgram runs it on an H100 node whose tool prints ``text``
+    for ``fixture`` (the other tools answer as a healthy node's do)."""
+    fixtures, bin_dir, config = node("h100")
+    (fixtures / fixture).write_text(text)
+    return run_program(config, fixtures, bin_dir, "--no-drain", "--mode", "interval")
+
+
 @pytest.mark.parametrize(("case", "text", "reasons"), GPU_QUERY_FAULTS,
                          ids=[c for c, _, _ in GPU_QUERY_FAULTS])
 def test_a_gpu_query_that_proves_nothing_is_unhealthy(case, text, reasons, node):
     check = answering(text)
     assert check.guarded("gpu-count", check.query_gpus) == reasons
-    fixtures, bin_dir, config = node("h100")
-    (fixtures / "nvidia-smi-query-gpu").write_text(text)
-    done = run_program(config, fixtures, bin_dir, "--no-drain", "--mode", "interval")
+    done = interval_run_with(node, "nvidia-smi-query-gpu", text)
     assert done.returncode == 1 and set(reasons) <= set(done.stdout.splitlines()), done.stdout
 
 
@@ -433,9 +439,7 @@ REMAP_FAULTS = [
                          ids=[c for c, _, _ in REMAP_FAULTS])
 def test_a_remap_query_that_proves_nothing_is_unhealthy(case, text, reasons, node):
     assert hc.remap_reasons(text, gpus()) == reasons
-    fixtures, bin_dir, config = node("h100")
-    (fixtures / "nvidia-smi-query-remapped-rows").write_text(text)
-    done = run_program(config, fixtures, bin_dir, "--no-drain", "--mode", "interval")
+    done = interval_run_with(node, "nvidia-smi-query-remapped-rows", text)
     assert (done.returncode, done.stdout.splitlines()) == (1, reasons), done.stderr
 
 
@@ -458,9 +462,7 @@ NVLINK_FAULTS = [
 def test_nvlink_counters_that_prove_nothing_are_unhealthy(case, text, reasons, node):
     check = answering(text)
     assert check.guarded("gpu-nvlink", check.nvlink) == reasons
-    fixtures, bin_dir, config = node("h100")
-    (fixtures / "nvidia-smi-nvlink-e").write_text(text)
-    done = run_program(config, fixtures, bin_dir, "--no-drain", "--mode", "interval")
+    done = interval_run_with(node, "nvidia-smi-nvlink-e", text)
     assert (done.returncode, done.stdout.splitlines()) == (1, reasons), done.stderr
 
 
