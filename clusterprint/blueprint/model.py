@@ -246,14 +246,21 @@ class BootDisk(Strict):
 
 
 class Image(Strict):
-    """A custom boot image, by family."""
+    """A boot image the blueprint names instead of clusterprint's built one: an exact image
+    (``name``, pinned) or, only where the blueprint says so, the newest of a ``family``."""
 
-    project: str = Field(pattern=PROJECT_PATTERN,
-                         description="The project that holds the image family.")
-    family: str = Field(pattern=IMAGE_FAMILY_PATTERN,
-                        description="The image family: VMs boot its newest image that is not "
-                                    "deprecated, which must match the machine's CPU "
-                                    "architecture (arm64 for A4X).")
+    project: str = Field(pattern=PROJECT_PATTERN, description="The project that holds the image.")
+    name: str | None = Field(None, pattern=IMAGE_FAMILY_PATTERN,
+                             description="An exact image: every VM boots these very bytes. "
+                                         "Give name or family, not both.")
+    family: str | None = Field(None, pattern=IMAGE_FAMILY_PATTERN,
+                               description="An image family: VMs boot its newest image that is "
+                                           "not deprecated, which must match the machine's CPU "
+                                           "architecture (arm64 for A4X).")
+    install_at_boot: bool = Field(
+        False, description="Install at boot what the image lacks of what the node needs "
+                           "(slow, from the internet); without it such a node fails its boot "
+                           "naming what is missing.")
 
 
 Provisioning = Literal["on-demand", "spot", "flex-start", "reservation"]

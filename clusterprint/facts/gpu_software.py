@@ -337,15 +337,16 @@ ENROOT_RELEASES = "https://github.com/NVIDIA/enroot/releases/download/v{version}
 ENROOT_DEBS = ("enroot_{version}-1_{arch}.deb", "enroot+caps_{version}-1_{arch}.deb")
 
 #: pyxis, the SPANK plugin behind ``srun --container-image``: built on each VM from its
-#: release source against the installed Slurm's spank.h (libslurm-dev), because Slurm refuses
+#: release source against the installed Slurm's spank.h, because Slurm refuses
 #: a plugin built for another release (pyxis README); `make install` puts it here
 #: (slurm-gcp ansible/roles/pyxis builds v0.19.0 the same way; v0.24.0 is the latest tag).
 PYXIS_VERSION = "0.24.0"
 PYXIS_SOURCE = "https://github.com/NVIDIA/pyxis/archive/refs/tags/v{version}.tar.gz"
 PYXIS_PLUGIN = "/usr/local/lib/slurm/spank_pyxis.so"
-#: What building pyxis needs, by the file or command that shows it is there.
-PYXIS_BUILD_PACKAGES = (("gcc", "gcc"), ("make", "make"))
-PYXIS_HEADERS = ("/usr/include/slurm/spank.h", "libslurm-dev")
+#: What building pyxis needs: a compiler and make (Ubuntu packages), and the spank.h of the
+#: Slurm it is built against, which the image's Slurm build installs (--prefix=/usr).
+PYXIS_BUILD_PACKAGES = ("gcc", "make")
+PYXIS_HEADERS = "/usr/include/slurm/spank.h"
 
 
 def plugstack_conf() -> str:

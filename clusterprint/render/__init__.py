@@ -4,7 +4,7 @@
 the controller's and login nodes' ``clusterprint-slurm-config``);
 ``rendered_files`` is every file by the path ``clusterprint render`` writes it to: the Slurm
 files, the scripts, ``jobs/`` (the NCCL proof of each GPU partition), ``recipes/`` and the
-node programs.
+node programs, and ``images/NAME.sh``, the install script of each image the nodes boot.
 """
 
 from __future__ import annotations
@@ -15,6 +15,7 @@ from clusterprint.blueprint.model import Blueprint
 from clusterprint.render import metadata_guard
 from clusterprint.render.config_sync import ROLE_FILES, slurm_config_value
 from clusterprint.render.healthcheck import healthcheck_files
+from clusterprint.render.images import needed_images
 from clusterprint.render.nccl_job import render_nccl_jobs
 from clusterprint.render.node_scripts import (
     render_compute_script,
@@ -74,4 +75,5 @@ def rendered_files(blueprint: Blueprint) -> dict[str, str]:
     files.update(staged_files(blueprint))
     files.update(healthcheck_files(blueprint))
     files.update(remediation_files(blueprint))
+    files.update({image.script_path: image.script for image in needed_images(blueprint)})
     return files

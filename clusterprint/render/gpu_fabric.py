@@ -1,8 +1,9 @@
-"""What a GPU nodeset's compute script installs so its GPU NICs carry NCCL traffic.
+"""What makes a GPU nodeset's NICs carry NCCL traffic: the image's install steps and the boot's.
 
 The family's software comes from ``clusterprint.facts.gpu_software`` (keyed by the catalog's
-networking kind); a nodeset gets it only when the cluster builds that GPU network
-(``network.gpu_networks: none`` leaves the VMs with one NIC and nothing to drive).
+networking kind): its image installs it (``fabric_install_context``), and a nodeset's boot
+sets it up only when the cluster builds that GPU network (``network.gpu_networks: none``
+leaves the VMs with one NIC and nothing to drive).
 """
 
 from __future__ import annotations
@@ -79,12 +80,9 @@ def family_fabric(blueprint: Blueprint, nodeset: Nodeset) -> machines.MachineFam
     return family
 
 
-def fabric_context(blueprint: Blueprint, nodeset: Nodeset) -> dict[str, object] | None:
-    """What gpu_fabric.sh.j2 renders for the nodeset, or None: it gets no fabric part."""
-    family = family_fabric(blueprint, nodeset)
-    if family is None:
-        return None
-    software = gpu_software.FABRIC[family.networking]
+def fabric_install_context(software: gpu_software.FabricSoftware) -> dict[str, object]:
+    """What scripts/install_fabric.sh.j2 renders: the family's fabric software, which an
+    image holds whatever cluster boots it."""
     if software.installer and not software.installer.target.startswith("/var/lib/"):
         raise ValueError("the plugin installers write through -v /var/lib:/var/lib")
     parts = [{"part": part, "repository": repository(part.source) if part.source else None}
@@ -95,15 +93,21 @@ def fabric_context(blueprint: Blueprint, nodeset: Nodeset) -> dict[str, object] 
     # Only the variables some repository line uses are set (shellcheck refuses unused ones).
     apt_vars = sorted({variable[2:-1] for variable in _APT_PLACEHOLDERS.values()
                        if any(variable in r.key_url + r.line for r in added)})
+    return {"software": software, "parts": parts, "transport": transport,
+            "transport_package": gpu_software.AR_TRANSPORT_PACKAGE,
+            "dmabuf_repository": dmabuf, "apt_vars": apt_vars}
+
+
+def fabric_context(blueprint: Blueprint, nodeset: Nodeset) -> dict[str, object] | None:
+    """What gpu_fabric.sh.j2 renders for the nodeset at boot, or None: it gets no fabric part."""
+    family = family_fabric(blueprint, nodeset)
+    if family is None:
+        return None
+    software = gpu_software.FABRIC[family.networking]
     rxdm = (render("scripts/rxdm.sh.j2", title=software.title, rxdm=software.rxdm,
                    machine_type=family.machine_type) if software.rxdm else "")
     return {
         "software": software,
-        "parts": parts,
-        "transport": transport,
-        "transport_package": gpu_software.AR_TRANSPORT_PACKAGE,
-        "dmabuf_repository": dmabuf,
-        "apt_vars": apt_vars,
         "system_nics": family.system_nics,
         "gpu_nics": family.gpu_nics,
         "env_lines": env_lines(software),

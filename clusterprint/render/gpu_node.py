@@ -30,8 +30,8 @@ class Pyxis:
     version: str
     source: Download
     plugin: str
-    build_packages: tuple[tuple[str, str], ...]
-    headers: tuple[str, str]
+    build_packages: tuple[str, ...]
+    headers: str
 
 
 @dataclass(frozen=True)

@@ -25,12 +25,8 @@ from clusterprint.render import (
 from clusterprint.render.environment import render
 from clusterprint.render.gpu_fabric import fabric_context
 from clusterprint.render.nccl_job import STAGED_JOBS, STAGED_RECIPES, staged_job_path
-from clusterprint.render.node_software import (
-    Software,
-    compute_software,
-    controller_software,
-    login_software,
-)
+from clusterprint.render.images import boot_context
+from clusterprint.render.node_software import compute_parts, controller_parts, login_parts
 from clusterprint.render.slurm_config import (
     JWT_KEY,
     MARIADB_DATADIR,
@@ -59,9 +55,6 @@ MLOPS_HELPERS: dict[str, ModuleType] = {
 #: config-sync beside the shared common.py; the commands are links to them.
 MLOPS_LIB = "/usr/local/lib/clusterprint"
 MLOPS_UNIT = "clusterprint-mlops.service"
-#: Google's TensorBoard uploader (tb-gcp-uploader), pinned: 2.7.0 declares the
-#: ``tensorboard`` extra and the console script (its wheel's METADATA and entry_points.txt).
-TENSORBOARD_UPLOADER_PACKAGE = "google-cloud-aiplatform[tensorboard]==2.7.0"
 
 
 def mlops_context(blueprint: Blueprint) -> dict[str, object]:
@@ -83,18 +76,16 @@ def mlops_context(blueprint: Blueprint) -> dict[str, object]:
                        "socket": mlops_broker.SOCKET, "unit": MLOPS_UNIT} if guarded else None,
             "config_path": register_model.CONFIG,
             "config": json.dumps(config, indent=2, sort_keys=True) + "\n",
-            "tensorboard": blueprint.observability.tensorboard,
-            "venv": str(Path(tensorboard_upload.UPLOADER).parent.parent),
-            "package": TENSORBOARD_UPLOADER_PACKAGE}
+            "tensorboard": blueprint.observability.tensorboard}
 
 
-def _common(blueprint: Blueprint, role: str, software: Software) -> dict[str, object]:
+def _common(blueprint: Blueprint, role: str, image: dict[str, object]) -> dict[str, object]:
     scratch = [{"name": x.name, "mount": blueprint.mount_of(x),
                 "key": node_metadata.lustre_source(x.name)}
                for x in blueprint.storage.lustre if blueprint.mount_of(x) != "/home"]
     buckets = [{"name": b.bucket, "mount": b.mount_path} for b in blueprint.storage.buckets]
     return {"role": role, "cluster": blueprint.name, "keys": METADATA_KEYS,
-            "scratch": scratch, "buckets": buckets, "software": software}
+            "scratch": scratch, "buckets": buckets, "image": image}
 
 
 def render_controller_script(blueprint: Blueprint, slurm_files: dict[str, str]) -> str:
@@ -111,7 +102,8 @@ def render_controller_script(blueprint: Blueprint, slurm_files: dict[str, str]) 
                   state=state, accounting=accounting if accounting.enabled else None,
                   storage_user=STORAGE_USER, database=accounting_database(blueprint),
                   config_sync=config_sync.script_context("controller", MLOPS_LIB),
-                  **_common(blueprint, "controller", controller_software(blueprint)))
+                  **_common(blueprint, "controller",
+                            boot_context(blueprint, controller_parts(blueprint))))
 
 
 def render_login_script(blueprint: Blueprint, slurm_files: dict[str, str],
@@ -122,10 +114,11 @@ def render_login_script(blueprint: Blueprint, slurm_files: dict[str, str],
     staged = {staged_job_path(path): text for path, text in jobs.items()}
     return render("scripts/login.sh.j2", files=slurm_files, jobs=staged, jobs_dir=STAGED_JOBS,
                   recipes_dir=STAGED_RECIPES, staged_folders=(STAGED_JOBS, STAGED_RECIPES),
-                  pyxis=gpu_node.pyxis(), mlops=mlops_context(blueprint),
+                  mlops=mlops_context(blueprint),
                   config_sync=config_sync.script_context("login", MLOPS_LIB),
                   guard=metadata_guard.script_context(blueprint, "login"),
-                  **_common(blueprint, "login", login_software(blueprint)))
+                  **_common(blueprint, "login", boot_context(
+                      blueprint, login_parts(blueprint, pyxis="plugstack.conf" in slurm_files))))
 
 
 def render_compute_script(blueprint: Blueprint, nodeset: Nodeset) -> str:
@@ -135,8 +128,7 @@ def render_compute_script(blueprint: Blueprint, nodeset: Nodeset) -> str:
                   fabric=fabric_context(blueprint, nodeset),
                   node_conf=dynamic_node_conf(nodeset), conf_server=conf_server(blueprint),
                   node=gpu_node.gpu_node(nodeset.machine_type) if nodeset.gpus else None,
-                  pyxis=gpu_node.pyxis(),
                   healthcheck=healthcheck.script_context(blueprint, nodeset),
                   guard=metadata_guard.script_context(blueprint, "compute"),
                   **_common(blueprint, f"compute-{nodeset.name}",
-                            compute_software(blueprint)))
+                            boot_context(blueprint, compute_parts(blueprint, nodeset), nodeset)))

@@ -1,68 +1,89 @@
-"""What software each node role needs, so its script installs only that and only when missing.
+"""What software an image holds and each node role needs, as named parts.
 
-The default images are plain Ubuntu 24.04 (``components/images.py``): the Slurm packages come
-from the Ubuntu archive (23.11 in noble), Cloud Storage FUSE, the gcloud CLI and the Managed
-Lustre client from Google's apt repositories. A custom image that already has a command
-installs nothing for it.
+An image install script (``images/NAME.sh``) installs every part of its kind once, on a
+builder VM, and lists them in ``/etc/clusterprint/image.json``; a boot script checks that
+the image holds the parts its role needs and installs nothing, unless the blueprint allows
+installing at boot (``image.install_at_boot``), where it runs the same install steps for
+what is missing. Parts hold nothing cluster-specific (two clusters with other names,
+storage or partitions need the same parts), so the images are shared.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from clusterprint.blueprint.model import Blueprint, Nodeset
+from pathlib import Path
 
-from clusterprint.blueprint.model import Blueprint
+from clusterprint.facts import gpu_software
+from clusterprint.node import tensorboard_upload
+from clusterprint.render.gpu_fabric import family_fabric
 
-#: (command, package): the command whose presence shows the Debian/Ubuntu package is there.
-Packages = tuple[tuple[str, str], ...]
+#: Every part an image may hold, in the order an install script installs them.
+PARTS = ("base", "gcloud", "munge", "slurm", "nfs", "lustre", "gcsfuse", "mariadb",
+         "tensorboard", "pyxis", "gpu", "fabric")
+#: The parts of the image of nodes without GPUs (the controller, login nodes, CPU nodesets):
+#: one image for the three roles, each starting only its own daemons.
+CPU_PARTS = ("base", "gcloud", "munge", "slurm", "nfs", "lustre", "gcsfuse", "mariadb",
+             "tensorboard", "pyxis")
+#: The parts of a GPU family's image; ``fabric`` only where the family has fabric software.
+GPU_PARTS = ("base", "gcloud", "munge", "slurm", "nfs", "lustre", "gcsfuse", "pyxis", "gpu")
 
-SLURM_LOGIN: Packages = (("scontrol", "slurm-client"), ("munged", "munge"))
-SLURM_CONTROLLER: Packages = (("slurmctld", "slurmctld"), ("slurmrestd", "slurmrestd"),
-                               *SLURM_LOGIN)
-SLURM_COMPUTE: Packages = (("slurmd", "slurmd"), *SLURM_LOGIN)
-NFS_CLIENT = ("mount.nfs", "nfs-common")
-#: Accounting: slurmdbd, and the client the controller checks and sets up the database with.
-ACCOUNTING: Packages = (("slurmdbd", "slurmdbd"), ("mariadb", "mariadb-client"))
-#: The database itself, where no Cloud SQL instance holds it.
-MARIADB_SERVER = ("mariadbd", "mariadb-server")
-
-
-@dataclass(frozen=True)
-class Software:
-    """One role's needs: archive packages by command, and the extras from Google or Slurm."""
-
-    #: (command, package) pairs installed from the image's own apt sources
-    archive: Packages
-    #: Cloud Storage FUSE, for bucket mounts
-    gcsfuse: bool
-    #: the Managed Lustre client (kernel modules and mount.lustre)
-    lustre: bool
-
-
-def _archive(blueprint: Blueprint, slurm: Packages) -> Packages:
-    nfs = (NFS_CLIENT,) if blueprint.storage.home.uses_filestore else ()
-    return slurm + nfs
+#: Ubuntu packages of the base part: what every boot script runs (curl, python3 for the node
+#: programs, nftables for the metadata guard, mdadm for local SSDs) and the munge daemon.
+BASE_PACKAGES = ("ca-certificates", "curl", "git", "python3", "python3-venv", "nftables",
+                 "mdadm", "jq")
+MUNGE_PACKAGES = ("munge", "libmunge-dev")
+NFS_PACKAGES = ("nfs-common",)
+#: The database of accounting where no Cloud SQL instance holds it, and its client, which the
+#: controller checks and sets up the database with.
+MARIADB_PACKAGES = ("mariadb-server", "mariadb-client")
+#: Google's TensorBoard uploader (tb-gcp-uploader), pinned: 2.7.0 declares the
+#: ``tensorboard`` extra and the console script (its wheel's METADATA and entry_points.txt).
+TENSORBOARD_UPLOADER_PACKAGE = "google-cloud-aiplatform[tensorboard]==2.7.0"
+#: The uploader's venv, where clusterprint-tensorboard-upload runs it from.
+TENSORBOARD_VENV = str(Path(tensorboard_upload.UPLOADER).parent.parent)
 
 
-def controller_software(blueprint: Blueprint) -> Software:
-    """The controller mounts only /home: Lustre only when /home is Lustre, never buckets.
-    With accounting on it runs slurmdbd, and MariaDB unless Cloud SQL holds the database."""
+def _ordered(parts: set[str]) -> tuple[str, ...]:
+    return tuple(p for p in PARTS if p in parts)
+
+
+def _storage(blueprint: Blueprint, *, home_only: bool) -> set[str]:
+    home = blueprint.storage.home
+    parts = {"nfs"} if home.uses_filestore else {"lustre"}
+    if not home_only:
+        parts |= {"lustre"} if blueprint.storage.lustre else set()
+        parts |= {"gcsfuse"} if blueprint.storage.buckets else set()
+    return parts
+
+
+def controller_parts(blueprint: Blueprint) -> tuple[str, ...]:
+    """The controller mounts only /home, and runs MariaDB for accounting without Cloud SQL."""
     accounting = blueprint.slurm.accounting
-    extra: Packages = ()
-    if accounting.enabled:
-        extra = ACCOUNTING if accounting.cloud_sql else (*ACCOUNTING, MARIADB_SERVER)
-    return Software(archive=_archive(blueprint, SLURM_CONTROLLER + extra), gcsfuse=False,
-                    lustre=not blueprint.storage.home.uses_filestore)
+    database = {"mariadb"} if accounting.enabled and not accounting.cloud_sql else set()
+    return _ordered({"base", "gcloud", "munge", "slurm"} | database
+                              | _storage(blueprint, home_only=True))
 
 
-def login_software(blueprint: Blueprint) -> Software:
-    """A login node carries the client commands and every shared file system, no slurmd."""
-    return Software(archive=_archive(blueprint, SLURM_LOGIN),
-                    gcsfuse=bool(blueprint.storage.buckets),
-                    lustre=bool(blueprint.storage.lustre))
+def login_parts(blueprint: Blueprint, *, pyxis: bool) -> tuple[str, ...]:
+    """A login node carries the client commands, every shared file system, pyxis where the
+    cluster runs containers, and the TensorBoard uploader where the blueprint has one."""
+    extra = {"pyxis"} if pyxis else set()
+    extra |= {"tensorboard"} if blueprint.observability.tensorboard else set()
+    return _ordered({"base", "gcloud", "munge", "slurm"} | extra
+                              | _storage(blueprint, home_only=False))
 
 
-def compute_software(blueprint: Blueprint) -> Software:
-    """A compute node runs slurmd and mounts every shared file system."""
-    return Software(archive=_archive(blueprint, SLURM_COMPUTE),
-                    gcsfuse=bool(blueprint.storage.buckets),
-                    lustre=bool(blueprint.storage.lustre))
+def compute_parts(blueprint: Blueprint, nodeset: Nodeset) -> tuple[str, ...]:
+    """A compute node runs slurmd and mounts every shared file system; a GPU node also needs
+    the GPU stack and pyxis, and its fabric software where the cluster builds the network."""
+    gpu = {"gpu", "pyxis"} if nodeset.gpus else set()
+    family = family_fabric(blueprint, nodeset)
+    gpu |= {"fabric"} if family and installs(gpu_software.FABRIC[family.networking]) else set()
+    return _ordered({"base", "gcloud", "munge", "slurm"} | gpu
+                              | _storage(blueprint, home_only=False))
+
+
+def installs(software: gpu_software.FabricSoftware) -> bool:
+    """Whether a family's fabric has software to install (GPUDirect-TCPX has none)."""
+    return bool(software.apt or software.dmabuf or software.installer or software.rxdm
+                or software.udev_rule)

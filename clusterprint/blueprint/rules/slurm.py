@@ -202,3 +202,16 @@ def check_accounting(bp: Blueprint) -> Iterator[Finding]:
                       f"the Cloud SQL instance is in {sql.region}, the cluster in {bp.region}: "
                       f"every job start and end crosses regions",
                       f"use an instance in {bp.region}")
+
+
+@rule("slurm.image")
+def check_image(bp: Blueprint) -> Iterator[Finding]:
+    """A nodeset's image is an exact name or a family: one of them, so what it boots is clear."""
+    for index, ns in enumerate(bp.slurm.nodesets):
+        image = ns.image
+        if image is not None and (image.name is None) == (image.family is None):
+            given = "both name and family" if image.name else "neither name nor family"
+            yield error(("slurm", "nodesets", index, "image"),
+                        f"an image is an exact name or a family, and this one has {given}",
+                        "give name: IMAGE (pinned), or family: FAMILY (its newest image at "
+                        "each VM's creation)")
