@@ -48,16 +48,16 @@ GPU_BASES: dict[Architecture, BaseImage] = {
     "x86_64": BaseImage("ubuntu-os-accelerator-images",
                         "ubuntu-accelerator-2404-amd64-with-nvidia-580-v20260522",
                         "ubuntu-accelerator-2404-amd64-with-nvidia-580", _R580_CUDA,
-                        _CTK + "a3-ultragpu-8g/a3ultra-slurm-blueprint.yaml"),
+                        _CTK + "(the A3 Ultra Slurm blueprint)"),
     "arm64": BaseImage("ubuntu-os-accelerator-images",
                        "ubuntu-accelerator-2404-arm64-with-nvidia-580-v20260522",
                        "ubuntu-accelerator-2404-arm64-with-nvidia-580", _R580_CUDA,
-                       _CTK + "a4x-highgpu-4g/a4xhigh-slurm-blueprint.yaml"),
+                       _CTK + "(the A4X Slurm blueprint)"),
 }
 
 #: The builder VM per architecture, as the toolkit builds its images
-#: (``image_build_machine_type``: n2-standard-16 in a3ultra-slurm-blueprint.yaml,
-#: c4a-highcpu-16 for arm64 in a4xhigh-slurm-blueprint.yaml).
+#: (``image_build_machine_type``: n2-standard-16 in its A3 Ultra Slurm blueprint,
+#: c4a-highcpu-16 for arm64 in its A4X one).
 BUILDER_MACHINE_TYPES: dict[Architecture, str] = {"x86_64": "n2-standard-16",
                                                   "arm64": "c4a-highcpu-16"}
 #: The builder's boot disk, which becomes the image (the toolkit's ``disk_size_gb``: 100).

@@ -24,8 +24,8 @@ from clusterprint.render import (
 )
 from clusterprint.render.environment import render
 from clusterprint.render.gpu_fabric import fabric_context
-from clusterprint.render.nccl_job import STAGED_JOBS, STAGED_RECIPES, staged_job_path
 from clusterprint.render.images import boot_context
+from clusterprint.render.nccl_job import STAGED_JOBS, STAGED_RECIPES, staged_job_path
 from clusterprint.render.node_software import compute_parts, controller_parts, login_parts
 from clusterprint.render.slurm_config import (
     JWT_KEY,

@@ -10,9 +10,9 @@ storage or partitions need the same parts), so the images are shared.
 
 from __future__ import annotations
 
-from clusterprint.blueprint.model import Blueprint, Nodeset
 from pathlib import Path
 
+from clusterprint.blueprint.model import Blueprint, Nodeset
 from clusterprint.facts import gpu_software
 from clusterprint.node import tensorboard_upload
 from clusterprint.render.gpu_fabric import family_fabric

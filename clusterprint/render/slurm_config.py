@@ -73,7 +73,7 @@ def default_mem_per_cpu(nodesets: list[Nodeset]) -> int | None:
     memory) where a shape's memory is not in the catalog or a nodeset has GPUs.
     """
     shapes = [machines.cpu_shape(n.machine_type) for n in nodesets]
-    if any(n.gpus for n in nodesets) or not all(s in machines.MIB_PER_VCPU_AT_LEAST
+    if not shapes or any(n.gpus for n in nodesets) or not all(s in machines.MIB_PER_VCPU_AT_LEAST
                                                  for s in shapes):
         return None
     return int(min(machines.MIB_PER_VCPU_AT_LEAST[s] for s in shapes) * KERNEL_SHARE)

@@ -205,7 +205,7 @@ def test_every_required_key_is_in_the_blueprint_with_every_section():
     found = {(f.finding.rule, format_path(f.finding.path))
              for f in check_text("bp.yaml", text).findings}
     assert found == PLANTED_FINDINGS
-    assert "slurm.nodesets[0].image.family" in set(required_keys(Blueprint))
+    assert "slurm.nodesets[0].image.project" in set(required_keys(Blueprint))
 
 
 @pytest.mark.parametrize("key", list(required_keys(Blueprint)))

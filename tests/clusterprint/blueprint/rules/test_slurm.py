@@ -176,8 +176,20 @@ REFUSED += [
                  {**TWO, f"{NS}.count": 1, f"{NS}.placement": "compact",
                   f"{SECOND}.count": 1, f"{SECOND}.placement": Here("compact")}, "warning", 2,
                  id="two-single-node-compact-nodesets"),
+    pytest.param("slurm.image", f"{NS}.image",
+                 {f"{NS}.image": Here({"project": "my-images", "name": "a", "family": "b"})},
+                 "error", 1, id="image-name-and-family"),
+    pytest.param("slurm.image", f"{SECOND}.image",
+                 {**TWO, f"{NS}.image": {"project": "my-images"},
+                  f"{SECOND}.image": Here({"project": "my-images", "install_at_boot": True})},
+                 "error", 2, id="images-without-name-or-family"),
 ]
 ACCEPTED += [
+    pytest.param("slurm.image", {f"{NS}.image": {"project": "my-images", "name": "img-1"}},
+                 id="pinned-image"),
+    pytest.param("slurm.image", {f"{NS}.image": {"project": "my-images", "family": "fam",
+                                                 "install_at_boot": True}},
+                 id="family-installing-at-boot"),
     pytest.param("slurm.accounting", {f"{ACCT}.cloud_sql": SQL}, id="cloud-sql-in-the-region"),
     pytest.param("slurm.accounting", {f"{ACCT}.cloud_sql.instance":
                                       "projects/my-project/instances/acct"},
