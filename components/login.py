@@ -7,10 +7,10 @@ from collections.abc import Mapping, Sequence
 import pulumi
 
 from clusterprint.components.identity import NODE_ROLES, NodeServiceAccount
-from clusterprint.components.images import boot_image
 from clusterprint.components.vm import private_vm
 from clusterprint.contract import naming, node_metadata
 from clusterprint.facts.iam import MUNGE_READER_ROLES, VERTEX_AI_ROLE
+from clusterprint.render.images import boot_path
 
 #: Login nodes hold no data of their own: a small boot disk is enough.
 LOGIN_DISK_GB = 50
@@ -51,7 +51,7 @@ class LoginNodes(pulumi.ComponentResource):
         self.instances = [
             private_vm(
                 f"{name}-{i}", instance_name=instance_name, project=project, zone=zone,
-                machine_type=machine_type, image=image or boot_image(machine_type),
+                machine_type=machine_type, image=image or boot_path(project),
                 disk_size_gb=LOGIN_DISK_GB, subnetwork=subnetwork,
                 service_account_email=identity.email,
                 metadata={**(metadata or {}), **extra, "startup-script": startup_script,

@@ -9,9 +9,9 @@ import pulumi_gcp as gcp
 
 from clusterprint.blueprint.model import Nodeset
 from clusterprint.components.identity import NODE_SCOPES
-from clusterprint.components.images import boot_image
 from clusterprint.contract import naming, node_metadata
 from clusterprint.facts import machines
+from clusterprint.render.images import boot_path
 
 #: The longest a flex-start (DWS) VM may run, the API's maximum of 7 days: Slurm, not
 #: the API, ends jobs (gcp-facts: flex-start max run duration 600 to 604800 s).
@@ -146,7 +146,7 @@ class GpuNodeset(pulumi.ComponentResource):
             machine_type=nodeset.machine_type,
             disks=[gcp.compute.InstanceTemplateDiskArgs(
                 boot=True, auto_delete=True,
-                source_image=boot_image(nodeset.machine_type, nodeset.image),
+                source_image=boot_path(project, nodeset),
                 disk_size_gb=nodeset.boot_disk.size_gb, disk_type=nodeset.boot_disk_type)],
             network_interfaces=network_interfaces(nodeset.machine_type, system_subnetworks,
                                                   gpu_subnetworks),

@@ -8,10 +8,10 @@ import pulumi
 import pulumi_gcp as gcp
 
 from clusterprint.components.identity import NodeServiceAccount
-from clusterprint.components.images import boot_image
 from clusterprint.components.vm import private_vm
 from clusterprint.contract import naming, node_metadata
 from clusterprint.facts.iam import CLOUD_SQL_VIEWER_ROLE, MUNGE_WRITER_ROLES
+from clusterprint.render.images import boot_path
 
 
 class SlurmController(pulumi.ComponentResource):
@@ -102,7 +102,7 @@ class SlurmController(pulumi.ComponentResource):
         self.instance_name = node_metadata.controller_hostname(cluster)
         self.instance = private_vm(
             f"{name}-vm", instance_name=self.instance_name, project=project, zone=zone,
-            machine_type=machine_type, image=image or boot_image(machine_type),
+            machine_type=machine_type, image=image or boot_path(project),
             disk_size_gb=disk_size_gb, subnetwork=subnetwork,
             service_account_email=identity.email,
             metadata={**(metadata or {}), "startup-script": startup_script,

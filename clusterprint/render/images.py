@@ -156,11 +156,6 @@ def node_image(kind: str) -> NodeImage:
                      script=script(name))
 
 
-def controller_image(blueprint: Blueprint) -> NodeImage:
-    """The controller and login nodes boot the image of nodes without GPUs."""
-    return node_image("cpu")
-
-
 def nodeset_image(nodeset: Nodeset) -> NodeImage | None:
     """The image clusterprint builds for ``nodeset``; None where the blueprint names one."""
     return None if nodeset.image is not None else node_image(kind_of(nodeset.machine_type))
@@ -168,7 +163,8 @@ def nodeset_image(nodeset: Nodeset) -> NodeImage | None:
 
 def needed_images(blueprint: Blueprint) -> list[NodeImage]:
     """Every image clusterprint builds that the blueprint's VMs boot, each once, by name."""
-    found = {controller_image(blueprint).name: controller_image(blueprint)}
+    controller = node_image("cpu")  # the controller's and login nodes'
+    found = {controller.name: controller}
     for nodeset in blueprint.slurm.nodesets:
         image = nodeset_image(nodeset)
         if image is not None:
@@ -184,14 +180,13 @@ def pinned_path(image: Image) -> str:
     return f"projects/{image.project}/global/images/family/{image.family}"
 
 
-def boot_path(blueprint: Blueprint, nodeset: Nodeset | None = None) -> str:
-    """What a VM boots: the nodeset's named image, else clusterprint's built image in the
-    blueprint's project (the controller and login nodes: always the built one)."""
+def boot_path(project: str, nodeset: Nodeset | None = None) -> str:
+    """What a VM boots: the nodeset's named image, else clusterprint's built image in
+    ``project`` (the controller and login nodes, ``nodeset`` None: always the built one)."""
     if nodeset is not None and nodeset.image is not None:
         return pinned_path(nodeset.image)
-    image = controller_image(blueprint) if nodeset is None else nodeset_image(nodeset)
-    assert image is not None
-    return image.path(blueprint.project)
+    kind = "cpu" if nodeset is None else kind_of(nodeset.machine_type)
+    return node_image(kind).path(project)
 
 
 def boot_context(blueprint: Blueprint, parts: tuple[str, ...],
@@ -201,7 +196,7 @@ def boot_context(blueprint: Blueprint, parts: tuple[str, ...],
     image = nodeset.image if nodeset is not None else None
     at_boot = image is not None and image.install_at_boot
     machine_type = nodeset.machine_type if nodeset is not None and nodeset.gpus else None
-    return {"boots": boot_path(blueprint, nodeset), "manifest": MANIFEST, "parts": parts,
+    return {"boots": boot_path(blueprint.project, nodeset), "manifest": MANIFEST, "parts": parts,
             "slurm_series": slurm.release_series(slurm.SLURM_VERSION),
             "install_at_boot": at_boot,
             "install": install_context(parts, machine_type, None) if at_boot else None}

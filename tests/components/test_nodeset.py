@@ -4,8 +4,9 @@ from __future__ import annotations
 
 import pytest
 
-from clusterprint.blueprint.model import Nodeset
+from clusterprint.blueprint.model import Image, Nodeset
 from clusterprint.components.nodeset import FLEX_START_MAX_RUN_S, GpuNodeset
+from clusterprint.render.images import node_image
 
 TEMPLATE = "gcp:compute/instanceTemplate:InstanceTemplate"
 GROUP = "gcp:compute/instanceGroupManager:InstanceGroupManager"
@@ -150,12 +151,16 @@ def test_the_group_keeps_count_vms_of_the_auto_named_template(cloud):
     assert group["updatePolicy"]["type"] == "OPPORTUNISTIC"
 
 
+def built(kind: str) -> str:
+    """The path of clusterprint's built image of ``kind`` in the test's project."""
+    return f"projects/p-roject/global/images/{node_image(kind).name}"
+
+
 def test_boot_disk_image_metadata_and_identity(cloud):
     template = nodeset(cloud, machine_type="a4-highgpu-8g")
     disk = template["disks"][0]
-    assert disk["diskType"] == "hyperdisk-balanced" and disk["sourceImage"] == (
-        "projects/ubuntu-os-accelerator-images/global/images/family/"
-        "ubuntu-accelerator-2404-amd64-with-nvidia-580")
+    assert disk["diskType"] == "hyperdisk-balanced"
+    assert disk["sourceImage"] == built("gpu-rdma")
     assert template["metadata"]["startup-script"] == "#!/bin/bash\n"
     assert template["metadata"]["clusterprint-role"] == "compute"
     assert template["metadata"]["clusterprint-nodeset"] == "ns"
@@ -165,25 +170,34 @@ def test_boot_disk_image_metadata_and_identity(cloud):
 
 
 @pytest.mark.parametrize("machine_type", ["a2-highgpu-4g", "g2-standard-24"])
-def test_a2_and_g2_boot_the_gpu_image_from_pd_balanced(cloud, machine_type):
+def test_a2_and_g2_boot_the_gpu_image_without_fabric_from_pd_balanced(cloud, machine_type):
     disk = nodeset(cloud, machine_type=machine_type)["disks"][0]
-    assert disk["sourceImage"].endswith("/ubuntu-accelerator-2404-amd64-with-nvidia-580")
+    assert disk["sourceImage"] == built("gpu")
+    assert node_image("gpu").base.name.startswith("ubuntu-accelerator-2404-amd64-with-nvidia-580-v")
     assert disk["diskType"] == "pd-balanced"
 
 
 def test_a4x_boots_the_arm64_gpu_image_from_hyperdisk(cloud):
     disk = nodeset(cloud, machine_type="a4x-highgpu-4g")["disks"][0]
-    assert disk["sourceImage"] == (
-        "projects/ubuntu-os-accelerator-images/global/images/family/"
-        "ubuntu-accelerator-2404-arm64-with-nvidia-580")
+    assert disk["sourceImage"] == built("gpu-rdma-arm64")
+    assert node_image("gpu-rdma-arm64").base.name.startswith(
+        "ubuntu-accelerator-2404-arm64-with-nvidia-580-v")
     assert disk["diskType"] == "hyperdisk-balanced"
 
 
 def test_a_cpu_nodeset_boots_the_cpu_image(cloud):
     disk = nodeset(cloud, machine_type="n2-standard-4")["disks"][0]
-    assert disk["sourceImage"] == ("projects/ubuntu-os-cloud/global/images/family/"
-                                   "ubuntu-2404-lts-amd64")
+    assert disk["sourceImage"] == built("cpu")
     assert disk["diskType"] == "pd-balanced"
+
+
+@pytest.mark.parametrize(("image", "path"), [
+    (Image(project="my-images", name="slurm-a3mega-v3"),
+     "projects/my-images/global/images/slurm-a3mega-v3"),
+    (Image(project="my-images", family="slurm-a3mega"),
+     "projects/my-images/global/images/family/slurm-a3mega")])
+def test_a_named_image_is_booted_exactly_and_a_family_only_where_named(cloud, image, path):
+    assert nodeset(cloud, image=image)["disks"][0]["sourceImage"] == path
 
 
 @pytest.mark.parametrize("count", [4, 4096])
