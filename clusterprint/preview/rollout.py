@@ -14,6 +14,10 @@ reads most of what it is given only when it boots:
   machine, disks are all in it): the group moves to it, but its OPPORTUNISTIC update
   policy (components/nodeset.py) applies it to VMs created from then on only, so the
   running ones keep the old template until they are recreated.
+- ``new-image``: a controller or login VM whose boot image changed (a new content-named
+  image: other software, another Slurm): `pulumi up` replaces the VM itself, which boots
+  the new image; the controller's state disk is kept across it. A nodeset's new image is a
+  ``recreate`` that names both images.
 
 A VM that is itself replaced, or a group created or replaced, comes up with everything.
 """
@@ -26,15 +30,23 @@ from typing import TYPE_CHECKING, Any, Literal
 from clusterprint.contract import node_metadata
 
 if TYPE_CHECKING:
-    from clusterprint.preview.diff import ResourceChange
+    from clusterprint.preview.diff import InputChange, ResourceChange
     from clusterprint.preview.plan import Plan
 
-Kind = Literal["live", "next-boot", "recreate"]
+Kind = Literal["live", "next-boot", "recreate", "new-image"]
 #: The order they are listed in: what needs an operator first.
-KIND_ORDER: tuple[Kind, ...] = ("recreate", "next-boot", "live")
+KIND_ORDER: tuple[Kind, ...] = ("new-image", "recreate", "next-boot", "live")
 INSTANCE = "gcp:compute/instance:Instance"
 TEMPLATE = "gcp:compute/instanceTemplate:InstanceTemplate"
 GROUP = "gcp:compute/instanceGroupManager:InstanceGroupManager"
+#: Where a VM and an instance template name their boot image.
+VM_IMAGE = "bootDisk.initializeParams.image"
+TEMPLATE_IMAGE = "disks[0].sourceImage"
+#: What replacing a VM for its new image means, by its role.
+NEW_IMAGE = {"controller": "Slurm's controller is down while the new VM boots; its state disk "
+                           "(queue, job ids, accounting database) is kept and reattached, and "
+                           "running jobs go on on their nodes",
+             "login": "users' sessions on it end; /home and the jobs are untouched"}
 #: The input of a VM that its running node follows with clusterprint-config-sync.
 LIVE_INPUT = f"metadata.{node_metadata.SLURM_CONFIG}"
 #: Other metadata a running VM reads whenever it is used, not at boot.
@@ -73,15 +85,26 @@ def rollouts(changes: list[ResourceChange], new: Plan) -> list[Rollout]:
     inputs_of = {(r.type, r.name): r.inputs for r in new.resources}
     templates = {c.name for c in changes if c.type == TEMPLATE}
     found: list[Rollout] = []
+    images = {c.name: image for c in changes if c.type == TEMPLATE
+              for image in [_image_change(c, TEMPLATE_IMAGE)] if image is not None}
     for change in changes:
         inputs = inputs_of.get((change.type, change.name), {})
         if change.type == INSTANCE and change.action == "update":
             found += _vm_rollouts(change, inputs)
+        elif change.type == INSTANCE and change.action == "replace":
+            image = _image_change(change, VM_IMAGE)
+            if image is not None:
+                role = inputs.get("metadata", {}).get(node_metadata.ROLE)
+                found.append(Rollout(
+                    "new-image", change.name, (VM_IMAGE,),
+                    f"boots {_moved(image)}: `pulumi up` replaces this VM; "
+                    + NEW_IMAGE["controller" if role == "controller" else "login"]))
         elif change.type == GROUP and change.action == "update":
             via = tuple(c.path for c in change.inputs if c.path.startswith("versions")) or (
                 tuple(sorted(templates.intersection(change.replaced_dependencies))))
             if via:
-                found.append(_group_rollout(change, inputs, via))
+                image = next((images[name] for name in via if name in images), None)
+                found.append(_group_rollout(change, inputs, via, image))
     return sorted(found, key=lambda r: (KIND_ORDER.index(r.kind), r.name))
 
 
@@ -104,14 +127,24 @@ def _vm_rollouts(change: ResourceChange, inputs: dict[str, Any]) -> list[Rollout
     return found
 
 
+def _image_change(change: ResourceChange, path: str) -> InputChange | None:
+    """The change of ``change``'s boot image (at input ``path``), if it has one."""
+    return next((c for c in change.inputs if c.path == path), None)
+
+
+def _moved(image: InputChange) -> str:
+    return f"a new image, {image.new} (was {image.old})"
+
+
 def _group_rollout(change: ResourceChange, inputs: dict[str, Any],
-                   via: tuple[str, ...]) -> Rollout:
+                   via: tuple[str, ...], image: InputChange | None) -> Rollout:
     zone = inputs.get("zone", "ZONE")
     # Pulumi auto-names the group: its logical name, a dash and a random suffix.
     group = (f"$(gcloud compute instance-groups managed list --filter='name~^{change.name}-' "
              f"--format='value(name)')")
+    new = f"its template boots {_moved(image)}; " if image is not None else ""
     return Rollout(
         "recreate", change.name, via,
-        "its running VMs keep the old instance template until they are recreated (the "
+        f"{new}its running VMs keep the old instance template until they are recreated (the "
         "update policy is OPPORTUNISTIC): drain their Slurm nodes, then `gcloud compute "
         f"instance-groups managed rolling-action replace {group} --zone {zone}`")

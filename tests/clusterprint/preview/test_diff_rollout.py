@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import re
+from pathlib import Path
 
 import pytest
 
@@ -13,6 +14,7 @@ from clusterprint.cli.main import main
 from clusterprint.preview.diff import diff_plans
 from clusterprint.preview.diff_report import markdown_report, text_report
 from clusterprint.preview.plan import Plan, plan_blueprint
+from clusterprint.render.images import node_image
 from tests.support.paths import BLUEPRINTS
 from tests.support.plans import plan_of_file
 
@@ -125,9 +127,10 @@ def test_metadata_read_at_each_use_is_live_and_the_rest_waits_for_a_boot():
     assert found[1].how.startswith("clusterprint-tensorboard-upload reads it")
 
 
-def test_a_replaced_vm_comes_up_with_everything_and_needs_no_rollout():
+def test_a_replaced_vm_comes_up_with_everything_and_needs_only_its_new_image_said():
     """A new boot image replaces the login VM: its new startup script and Slurm files come
-    with the new VM, so nothing is listed for it; the controller, only updated, still is."""
+    with the new VM, so only its new image is listed for it; the controller, only updated,
+    gets its rollouts."""
     old = plan_of_file(CPU_SMALL)
     new = Plan.from_json(json.loads(old.json_text()))
     by_name = {r.name: r for r in new.resources}
@@ -141,4 +144,38 @@ def test_a_replaced_vm_comes_up_with_everything_and_needs_no_rollout():
     assert (actions["cpu-small-login-0"], actions["cpu-small-controller-vm"]) == (
         "replace", "update")
     assert {(r.kind, r.name) for r in diff.rollouts} == {
+        ("new-image", "cpu-small-login-0"),
         ("next-boot", "cpu-small-controller-vm"), ("live", "cpu-small-controller-vm")}
+
+
+def test_a_nodeset_s_pinned_image_is_a_recreate_that_names_both_images(
+        tmp_path, capsys, cpu_small_plan):
+    found = rollouts(tmp_path, capsys, cpu_small_plan, (
+        "      count: 2\n",
+        "      count: 2\n      image: {project: my-images, name: slurm-cpu-v2}\n"))
+    assert kinds(found) == [("recreate", "cpu-small-nodeset-cpu-group",
+                             ["cpu-small-nodeset-cpu-template"])]
+    built = node_image("cpu").path("my-project")
+    assert found[0]["how"].startswith(
+        "its template boots a new image, projects/my-images/global/images/slurm-cpu-v2 "
+        f"(was {built}); ")
+
+
+def test_a_new_built_image_replaces_the_controller_and_login_vms_and_recreates_nodes(
+        tmp_path, capsys, cpu_small_plan):
+    """Other software is another content name: the saved plan booted an older image."""
+    current = node_image("cpu").path("my-project")
+    older = current[:-12] + "0" * 12
+    saved = tmp_path / "older.json"
+    saved.write_text(Path(cpu_small_plan).read_text().replace(current, older))
+    assert main(["diff", str(saved), str(CPU_SMALL), "--json"]) == 0
+    found = json.loads(capsys.readouterr().out)["rollouts"]
+    assert kinds(found) == [
+        ("new-image", "cpu-small-controller-vm", ["bootDisk.initializeParams.image"]),
+        ("new-image", "cpu-small-login-0", ["bootDisk.initializeParams.image"]),
+        ("recreate", "cpu-small-nodeset-cpu-group", ["cpu-small-nodeset-cpu-template"])]
+    controller, login, group = (r["how"] for r in found)
+    moved = f"a new image, {current} (was {older})"
+    assert controller.startswith(f"boots {moved}: `pulumi up` replaces this VM; ")
+    assert "state disk" in controller and "sessions on it end" in login
+    assert group.startswith(f"its template boots {moved}; ")
