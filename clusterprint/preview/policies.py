@@ -119,6 +119,12 @@ ADDRESS_BITS = {4: ipaddress.IPV4LENGTH, 6: ipaddress.IPV6LENGTH}
 SHIELDED_IMAGE_PROJECTS = ("ubuntu-os-cloud", "ubuntu-os-accelerator-images", "debian-cloud",
                            "rocky-linux-cloud", "centos-cloud", "cos-cloud",
                            "rhel-cloud", "suse-cloud")
+#: clusterprint's own images (clusterprint/render/images.py) are made from the boot disk of
+#: a VM booted from one of those projects' images, and an image made from a disk keeps the
+#: disk's guest OS features (UEFI_COMPATIBLE among them: Compute docs "Create custom images").
+SHIELDED_IMAGE_PREFIX = "clusterprint-"
+#: How an image path names a family rather than an image.
+FAMILY_PATH = re.compile(r"(?:.*/)?projects/[^/]+/global/images/family/[^/]+$")
 
 #: What the detector looks for in every string a resource carries: credential formats
 #: whose shape alone gives them away, so an ordinary script line never matches.
@@ -544,7 +550,7 @@ def _image(res: PolicyResource) -> str:
 
 @policy("shielded-vm", "advisory",
         "vTPM and integrity monitoring stay on for VMs booting a public image that supports "
-        "Shielded VM",
+        "Shielded VM, or clusterprint's image made from one",
         "drop enable_vtpm=False / enable_integrity_monitoring=False from "
         "shielded_instance_config (both default to on)")
 def shielded_vm(res: PolicyResource, settings: Settings) -> Iterator[str]:
@@ -557,8 +563,9 @@ def shielded_vm(res: PolicyResource, settings: Settings) -> Iterator[str]:
     """
     if res.type not in VM_TYPES:
         return
-    match = re.match(r"(?:.*/)?projects/([^/]+)/", _image(res))
-    if match is None or match.group(1) not in SHIELDED_IMAGE_PROJECTS:
+    match = re.match(r"(?:.*/)?projects/([^/]+)/global/images/(?:family/)?([^/]+)$", _image(res))
+    if match is None or (match.group(1) not in SHIELDED_IMAGE_PROJECTS
+                         and not match.group(2).startswith(SHIELDED_IMAGE_PREFIX)):
         return
     config = res.inputs.get("shieldedInstanceConfig")
     if not isinstance(config, Mapping):
@@ -566,6 +573,18 @@ def shielded_vm(res: PolicyResource, settings: Settings) -> Iterator[str]:
     for key in ("enableVtpm", "enableIntegrityMonitoring"):
         if config.get(key) is False:
             yield f"shieldedInstanceConfig.{key} is false on an image that supports it"
+
+
+@policy("exact-boot-image", "advisory",
+        "VMs and instance templates boot an exact image, never an image family",
+        "name the image (`image: {project, name}`), or drop `image` to boot clusterprint's "
+        "built one")
+def exact_boot_image(res: PolicyResource, settings: Settings) -> Iterator[str]:
+    """A family's newest image changes when its publisher adds one: two nodes made on
+    different days then run different software (and a new kernel may lack its modules).
+    Advisory: a blueprint may name a family on purpose."""
+    if res.type in VM_TYPES and FAMILY_PATH.match(_image(res)):
+        yield f"it boots the image family {_image(res)}: each new VM gets the family's newest"
 
 
 @policy("os-login", "advisory",

@@ -28,7 +28,7 @@ from clusterprint.preview.policies import (
 #: A token shaped like a Pulumi access token: lowercase, so it fits a label and a bucket name.
 CANARY = "pul-" + "0123456789abcdef" * 2 + "01234567"
 NIC = {"subnetwork": "[unknown]"}
-SHIELDED_IMAGE = "projects/ubuntu-os-cloud/global/images/family/ubuntu-2404-lts-amd64"
+SHIELDED_IMAGE = "projects/ubuntu-os-cloud/global/images/ubuntu-2404-noble-amd64-v20260517"
 
 
 def vm(**inputs: object) -> dict:
@@ -292,6 +292,19 @@ REFUSED = [
     pytest.param("shielded-vm", INSTANCE, vm(shieldedInstanceConfig={"enableVtpm": False}),
                  False, Settings(), "shieldedInstanceConfig.enableVtpm is false on an image "
                  "that supports it", id="vtpm-off"),
+    pytest.param("shielded-vm", INSTANCE, vm(shieldedInstanceConfig={
+        "enableIntegrityMonitoring": False}, bootDisk={"initializeParams": {
+            "image": "projects/my-project/global/images/clusterprint-cpu-0123456789ab"}}),
+                 False, Settings(), "shieldedInstanceConfig.enableIntegrityMonitoring is false",
+                 id="integrity-off-on-clusterprint-image"),
+    pytest.param("exact-boot-image", INSTANCE, vm(bootDisk={"initializeParams": {
+        "image": "projects/ubuntu-os-cloud/global/images/family/ubuntu-2404-lts-amd64"}}),
+                 False, Settings(), "it boots the image family projects/ubuntu-os-cloud/global/"
+                 "images/family/ubuntu-2404-lts-amd64", id="vm-boots-a-family"),
+    pytest.param("exact-boot-image", TEMPLATE, vm(disks=[{"boot": True, "sourceImage":
+                                                          "projects/me/global/images/family/f"}]),
+                 False, Settings(), "it boots the image family projects/me/global/images/family/f",
+                 id="template-boots-a-family"),
     pytest.param("os-login", INSTANCE, vm(metadata={"enable-oslogin": "FALSE"}), False,
                  Settings(), "metadata enable-oslogin is FALSE, not TRUE", id="os-login-off"),
     pytest.param("os-login", MANAGED_CLUSTER, managed(enableOsLogin=False), True, Settings(),
