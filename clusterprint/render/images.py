@@ -39,15 +39,17 @@ SLURM_PLUGINS = ("auth_munge", "auth_jwt", "cred_munge", "accounting_storage_slu
 #: Ubuntu 24.04 packages Slurm's build needs for those plugins (slurm-gcp 6.13's
 #: ansible/roles/slurm/vars/os_ubuntu.yml lists the same libraries; Debian's slurm-wlm
 #: 26.05.5 Build-Depends): munge, JWT, JSON and YAML (the REST API), http-parser, MariaDB,
-#: hwloc, PMIx, D-Bus (cgroup/v2), lz4, PAM, NUMA, readline, Lua.
+#: hwloc, D-Bus (cgroup/v2), lz4, PAM, NUMA, readline, Lua, and systemd's pkg-config file
+#: (Type=notify units). PMIx is left out: no job clusterprint renders launches with it, and
+#: Slurm's configure finds Ubuntu's multiarch PMIx folder only when given its path.
 SLURM_BUILD_PACKAGES = ("build-essential", "pkg-config", "libmunge-dev", "libjwt-dev",
                         "libjson-c-dev", "libyaml-dev", "libhttp-parser-dev",
-                        "libmariadb-dev", "libhwloc-dev", "libpmix-dev", "libdbus-1-dev",
+                        "libmariadb-dev", "libhwloc-dev", "libdbus-1-dev",
                         "liblz4-dev", "libpam0g-dev", "libnuma-dev", "libreadline-dev",
                         "liblua5.3-dev", "libcurl4-openssl-dev", "systemd-dev")
 SLURM_CONFIGURE = ("--prefix=/usr", "--sysconfdir=/etc/slurm", "--libdir=/usr/lib",
                    "--with-systemdsystemunitdir=/usr/lib/systemd/system", "--with-jwt",
-                   "--with-pmix", "--with-hwloc", "--enable-pam", "--disable-debug")
+                   "--with-hwloc", "--enable-pam", "--disable-debug")
 
 
 @dataclass(frozen=True)
