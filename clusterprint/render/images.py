@@ -160,12 +160,15 @@ def node_image(kind: str) -> NodeImage:
 
 def nodeset_image(nodeset: Nodeset) -> NodeImage | None:
     """The image clusterprint builds for ``nodeset``; None where the blueprint names one."""
-    return None if nodeset.image is not None else node_image(kind_of(nodeset.machine_type))
+    return None if nodeset.image is not None else built_image(nodeset)
 
 
 def needed_images(blueprint: Blueprint) -> list[NodeImage]:
-    """Every image clusterprint builds that the blueprint's VMs boot, each once, by name."""
-    controller = node_image("cpu")  # the controller's and login nodes'
+    """Every image clusterprint builds that the blueprint's VMs boot, each once, by name;
+    none for a managed cluster, whose VMs the Cluster Director API makes from its own."""
+    if blueprint.orchestrator == "managed":
+        return []
+    controller = built_image()  # the controller's and login nodes'
     found = {controller.name: controller}
     for nodeset in blueprint.slurm.nodesets:
         image = nodeset_image(nodeset)
@@ -182,23 +185,27 @@ def pinned_path(image: Image) -> str:
     return f"projects/{image.project}/global/images/family/{image.family}"
 
 
+def built_image(nodeset: Nodeset | None = None) -> NodeImage:
+    """clusterprint's image for ``nodeset`` (None: the controller and login nodes)."""
+    return node_image("cpu" if nodeset is None else kind_of(nodeset.machine_type))
+
+
 def boot_path(project: str, nodeset: Nodeset | None = None) -> str:
     """What a VM boots: the nodeset's named image, else clusterprint's built image in
     ``project`` (the controller and login nodes, ``nodeset`` None: always the built one)."""
     if nodeset is not None and nodeset.image is not None:
         return pinned_path(nodeset.image)
-    kind = "cpu" if nodeset is None else kind_of(nodeset.machine_type)
-    return node_image(kind).path(project)
+    return built_image(nodeset).path(project)
 
 
-def boot_context(blueprint: Blueprint, parts: tuple[str, ...],
-                 nodeset: Nodeset | None = None) -> dict[str, object]:
+def boot_context(parts: tuple[str, ...], nodeset: Nodeset | None = None) -> dict[str, object]:
     """What scripts/image.sh.j2 renders for a role needing ``parts``: the image check, and
     the install steps where the blueprint allows installing at boot."""
     image = nodeset.image if nodeset is not None else None
     at_boot = image is not None and image.install_at_boot
     machine_type = nodeset.machine_type if nodeset is not None and nodeset.gpus else None
-    return {"boots": boot_path(blueprint.project, nodeset), "manifest": MANIFEST, "parts": parts,
+    boots = pinned_path(image) if image is not None else built_image(nodeset).name
+    return {"boots": boots, "manifest": MANIFEST, "parts": parts,
             "slurm_series": slurm.release_series(slurm.SLURM_VERSION),
             "install_at_boot": at_boot,
             "install": install_context(parts, machine_type, None) if at_boot else None}

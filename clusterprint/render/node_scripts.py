@@ -103,7 +103,7 @@ def render_controller_script(blueprint: Blueprint, slurm_files: dict[str, str]) 
                   storage_user=STORAGE_USER, database=accounting_database(blueprint),
                   config_sync=config_sync.script_context("controller", MLOPS_LIB),
                   **_common(blueprint, "controller",
-                            boot_context(blueprint, controller_parts(blueprint))))
+                            boot_context(controller_parts(blueprint))))
 
 
 def render_login_script(blueprint: Blueprint, slurm_files: dict[str, str],
@@ -118,7 +118,7 @@ def render_login_script(blueprint: Blueprint, slurm_files: dict[str, str],
                   config_sync=config_sync.script_context("login", MLOPS_LIB),
                   guard=metadata_guard.script_context(blueprint, "login"),
                   **_common(blueprint, "login", boot_context(
-                      blueprint, login_parts(blueprint, pyxis="plugstack.conf" in slurm_files))))
+                      login_parts(blueprint, pyxis="plugstack.conf" in slurm_files))))
 
 
 def render_compute_script(blueprint: Blueprint, nodeset: Nodeset) -> str:
@@ -131,4 +131,4 @@ def render_compute_script(blueprint: Blueprint, nodeset: Nodeset) -> str:
                   healthcheck=healthcheck.script_context(blueprint, nodeset),
                   guard=metadata_guard.script_context(blueprint, "compute"),
                   **_common(blueprint, f"compute-{nodeset.name}",
-                            boot_context(blueprint, compute_parts(blueprint, nodeset), nodeset)))
+                            boot_context(compute_parts(blueprint, nodeset), nodeset)))
