@@ -17,7 +17,8 @@ import pytest
 from tests.support.paths import ROOT
 
 #: The layers, bottom first: each may import its own and those before it.
-LAYERS = ("node", "facts", "contract", "blueprint", "render", "components", "preview", "cli")
+LAYERS = ("node", "facts", "contract", "blueprint", "render", "build", "components",
+          "preview", "cli")
 
 
 def modules() -> list[tuple[str, Path]]:

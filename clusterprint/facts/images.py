@@ -62,5 +62,9 @@ BUILDER_MACHINE_TYPES: dict[Architecture, str] = {"x86_64": "n2-standard-16",
                                                   "arm64": "c4a-highcpu-16"}
 #: The builder's boot disk, which becomes the image (the toolkit's ``disk_size_gb``: 100).
 BUILDER_DISK_GB = 100
+#: Its disk type: C4A takes Hyperdisk only (the toolkit's a4xhigh-slurm-blueprint.yaml sets
+#: ``image_build_disk_type: hyperdisk-balanced``); N2 takes Persistent Disk.
+BUILDER_DISK_TYPES: dict[Architecture, str] = {"x86_64": "pd-balanced",
+                                               "arm64": "hyperdisk-balanced"}
 #: Every image clusterprint builds is in a family of this prefix and its kind.
 FAMILY_PREFIX = "clusterprint-"

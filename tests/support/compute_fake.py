@@ -10,7 +10,6 @@ not (HTML, a wrong shape, a page token that repeats).
 
 from __future__ import annotations
 
-import contextlib
 import json
 import re
 import threading
@@ -19,7 +18,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler
 
-from tests.support.local_http import serve
+from tests.support.local_http import send_bytes, send_json, serve
 
 
 @dataclass
@@ -88,23 +87,23 @@ class FakeCompute:
             assert handler.headers.get("Metadata-Flavor") == "Google"
             self.tokens += 1
             if "token" in self.answers:
-                return self._send_raw(handler, *self._instead(Call(method, path, None)))
-            return self._send(handler, 200, {"access_token": "fake", "expires_in": 3600})
+                return send_bytes(handler, *self._instead(Call(method, path, None)))
+            return send_json(handler, 200, {"access_token": "fake", "expires_in": 3600})
         assert handler.headers.get("Authorization") == "Bearer fake", path
         call = Call(method, path, json.loads(raw) if raw else None,
                     handler.headers.get("Content-Type"), raw)
         self.calls.append(call)
         if call.verb in self.failing:
-            return self._send(handler, 500, {"error": {"message": "injected"}})
+            return send_json(handler, 500, {"error": {"message": "injected"}})
         if call.verb in self.answers:
-            return self._send_raw(handler, *self._instead(call))
+            return send_bytes(handler, *self._instead(call))
         if call.verb in self.delay:
             # It acts at once, as the API does; only the answer is late.
             threading.Thread(target=self._act, args=(call, method, path), daemon=True).start()
             time.sleep(self.delay[call.verb])
-            return self._send(handler, 200, {"kind": "compute#operation", "status": "DONE"})
+            return send_json(handler, 200, {"kind": "compute#operation", "status": "DONE"})
         status, body = self._act(call, method, path)
-        return self._send(handler, status, body)
+        return send_json(handler, status, body)
 
     def _instead(self, call: Call) -> tuple[int, bytes]:
         answer = self.answers[call.verb if call.path != "/token" else "token"]
@@ -143,16 +142,3 @@ class FakeCompute:
         if match and match[2] == "reportHostAsFaulty":
             return 200, {"kind": "compute#operation", "status": "RUNNING"}
         return 404, {"error": {"message": f"no {method} {rest}"}}
-
-    @classmethod
-    def _send(cls, handler: BaseHTTPRequestHandler, status: int, body: dict) -> None:
-        cls._send_raw(handler, status, json.dumps(body).encode())
-
-    @staticmethod
-    def _send_raw(handler: BaseHTTPRequestHandler, status: int, data: bytes) -> None:
-        handler.send_response(status)
-        handler.send_header("Content-Type", "application/json")
-        handler.send_header("Content-Length", str(len(data)))
-        handler.end_headers()
-        with contextlib.suppress(OSError):  # the client gave up waiting on a slow verb
-            handler.wfile.write(data)

@@ -1,0 +1,182 @@
+"""The Compute Engine REST calls an image build makes, over one authorized HTTP session.
+
+REST with google-auth's ``AuthorizedSession`` rather than the google-cloud-compute client: a
+build makes ten calls, and the generated client brings gRPC, proto-plus types and
+google-api-core with it (tens of MB and a slow import) for what is JSON over HTTPS; google-auth
+reads the same Application Default Credentials as Pulumi's Google provider and gcloud. The
+base URL is a parameter, so tests point it at a local fake (tests/support/image_compute_fake.py)
+over real HTTP. The shapes are the Compute Engine API v1 reference's (images, instances,
+zoneOperations, globalOperations: cloud.google.com/compute/docs/reference/rest/v1).
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+from typing import Any, Protocol
+
+#: Google's endpoint of the Compute Engine API, version 1.
+COMPUTE_URL = "https://compute.googleapis.com/compute/v1"
+#: The OAuth scope the calls need (the Compute API accepts cloud-platform for all of them).
+SCOPES = ("https://www.googleapis.com/auth/cloud-platform",)
+#: Seconds one HTTP request may take: an operation's ``wait`` answers within two minutes
+#: (zoneOperations.wait: "returns ... or after two minutes").
+REQUEST_TIMEOUT_S = 150.0
+#: Statuses worth asking again: quota pressure and the API's own passing failures.
+RETRIED = frozenset({429, 500, 502, 503, 504})
+#: How often an idempotent call is asked in all before its error stands.
+ATTEMPTS = 4
+
+
+class Session(Protocol):
+    """What the client needs of ``requests.Session`` (and so of ``AuthorizedSession``)."""
+
+    def request(self, method: str, url: str, **kwargs: Any) -> Any: ...
+
+
+class ComputeError(Exception):
+    """The API refused a call, or an operation ended in errors; ``status`` its HTTP status
+    (0 where no answer came, or for an operation's own errors)."""
+
+    def __init__(self, message: str, status: int = 0) -> None:
+        super().__init__(message)
+        self.status = status
+
+
+class NoCredentials(Exception):
+    """No Application Default Credentials on this machine: the message says how to get them."""
+
+
+def authorized_session() -> tuple[Session, str | None]:
+    """A session carrying the Application Default Credentials, and their project if any.
+
+    google-auth is imported here, so commands that never call the API (``--dry-run``,
+    ``plan``) never load it, and never probe the metadata server for credentials.
+    """
+    import google.auth
+    from google.auth.exceptions import DefaultCredentialsError
+    from google.auth.transport.requests import AuthorizedSession
+
+    try:
+        credentials, project = google.auth.default(scopes=list(SCOPES))
+    except DefaultCredentialsError as exc:
+        raise NoCredentials(
+            f"no Google credentials ({exc}); run `gcloud auth application-default login`, "
+            "or use --dry-run to list the images offline") from None
+    return AuthorizedSession(credentials), project
+
+
+class ComputeApi:
+    """The calls of one project's image builds; every answer is the API's JSON."""
+
+    def __init__(self, session: Session, project: str, base_url: str = COMPUTE_URL,
+                 sleep: Callable[[float], None] = time.sleep) -> None:
+        self.session, self.project = session, project
+        self.base_url = base_url.rstrip("/")
+        self._sleep = sleep
+
+    # images
+    def image(self, name: str) -> dict[str, Any] | None:
+        """The image ``name`` of the project; None when there is none."""
+        return self._call("GET", f"global/images/{name}", missing_ok=True)
+
+    def insert_image(self, body: dict[str, Any]) -> dict[str, Any]:
+        """Start creating an image; the operation to wait for."""
+        return self._required("POST", "global/images", body=body)
+
+    # instances
+    def instance(self, zone: str, name: str) -> dict[str, Any] | None:
+        """The instance ``name`` in ``zone``; None when there is none."""
+        return self._call("GET", f"zones/{zone}/instances/{name}", missing_ok=True)
+
+    def insert_instance(self, zone: str, body: dict[str, Any]) -> dict[str, Any]:
+        """Start creating an instance; the operation to wait for."""
+        return self._required("POST", f"zones/{zone}/instances", body=body)
+
+    def stop_instance(self, zone: str, name: str) -> dict[str, Any]:
+        """Start stopping an instance; the operation to wait for."""
+        return self._required("POST", f"zones/{zone}/instances/{name}/stop")
+
+    def delete_instance(self, zone: str, name: str) -> dict[str, Any] | None:
+        """Start deleting an instance (its auto-delete disks go with it); None when it is
+        already gone."""
+        return self._call("DELETE", f"zones/{zone}/instances/{name}", missing_ok=True)
+
+    def guest_attribute(self, zone: str, name: str, key: str) -> str | None:
+        """The guest attribute ``key`` (``namespace/key``) the VM wrote; None while it has
+        written none (the API answers 404 for a key not set)."""
+        answer = self._call("GET", f"zones/{zone}/instances/{name}/getGuestAttributes",
+                            params={"variableKey": key}, missing_ok=True)
+        return None if answer is None else answer.get("variableValue")
+
+    def serial_output(self, zone: str, name: str, start: int) -> tuple[str, int]:
+        """Serial port 1's text from byte ``start`` on, and where the next read starts (the
+        API keeps the last MB: an older ``start`` gets what is left)."""
+        answer = self._required("GET", f"zones/{zone}/instances/{name}/serialPort",
+                                params={"port": 1, "start": start})
+        return str(answer.get("contents", "")), int(answer.get("next", start))
+
+    # operations
+    def wait(self, operation: dict[str, Any], timeout_s: float) -> None:
+        """Wait until ``operation`` is DONE; ComputeError with its errors when it failed, or
+        when it is not done within ``timeout_s``."""
+        deadline = time.monotonic() + timeout_s
+        scope = _operation_scope(operation)
+        while operation.get("status") != "DONE":
+            if time.monotonic() >= deadline:
+                raise ComputeError(f"operation {operation.get('name')} "
+                                   f"({operation.get('operationType')}) not done after "
+                                   f"{timeout_s:.0f}s")
+            operation = self._required("POST", f"{scope}/operations/{operation['name']}/wait")
+        errors = (operation.get("error") or {}).get("errors") or []
+        if errors:
+            raise ComputeError("; ".join(f"{e.get('code')}: {e.get('message')}" for e in errors),
+                               int(operation.get("httpErrorStatusCode") or 0))
+
+    def _required(self, method: str, path: str, **kwargs: Any) -> dict[str, Any]:
+        answer = self._call(method, path, **kwargs)
+        assert answer is not None  # only missing_ok calls answer None
+        return answer
+
+    def _call(self, method: str, path: str, body: dict[str, Any] | None = None,
+              params: dict[str, Any] | None = None, missing_ok: bool = False
+              ) -> dict[str, Any] | None:
+        """One call, asked again on a passing failure where asking twice does no harm (a
+        read, a wait, a delete); 404 is None where ``missing_ok``."""
+        import requests
+
+        url = f"{self.base_url}/projects/{self.project}/{path}"
+        repeatable = method in ("GET", "DELETE") or path.endswith("/wait")
+        attempt = 1
+        while True:
+            last = attempt == ATTEMPTS or not repeatable
+            try:
+                response = self.session.request(method, url, json=body, params=params,
+                                                timeout=REQUEST_TIMEOUT_S)
+            except requests.RequestException as exc:
+                if last:
+                    raise ComputeError(f"{method} {url}: {exc}") from None
+            else:
+                if response.status_code == 404 and missing_ok:
+                    return None
+                if response.status_code < 400:
+                    return response.json() if response.content else {}
+                if last or response.status_code not in RETRIED:
+                    raise ComputeError(f"{method} {url}: HTTP {response.status_code}: "
+                                       f"{_error_message(response)}", response.status_code)
+            self._sleep(2.0 ** attempt)
+            attempt += 1
+
+
+def _operation_scope(operation: dict[str, Any]) -> str:
+    """``zones/Z`` for a zonal operation, ``global`` for the others (an image's)."""
+    zone = operation.get("zone")
+    return f"zones/{zone.rsplit('/', 1)[-1]}" if zone else "global"
+
+
+def _error_message(response: Any) -> str:
+    """The API's own message (``{"error": {"message": ...}}``), else the start of the body."""
+    try:
+        return str(response.json()["error"]["message"])
+    except (ValueError, KeyError, TypeError):
+        return response.text[:200]

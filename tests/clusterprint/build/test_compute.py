@@ -1,0 +1,103 @@
+"""The Compute API client: what it asks again, what it reports, how it waits, over real HTTP."""
+
+from __future__ import annotations
+
+import pytest
+from google.auth.transport.requests import AuthorizedSession
+from google.oauth2.credentials import Credentials
+
+from clusterprint.build import compute
+from clusterprint.build.compute import ComputeApi, ComputeError, NoCredentials
+from tests.support.image_compute_fake import TOKEN, FakeImageCompute
+
+PROJECT, ZONE = "demo-project", "us-central1-a"
+
+
+@pytest.fixture
+def fake():
+    compute_fake = FakeImageCompute(PROJECT, ZONE)
+    yield compute_fake
+    compute_fake.stop()
+
+
+@pytest.fixture
+def pauses() -> list[float]:
+    return []
+
+
+@pytest.fixture
+def api(fake, pauses) -> ComputeApi:
+    return ComputeApi(AuthorizedSession(Credentials(TOKEN)), PROJECT, fake.url,
+                      sleep=pauses.append)
+
+
+def test_a_missing_image_or_instance_is_none(api):
+    assert api.image("nothing") is None
+    assert api.instance(ZONE, "nothing") is None
+    assert api.delete_instance(ZONE, "nothing") is None
+
+
+def test_a_read_that_keeps_failing_is_asked_four_times_then_reported(api, fake, pauses):
+    fake.refusals["GET nothing"] = (503, "backend unavailable")
+    with pytest.raises(ComputeError) as error:
+        api.image("nothing")
+    assert error.value.status == 503
+    assert str(error.value) == (f"GET {fake.url}/projects/{PROJECT}/global/images/nothing: "
+                                "HTTP 503: backend unavailable")
+    assert fake.verbs() == ["GET nothing"] * compute.ATTEMPTS
+    assert pauses == [2.0, 4.0, 8.0]
+
+
+def test_a_create_is_asked_once_whatever_the_answer(api, fake):
+    fake.refusals["POST instances"] = (503, "backend unavailable")
+    with pytest.raises(ComputeError):
+        api.insert_instance(ZONE, {"name": "vm"})
+    assert fake.verbs() == ["POST instances"]
+
+
+def test_a_refusal_is_not_asked_again(api, fake):
+    fake.refusals["GET nothing"] = (403, "Required 'compute.images.get' permission")
+    with pytest.raises(ComputeError) as error:
+        api.image("nothing")
+    assert error.value.status == 403
+    assert fake.verbs() == ["GET nothing"]
+
+
+def test_an_answer_that_is_not_the_apis_shows_its_start(api, fake):
+    fake.server.RequestHandlerClass.do_GET = lambda handler: (
+        handler.send_response(400), handler.end_headers(),
+        handler.wfile.write(b"<html>Bad Request</html>"))
+    with pytest.raises(ComputeError) as error:
+        api.image("nothing")
+    assert str(error.value).endswith("HTTP 400: <html>Bad Request</html>")
+
+
+def test_waiting_asks_the_operations_scope_until_done(api, fake):
+    operation = api.insert_instance(ZONE, {"name": "vm", "disks": [
+        {"autoDelete": True, "initializeParams": {"diskName": "vm"}}]})
+    assert operation["status"] == "RUNNING"
+    api.wait(operation, timeout_s=60)
+    assert fake.calls[-1].path == (f"/compute/v1/projects/{PROJECT}/zones/{ZONE}/operations/"
+                                   f"{operation['name']}/wait")
+
+
+def test_an_operation_that_ends_in_errors_raises_them(api, fake):
+    fake.operation_errors["instances.insert"] = "ZONE_RESOURCE_POOL_EXHAUSTED"
+    operation = api.insert_instance(ZONE, {"name": "vm", "disks": [
+        {"autoDelete": True, "initializeParams": {"diskName": "vm"}}]})
+    with pytest.raises(ComputeError, match="FAKE: ZONE_RESOURCE_POOL_EXHAUSTED"):
+        api.wait(operation, timeout_s=60)
+
+
+def test_an_operation_not_done_in_time_raises():
+    never = ComputeApi(session=None, project=PROJECT)  # no call is made: the time is up
+    with pytest.raises(ComputeError, match=r"operation op-1 \(insert\) not done after 0s"):
+        never.wait({"name": "op-1", "operationType": "insert", "status": "RUNNING"}, 0)
+
+
+def test_without_credentials_the_error_says_how_to_get_them(monkeypatch, tmp_path):
+    monkeypatch.setenv("GOOGLE_APPLICATION_CREDENTIALS", str(tmp_path / "none.json"))
+    with pytest.raises(NoCredentials) as error:
+        compute.authorized_session()
+    assert "gcloud auth application-default login" in str(error.value)
+    assert "--dry-run" in str(error.value)
