@@ -144,6 +144,7 @@ class ComputeApi:
         """One call, asked again on a passing failure where asking twice does no harm (a
         read, a wait, a delete); 404 is None where ``missing_ok``."""
         import requests
+        from google.auth import exceptions
 
         url = f"{self.base_url}/projects/{self.project}/{path}"
         repeatable = method in ("GET", "DELETE") or path.endswith("/wait")
@@ -153,9 +154,12 @@ class ComputeApi:
             try:
                 response = self.session.request(method, url, json=body, params=params,
                                                 timeout=REQUEST_TIMEOUT_S)
-            except requests.RequestException as exc:
+            except (requests.RequestException, exceptions.TransportError) as exc:
                 if last:
                     raise ComputeError(f"{method} {url}: {exc}") from None
+            except exceptions.GoogleAuthError as exc:  # expired or revoked credentials
+                raise ComputeError(f"{method} {url}: the credentials were refused: {exc}"
+                                   ) from None
             else:
                 if response.status_code == 404 and missing_ok:
                     return None

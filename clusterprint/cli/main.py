@@ -1,4 +1,4 @@
-"""The ``clusterprint`` command: validate, new, schema, render, plan and diff.
+"""The ``clusterprint`` command: validate, new, schema, render, plan, diff and image.
 
 Each command lives in ``clusterprint.cli.commands.<name>`` with ``add_arguments`` and
 ``run``; this module imports only the one being run, so ``validate`` never pays for
@@ -23,6 +23,7 @@ COMMANDS = {
     "render": "write slurm.conf, gres.conf, cgroup.conf and node scripts for a blueprint",
     "plan": "list the resources `pulumi up` would create, offline under Pulumi's mocks",
     "diff": "compare two blueprints or saved plans: create, update, replace, delete",
+    "image": "build the node images a blueprint boots (`image build`), or list them offline",
 }
 
 #: Exit status for usage errors and unreadable files (argparse's own choice too).

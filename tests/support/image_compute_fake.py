@@ -1,7 +1,8 @@
 """A fake Compute API on 127.0.0.1 for image builds: images, instances, their disks and
 operations, guest attributes and the serial console, in the REST API's shapes.
 
-It keeps the project's images and the zone's instances and disks, and records every call.
+It keeps the project's images and the zone's instances and disks, and records every call;
+it also hands out the access token of the credentials file it writes (``/token``).
 An instance insert runs the test's ``install`` in place of the builder's startup script:
 what it prints on the serial console, and what it writes to the guest attribute
 ``clusterprint/build`` (done, failed, or nothing: a script that never ends), after how many
@@ -15,6 +16,7 @@ import re
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler
+from pathlib import Path
 from urllib.parse import parse_qs, urlsplit
 
 from tests.support.compute_fake import Call
@@ -82,10 +84,31 @@ class FakeImageCompute:
         self.server.shutdown()
         self.server.server_close()
 
+    def credentials_file(self, folder: Path) -> Path:
+        """Application Default Credentials whose token this fake hands out, for the CLI as
+        a process: a service account key (its own, new) whose ``token_uri`` is the fake's
+        (google-auth keeps a key file's token_uri; a user's file always gets Google's)."""
+        from cryptography.hazmat.primitives import serialization
+        from cryptography.hazmat.primitives.asymmetric import rsa
+
+        key = rsa.generate_private_key(public_exponent=65537, key_size=2048)
+        pem = key.private_bytes(serialization.Encoding.PEM,
+                                serialization.PrivateFormat.PKCS8,
+                                serialization.NoEncryption()).decode()
+        path = folder / "service-account.json"
+        path.write_text(json.dumps({
+            "type": "service_account", "project_id": self.project, "private_key_id": "1",
+            "private_key": pem, "client_email": f"builder@{self.project}.iam.gserviceaccount.com",
+            "client_id": "1", "token_uri": f"http://127.0.0.1:{self.server.server_port}/token"}))
+        return path
+
     def _answer(self, handler: BaseHTTPRequestHandler, method: str) -> None:
-        assert handler.headers.get("Authorization") == f"Bearer {TOKEN}", handler.path
         length = int(handler.headers.get("Content-Length") or 0)
         raw = handler.rfile.read(length) if length else b""
+        if handler.path == "/token":
+            return send_json(handler, 200, {"access_token": TOKEN, "expires_in": 3600,
+                                            "token_type": "Bearer"})
+        assert handler.headers.get("Authorization") == f"Bearer {TOKEN}", handler.path
         call = Call(method, handler.path, json.loads(raw) if raw else None,
                     handler.headers.get("Content-Type"), raw)
         self.calls.append(call)

@@ -101,3 +101,16 @@ def test_without_credentials_the_error_says_how_to_get_them(monkeypatch, tmp_pat
         compute.authorized_session()
     assert "gcloud auth application-default login" in str(error.value)
     assert "--dry-run" in str(error.value)
+
+
+def test_credentials_refused_mid_build_are_one_clear_error():
+    from google.auth.exceptions import RefreshError
+
+    class Expired:
+        def request(self, method, url, **kwargs):
+            raise RefreshError("Reauthentication is needed. Please run `gcloud auth "
+                               "application-default login` to reauthenticate.")
+
+    with pytest.raises(ComputeError, match="the credentials were refused: Reauthentication is "
+                                           "needed"):
+        ComputeApi(Expired(), PROJECT).image("any")
