@@ -9,6 +9,7 @@ from clusterprint.blueprint.model import Blueprint
 from clusterprint.components.identity import NodeServiceAccount
 from clusterprint.components.login import LoginNodes
 from clusterprint.components.network import ClusterNetwork
+from clusterprint.components.node_image import NodeImage
 from clusterprint.components.nodeset import GpuNodeset
 from clusterprint.components.observability import Observability
 from clusterprint.components.private_service_access import PrivateServiceAccess
@@ -17,6 +18,8 @@ from clusterprint.components.storage import SharedStorage
 from clusterprint.contract import naming, node_metadata
 from clusterprint.facts.iam import MUNGE_READER_ROLES
 from clusterprint.render import node_scripts, remediation
+from clusterprint.render.images import NodeImage as ImageToBuild
+from clusterprint.render.images import built_image, needed_images, nodeset_image
 from clusterprint.render.slurm_config import SLURMRESTD_PORT
 
 
@@ -31,6 +34,30 @@ def project_of(blueprint: Blueprint) -> str:
         raise pulumi.RunError("no project: set `project` in the blueprint or run "
                               "`pulumi config set gcp:project PROJECT`")
     return project
+
+
+#: What boots an image: a VM, or the template a group makes its VMs from.
+BOOTS_AN_IMAGE = frozenset({"gcp:compute/instance:Instance",
+                            "gcp:compute/instanceTemplate:InstanceTemplate"})
+
+
+def waiting_for(image: NodeImage) -> pulumi.ResourceTransformation:
+    """A transformation that makes every VM and template under a component wait for
+    ``image``.
+
+    ``depends_on`` of a component does not reach its children (the Python SDK hands a
+    child its parent's providers, protect and transformations only), and the components
+    take the image's path as a plain string, which `pulumi preview` shows as it is; a
+    transformation passes on to every child, so the controller, login and nodeset VMs wait
+    for their image's build, and nothing else of theirs does.
+    """
+    def transform(args: pulumi.ResourceTransformationArgs
+                  ) -> pulumi.ResourceTransformationResult | None:
+        if args.type_ not in BOOTS_AN_IMAGE:
+            return None
+        return pulumi.ResourceTransformationResult(args.props, pulumi.ResourceOptions.merge(
+            args.opts, pulumi.ResourceOptions(depends_on=[image])))
+    return transform
 
 
 def iap_ssh_command(instance: str, zone: str, project: str) -> str:
@@ -68,6 +95,13 @@ class TrainingCluster(pulumi.ComponentResource):
             f"{name}-psa", network=network.network_id, project=project,
             prefix_length=net.private_service_access.effective_prefix_length,
             address=net.private_service_access.range, opts=child)
+        # Each image the VMs boot, built in the cluster's subnetwork once its NAT exists.
+        self.images = {
+            image.name: NodeImage(
+                naming.child(name, f"image-{image.kind}"), image=image, project=project,
+                zone=bp.zone, subnetwork=network.subnetwork, external_ip=not net.nat,
+                depends_on=[network], opts=child)
+            for image in needed_images(bp)}
         home = bp.storage.home
         storage = SharedStorage(
             naming.child(name, naming.STORAGE), cluster=cluster, project=project,
@@ -87,6 +121,7 @@ class TrainingCluster(pulumi.ComponentResource):
         guarded = {**metadata, **({"user-data": scripts.user_data} if scripts.user_data else {})}
         shared = dict(project=project, zone=bp.zone, subnetwork=network.subnetwork,
                       tags=[network.node_tag], labels=labels, buckets=storage.bucket_names)
+        on_cpu_image = self._booting(built_image())
 
         controller = SlurmController(
             f"{name}-controller", cluster=cluster, startup_script=scripts.controller,
@@ -100,7 +135,7 @@ class TrainingCluster(pulumi.ComponentResource):
             cloud_sql_project=(bp.slurm.accounting.cloud_sql.project
                                if bp.slurm.accounting.enabled and bp.slurm.accounting.cloud_sql
                                else None),
-            protect=bp.storage.protect, opts=child)
+            protect=bp.storage.protect, opts=on_cpu_image)
         observability = Observability(
             f"{name}-observability", cluster=cluster, project=project, region=bp.region,
             tensorboard=bp.observability.tensorboard, dashboard=bp.observability.dashboard,
@@ -110,7 +145,7 @@ class TrainingCluster(pulumi.ComponentResource):
             startup_script=scripts.login, slurm_config=scripts.slurm_config["login"],
             count=bp.slurm.login.count,
             machine_type=bp.slurm.login.machine_type, metadata=guarded,
-            tensorboard=observability.tensorboard, **shared, opts=child)
+            tensorboard=observability.tensorboard, **shared, opts=on_cpu_image)
 
         compute_identity = NodeServiceAccount(
             f"{name}-compute-identity", project=project,
@@ -126,7 +161,7 @@ class TrainingCluster(pulumi.ComponentResource):
                 service_account_email=compute_identity.email,
                 startup_script=scripts.compute[ns.name],
                 metadata={**guarded, node_metadata.MUNGE_SECRET: controller.munge_secret_id},
-                tags=[network.node_tag], labels=labels, opts=child)
+                tags=[network.node_tag], labels=labels, opts=self._booting(nodeset_image(ns)))
             for ns in bp.slurm.nodesets}
 
         mounts: dict[str, pulumi.Input[str]] = {"/home": home_source}
@@ -152,3 +187,10 @@ class TrainingCluster(pulumi.ComponentResource):
                 f"{controller.instance_name}:{SLURMRESTD_PORT}")
         self.exports |= observability.exports
         self.register_outputs(self.exports)
+
+    def _booting(self, image: ImageToBuild | None) -> pulumi.ResourceOptions:
+        """A child's options: its VMs wait for ``image`` (None: the blueprint names its own)."""
+        if image is None:
+            return pulumi.ResourceOptions(parent=self)
+        return pulumi.ResourceOptions(parent=self,
+                                      transformations=[waiting_for(self.images[image.name])])

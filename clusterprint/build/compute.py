@@ -11,12 +11,16 @@ zoneOperations, globalOperations: cloud.google.com/compute/docs/reference/rest/v
 
 from __future__ import annotations
 
+import os
 import time
 from collections.abc import Callable
 from typing import Any, Protocol
 
 #: Google's endpoint of the Compute Engine API, version 1.
 COMPUTE_URL = "https://compute.googleapis.com/compute/v1"
+#: The environment variable naming another endpoint (a Private Service Connect one, or a
+#: test's fake), for `clusterprint image build` and `pulumi up` alike.
+API_VARIABLE = "CLUSTERPRINT_COMPUTE_API"
 #: The OAuth scope the calls need (the Compute API accepts cloud-platform for all of them).
 SCOPES = ("https://www.googleapis.com/auth/cloud-platform",)
 #: Seconds one HTTP request may take: an operation's ``wait`` answers within two minutes
@@ -64,6 +68,11 @@ def authorized_session() -> tuple[Session, str | None]:
             f"no Google credentials ({exc}); run `gcloud auth application-default login`, "
             "or use --dry-run to list the images offline") from None
     return AuthorizedSession(credentials), project
+
+
+def compute_url() -> str:
+    """The Compute API's endpoint: ``CLUSTERPRINT_COMPUTE_API`` when set, else Google's."""
+    return os.environ.get(API_VARIABLE) or COMPUTE_URL
 
 
 class ComputeApi:

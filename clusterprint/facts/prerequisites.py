@@ -51,6 +51,9 @@ RESOURCE_SERVICES: dict[str, Service] = {
         "network:Network", "networkPeering:NetworkPeering", "resizeRequest:ResizeRequest",
         "resourcePolicy:ResourcePolicy", "router:Router", "routerNat:RouterNat",
         "subnetwork:Subnetwork")},
+    # components/node_image.py: `pulumi up` builds a missing image with Compute calls of the
+    # deployer's own (images.get/create, a builder VM without a service account).
+    "pulumi-python:dynamic/clusterprint:BuiltImage": _COMPUTE,
     "gcp:filestore/instance:Instance": Service("file.googleapis.com", "roles/file.editor"),
     "gcp:lustre/instance:Instance": Service("lustre.googleapis.com", "roles/lustre.admin"),
     "gcp:secretmanager/secret:Secret": Service("secretmanager.googleapis.com",

@@ -134,6 +134,12 @@ RULES: dict[str, ReplacementRule] = {
         ("network", "service"),
         TF + "servicenetworking/resource_service_networking_connection.go: ForceNew on "
         "network and service; reserved_peering_ranges and deletion_policy are updatable"),
+    # clusterprint's own dynamic resource: another image name is new content, so a new image
+    # (the old one stays for the clusters that boot it).
+    "pulumi-python:dynamic/clusterprint:BuiltImage": ReplacementRule(
+        ("name", "project"),
+        "clusterprint components/node_image.py: BuiltImageProvider.diff replaces on name and "
+        "project; where the builder runs changes nothing of a built image"),
     "gcp:filestore/instance:Instance": ReplacementRule(
         ("project", "location", "zone", "tier", "protocol", "kmsKeyName", "networks",
          "fileShares.name", "fileShares.sourceBackup", "tags", "initialReplication"),

@@ -9,11 +9,14 @@ import pytest
 from clusterprint.blueprint.model import Blueprint
 from clusterprint.components.cluster import TrainingCluster
 from clusterprint.render import metadata_guard
+from clusterprint.render.images import needed_images
 from tests.support.pulumi_mocks import reference_blueprint
 
 REFERENCES = ["a3mega", "a3ultra", "a4", "cpu-small"]
 TEMPLATE = "gcp:compute/instanceTemplate:InstanceTemplate"
 GROUP = "gcp:compute/instanceGroupManager:InstanceGroupManager"
+INSTANCE = "gcp:compute/instance:Instance"
+BUILT_IMAGE = "pulumi-python:dynamic/clusterprint:BuiltImage"
 #: Data-bearing types, the controller's state disk (queue and accounting database) among them.
 DATA = {"gcp:filestore/instance:Instance", "gcp:lustre/instance:Instance",
         "gcp:storage/bucket:Bucket", "gcp:compute/disk:Disk"}
@@ -328,3 +331,66 @@ def test_a_cluster_whose_users_get_node_credentials_has_no_guard(cloud):
     assert not [vm for vm in cloud.of_type("gcp:compute/instance:Instance")
                 if "user-data" in vm.inputs["metadata"]]
     assert not [t for t in cloud.of_type(TEMPLATE) if "user-data" in t.inputs["metadata"]]
+
+
+@pytest.mark.parametrize("name", REFERENCES)
+def test_one_node_image_per_image_the_vms_boot(cloud, name):
+    bp = reference_blueprint(name)
+    build(cloud, bp)
+    components = cloud.of_type("clusterprint:index:NodeImage")
+    built = cloud.of_type(BUILT_IMAGE)
+    assert sorted(r.inputs["name"] for r in built) == [i.name for i in needed_images(bp)]
+    assert {r.parent for r in built} == {c.name for c in components}
+    assert {c.parent for c in components} == {bp.name}
+
+
+def booted(resource) -> str:
+    """The image a VM or template boots."""
+    if resource.typ == INSTANCE:
+        return resource.inputs["bootDisk"]["initializeParams"]["image"]
+    (boot,) = [d for d in resource.inputs["disks"] if d.get("boot")]
+    return boot["sourceImage"]
+
+
+@pytest.mark.parametrize("name", REFERENCES)
+def test_every_vm_and_template_waits_for_the_image_it_boots(cloud, name):
+    build(cloud, reference_blueprint(name))
+    builds = {r.inputs["path"]: r.name for r in cloud.of_type(BUILT_IMAGE)}
+    booting = cloud.of_type(INSTANCE) + cloud.of_type(TEMPLATE)
+    assert booting
+    for resource in booting:
+        waits_for = [d for d in resource.dependencies if d in builds.values()]
+        assert waits_for == [builds[booted(resource)]], resource.name
+
+
+def test_nothing_but_what_boots_waits_for_an_image_build(cloud):
+    build(cloud, reference_blueprint("a3mega"))
+    builds = {r.name for r in cloud.of_type(BUILT_IMAGE)}
+    waiting = {r.typ for r in cloud.resources if builds & set(r.dependencies)}
+    assert waiting == {INSTANCE, TEMPLATE}
+
+
+def test_a_nodeset_booting_its_own_image_waits_for_no_build(cloud):
+    data = reference_blueprint("a4").model_dump(by_alias=True)
+    for ns in data["slurm"]["nodesets"]:
+        ns["image"] = {"project": "my-images", "name": "a4-slurm-20261201"}
+    bp = Blueprint.model_validate_json(json.dumps(data))
+    build(cloud, bp)
+    assert [r.inputs["kind"] for r in cloud.of_type(BUILT_IMAGE)] == ["cpu"]
+    builds = {r.name for r in cloud.of_type(BUILT_IMAGE)}
+    for template in cloud.of_type(TEMPLATE):
+        assert booted(template) == "projects/my-images/global/images/a4-slurm-20261201"
+        assert not builds & set(template.dependencies)
+
+
+@pytest.mark.parametrize(("nat", "external_ip"), [(True, False), (False, True)])
+def test_images_build_in_the_clusters_subnetwork_once_its_nat_exists(cloud, nat, external_ip):
+    data = reference_blueprint("cpu-small").model_dump(by_alias=True)
+    data["network"]["nat"] = nat
+    build(cloud, Blueprint.model_validate_json(json.dumps(data)))
+    (image,) = cloud.of_type(BUILT_IMAGE)
+    assert image.inputs["subnetwork"] == (f"projects/{data['project']}/regions/{data['region']}"
+                                          "/subnetworks/cpu-small-network-subnet")
+    assert image.inputs["externalIp"] is external_ip
+    assert ("cpu-small-network-nat" in image.dependencies) is nat
+    assert "cpu-small-network-subnet" in image.dependencies

@@ -211,3 +211,16 @@ class FakeImageCompute:
     @staticmethod
     def _missing(name: str) -> tuple[int, dict]:
         return 404, {"error": {"message": f"The resource '{name}' was not found"}}
+
+
+def reach_in_process(fake: FakeImageCompute, monkeypatch) -> None:
+    """Point this process's Compute calls (``compute_url``, ``authorized_session``) at
+    ``fake``, with credentials that hold its token."""
+    from google.auth.transport.requests import AuthorizedSession
+    from google.oauth2.credentials import Credentials
+
+    from clusterprint.build import compute
+
+    monkeypatch.setenv(compute.API_VARIABLE, fake.url)
+    monkeypatch.setattr(compute, "authorized_session",
+                        lambda: (AuthorizedSession(Credentials(TOKEN)), None))

@@ -1,9 +1,9 @@
 """Pulumi mocks that record every registered resource, for the component tests.
 
 The recording monitor sees what ``MockResourceArgs`` does not carry: each resource's
-parent and its ``protect`` option; the engine's log records what the program's
-``pulumi.log`` calls sent (the mock engine hands each ``LogRequest`` to a logger at its
-severity, as the real engine shows it in the diagnostics). Outputs a test needs are
+parent, its ``protect`` option and what it waits for; the engine's log records what the
+program's ``pulumi.log`` calls sent (the mock engine hands each ``LogRequest`` to a logger at
+its severity, as the real engine shows it in the diagnostics). Outputs a test needs are
 resolved inside the same ``pulumi.runtime.test`` run that declares the resources, so one
 event loop serves the whole test and no SDK thread outlives it (pulumi/pulumi#7663).
 """
@@ -42,6 +42,8 @@ class Registered:
     custom: bool
     #: Input names the engine keeps from the program's values (``ignore_changes``).
     ignore_changes: tuple[str, ...] = ()
+    #: The logical names of the resources it waits for (``depends_on`` and its inputs').
+    dependencies: tuple[str, ...] = ()
 
 
 def _urn_name(urn: str) -> str:
@@ -109,7 +111,8 @@ class RecordingMonitor(MockMonitor):
                 request.type, request.name, self.recording.inputs.get((request.type,
                                                                         request.name), {}),
                 _urn_name(request.parent), request.protect, request.custom,
-                tuple(request.ignoreChanges)))
+                tuple(request.ignoreChanges),
+                tuple(sorted({_urn_name(urn) for urn in request.dependencies}))))
         return response
 
 

@@ -36,7 +36,6 @@ no credentials, 3 an image failed to build (the others are still built), 130 int
 from __future__ import annotations
 
 import argparse
-import os
 import re
 import signal
 import sys
@@ -54,8 +53,6 @@ if TYPE_CHECKING:
 
 #: Exit status when an image failed to build.
 EXIT_BUILD_FAILED = 3
-#: The environment variable naming another endpoint of the Compute API.
-API_VARIABLE = "CLUSTERPRINT_COMPUTE_API"
 WHO = "clusterprint image build"
 
 
@@ -129,10 +126,10 @@ def build_all(images: list[NodeImage], blueprint: Blueprint, args: argparse.Name
     """Build each missing image in turn; 3 when one failed."""
     from clusterprint.build.builder import Timing
     from clusterprint.build.compute import (
-        COMPUTE_URL,
         ComputeApi,
         NoCredentials,
         authorized_session,
+        compute_url,
     )
     from clusterprint.build.site import command_site, network_words
 
@@ -146,7 +143,7 @@ def build_all(images: list[NodeImage], blueprint: Blueprint, args: argparse.Name
         print(f"{WHO}: no project: set `project` in the blueprint or pass --project",
               file=sys.stderr)
         return EXIT_USAGE
-    api = ComputeApi(session, project, os.environ.get(API_VARIABLE) or COMPUTE_URL)
+    api = ComputeApi(session, project, compute_url())
     site = command_site(blueprint, project, args.subnetwork)
     print(f"{WHO}: builders run in {blueprint.zone}, in {network_words(site)}",
           file=sys.stderr)

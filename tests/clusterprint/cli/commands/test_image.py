@@ -10,15 +10,13 @@ import sys
 import time
 
 import pytest
-from google.auth.transport.requests import AuthorizedSession
-from google.oauth2.credentials import Credentials
 
 from clusterprint.blueprint.validate import load_checked
 from clusterprint.build import compute
 from clusterprint.cli.commands import image as command
 from clusterprint.cli.main import main
 from clusterprint.render.images import needed_images
-from tests.support.image_compute_fake import TOKEN, FakeImageCompute, installs
+from tests.support.image_compute_fake import FakeImageCompute, installs, reach_in_process
 from tests.support.paths import ROOT, blueprint_path
 
 A3MEGA, CPU_SMALL = blueprint_path("a3mega"), blueprint_path("cpu-small")
@@ -34,9 +32,7 @@ def fake(monkeypatch):
     each builder says done at the first look, so no build sleeps."""
     compute_fake = FakeImageCompute(PROJECT, "us-central1-a",
                                     install=lambda image: installs("base", "slurm", after=1))
-    monkeypatch.setenv(command.API_VARIABLE, compute_fake.url)
-    monkeypatch.setattr(compute, "authorized_session",
-                        lambda: (AuthorizedSession(Credentials(TOKEN)), None))
+    reach_in_process(compute_fake, monkeypatch)
     yield compute_fake
     compute_fake.stop()
 
@@ -81,7 +77,7 @@ def test_a_failed_build_exits_3_and_the_other_image_is_still_built(fake, capsys)
 def test_the_project_and_subnetwork_options_choose_where(fake, capsys):
     other = FakeImageCompute("other-project", "us-central1-c",
                              install=lambda image: installs(after=1))
-    os.environ[command.API_VARIABLE] = other.url
+    os.environ[compute.API_VARIABLE] = other.url
     try:
         subnet = "projects/net-host/regions/us-central1/subnetworks/builders"
         assert main(["image", "build", CPU_SMALL, "--project", "other-project",
@@ -196,7 +192,7 @@ def process_fake(tmp_path):
     token the fake hands out, and the environment that points the process at it."""
     compute_fake = FakeImageCompute(PROJECT, "us-central1-c",
                                     install=lambda image: installs("base", "slurm", after=1))
-    env = {**offline_env(tmp_path), command.API_VARIABLE: compute_fake.url,
+    env = {**offline_env(tmp_path), compute.API_VARIABLE: compute_fake.url,
            "GOOGLE_APPLICATION_CREDENTIALS": str(compute_fake.credentials_file(tmp_path))}
     yield compute_fake, env
     compute_fake.stop()
