@@ -1,4 +1,4 @@
-"""What a blueprint has built, and where ``clusterprint image build`` runs the builders.
+"""Where ``clusterprint image build`` runs the builders of a blueprint's images.
 
 ``pulumi up`` builds in the cluster's own subnetwork, behind its Cloud NAT
 (``components/node_image.py``). Before a cluster exists there is no such subnetwork, and
@@ -13,13 +13,6 @@ from __future__ import annotations
 
 from clusterprint.blueprint.model import Blueprint
 from clusterprint.build.builder import BuildSite
-from clusterprint.render.images import NodeImage, needed_images
-
-
-def images_to_build(blueprint: Blueprint) -> list[NodeImage]:
-    """The images clusterprint builds for the blueprint: none for a managed cluster, whose
-    VMs boot what Cluster Director chooses."""
-    return [] if blueprint.orchestrator == "managed" else needed_images(blueprint)
 
 
 def command_site(blueprint: Blueprint, project: str, subnetwork: str | None = None

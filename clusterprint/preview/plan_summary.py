@@ -8,6 +8,10 @@ the nodes kept up (``count``), monthly = hourly x ``prices.HOURS_PER_MONTH``. An
 table has no price for is listed as "no price on record" and left out of the total, which
 says so: a missing price never reads as free.
 
+The summary also lists the images the VMs boot: clusterprint's, by content name (built when
+missing from the project, by ``pulumi up`` or ``clusterprint image build``), and those the
+blueprint names, which must exist. Offline, whether an image exists is unknown.
+
 The summary is JSON data (the ``summary`` key of ``plan --json``); the text after the tree
 is rendered from that same data, so both forms show the same numbers.
 """
@@ -19,6 +23,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from clusterprint.facts import machines, prices
+from clusterprint.render.images import built_image, needed_images, nodeset_image, pinned_path
 
 if TYPE_CHECKING:
     from clusterprint.blueprint.model import Blueprint, Nodeset
@@ -63,6 +68,7 @@ def summarize(blueprint: Blueprint) -> dict[str, Any]:
         "filestoreGib": dict(sorted(filestore.items())),
         "lustreGib": dict(sorted(lustre.items(), key=lambda kv: int(kv[0]))),
         "buckets": [{"bucket": b.bucket, "create": b.create} for b in bp.storage.buckets],
+        "images": _images(bp),
         "cost": _cost(bp),
     }
 
@@ -80,6 +86,27 @@ def _nodes(nodesets: list[Nodeset]) -> list[dict[str, Any]]:
              "gpusPerNode": group[0].gpus,
              "gpuType": f.gpu if (f := machines.gpu_family(machine_type)) else None}
             for machine_type, group in by_type.items()]
+
+
+def _images(bp: Blueprint) -> dict[str, Any]:
+    """The images the VMs boot, each with who boots it: those clusterprint builds (in the
+    project, when missing: ``pulumi up`` or ``clusterprint image build``), and those the
+    blueprint names, which must exist. None for a managed cluster."""
+    booted_by: dict[str, list[str]] = {}
+    if bp.orchestrator != "managed":
+        booted_by[built_image().name] = ["controller"] + (["login"] if bp.slurm.login.count
+                                                          else [])
+        for ns in bp.slurm.nodesets:
+            image = nodeset_image(ns)
+            key = image.name if image is not None else pinned_path(ns.image)
+            booted_by.setdefault(key, []).append(f"nodeset {ns.name}")
+    built = [{"name": image.name, "family": image.family, "base": image.base.path,
+              "builderMachineType": image.builder_machine_type,
+              "bootedBy": booted_by[image.name]} for image in needed_images(bp)]
+    names = {image["name"] for image in built}
+    named = [{"path": path, "bootedBy": who} for path, who in sorted(booted_by.items())
+             if path not in names]
+    return {"project": bp.project, "built": built, "named": named}
 
 
 def _cost(bp: Blueprint) -> dict[str, Any]:
@@ -225,6 +252,7 @@ def summary_text(summary: dict[str, Any]) -> str:
     lines += [f"  Lustre      tier {tier}: {gib} GiB" for tier, gib in summary["lustreGib"].items()]
     lines += [f"  bucket      {b['bucket']} ({'created' if b['create'] else 'existing'})"
               for b in summary["buckets"]]
+    lines += _images_text(summary.get("images"))
     cost = summary["cost"]
     lines += ["", f"Estimated cost in {cost['region']} at list prices ({cost['currency']}), "
                   "an estimate:"]
@@ -243,6 +271,23 @@ def summary_text(summary: dict[str, Any]) -> str:
     lines += [f"  note: {note}" for note in cost["notes"]]
     lines += [f"  prices: {s['url']} (read {s['read']}; {s['note']})" for s in cost["sources"]]
     return "\n".join(lines) + "\n"
+
+
+def _images_text(images: dict[str, Any] | None) -> list[str]:
+    """The images section: each image, who boots it and how it comes to exist (nothing for
+    a plan saved before the summary had images, or a managed cluster's)."""
+    if not images or not (images["built"] or images["named"]):
+        return []
+    project = f"project {images['project']}" if images["project"] else "the stack's project"
+    lines = ["", f"Images (in {project}; clusterprint's are built where missing, by `pulumi "
+                 "up` or `clusterprint image build`)"]
+    for image in images["built"]:
+        lines.append(f"  {image['name']}  ({', '.join(image['bootedBy'])}): family "
+                     f"{image['family']}, from {image['base']}, built on "
+                     f"{image['builderMachineType']}")
+    lines += [f"  {image['path']}  ({', '.join(image['bootedBy'])}): the blueprint's own, "
+              "never built: it must exist" for image in images["named"]]
+    return lines
 
 
 def _usd(amount: float) -> str:

@@ -100,13 +100,13 @@ def minutes_argument(text: str) -> int:
 
 def run(args: argparse.Namespace) -> int:
     """Check the blueprint, then list (--dry-run) or build what it boots."""
-    from clusterprint.build.site import images_to_build
     from clusterprint.cli.commands import checked_blueprint
+    from clusterprint.render.images import needed_images
 
     blueprint, status = checked_blueprint(args.file)
     if blueprint is None:
         return status
-    images = images_to_build(blueprint)
+    images = needed_images(blueprint)
     if args.dry_run:
         return dry_run(images, args.project or blueprint.project, blueprint)
     return build_all(images, blueprint, args) if images else 0

@@ -12,7 +12,9 @@ protect its protect option; outputs are the stack's outputs. Save it for `cluste
 
 Both forms end with a summary (--json: the "summary" key): nodes per machine type (with
 the max_count ceiling where one is set), GPUs per type and in all, login and controller
-VMs, Filestore and Lustre GiB per tier, buckets, and an estimated cost per hour and per
+VMs, Filestore and Lustre GiB per tier, buckets, the images the VMs boot (clusterprint's
+by content name, family and base: `pulumi up` or `clusterprint image build` builds one the
+project lacks; a nodeset's own image must exist), and an estimated cost per hour and per
 month (730 hours) at list prices in one reference region (us-central1): no discounts, no
 network egress, reserved nodes at the on-demand price. Each price names its source and the
 day it was read; what has no price on record is listed as such and left out of the total.

@@ -22,6 +22,7 @@ from clusterprint.cli.main import main
 from clusterprint.facts import catalog, machines, prices
 from clusterprint.preview.plan import Plan, PlanFormatError
 from clusterprint.preview.plan_summary import NO_PRICE, summarize
+from clusterprint.render.images import needed_images
 from tests.support.paths import BLUEPRINTS, ROOT
 
 REFERENCE = [*sorted(BLUEPRINTS.glob("*.yaml")),
@@ -336,3 +337,47 @@ def test_only_nodes_kept_up_bring_their_model_s_note(tmp_path):
     cost = summarize(load_checked(str(mixed(tmp_path, "on-demand"))))["cost"]
     assert not any(note.startswith("spot prices") for note in cost["notes"])
     assert "nodeset cpu: 2 x n2-standard-4, on-demand" in [i["item"] for i in cost["items"]]
+
+
+@pytest.mark.parametrize("path", REFERENCE, ids=[p.name for p in REFERENCE])
+def test_the_plan_names_every_image_the_vms_boot_and_how_it_comes_to_exist(capsys, path):
+    bp = load_checked(str(path))
+    summary, text = planned(capsys, path)
+    images = needed_images(bp)
+    assert [i["name"] for i in summary["images"]["built"]] == [i.name for i in images]
+    assert summary["images"]["named"] == []
+    if bp.orchestrator == "managed":
+        assert images == [] and "Images (" not in text
+        return
+    assert (f"Images (in project {bp.project}; clusterprint's are built where missing, by "
+            "`pulumi up` or `clusterprint image build`)\n") in text
+    for image in images:
+        booted_by = next(i["bootedBy"] for i in summary["images"]["built"]
+                         if i["name"] == image.name)
+        assert (f"  {image.name}  ({', '.join(booted_by)}): family {image.family}, from "
+                f"{image.base.path}, built on {image.builder_machine_type}\n") in text
+    cpu = summary["images"]["built"][0]
+    assert cpu["name"].startswith("clusterprint-cpu-")
+    assert cpu["bootedBy"][:2] == ["controller", "login"]
+
+
+def test_a_nodeset_booting_its_own_image_is_listed_as_one_that_must_exist(tmp_path, capsys):
+    own = "      image: {project: my-images, name: big-20261201}\n"
+    text = mixed(tmp_path).read_text().replace("    - name: big\n", "    - name: big\n" + own)
+    (tmp_path / "own.yaml").write_text(text)
+    summary, printed = planned(capsys, tmp_path / "own.yaml")
+    assert summary["images"]["named"] == [
+        {"path": "projects/my-images/global/images/big-20261201", "bootedBy": ["nodeset big"]}]
+    (built,) = summary["images"]["built"]
+    assert built["bootedBy"] == ["controller", "login", "nodeset cpu", "nodeset steady",
+                                 "nodeset burst"]
+    assert ("  projects/my-images/global/images/big-20261201  (nodeset big): the blueprint's "
+            "own, never built: it must exist\n") in printed
+
+
+def test_a_plan_saved_before_images_were_listed_still_prints(capsys, tmp_path):
+    from clusterprint.preview.plan_summary import summary_text
+
+    summary = json.loads(Path(saved(capsys, tmp_path, True)).read_text())["summary"]
+    del summary["images"]
+    assert "Images (" not in summary_text(summary) and "Summary" in summary_text(summary)
