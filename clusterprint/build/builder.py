@@ -120,12 +120,14 @@ class Phase(Enum):
 
 
 class BuildFailed(Exception):
-    """A build that did not produce its image; the builder is gone when this is raised."""
+    """A build that did not produce its image; the builder is gone when this is raised. Its
+    message is ``text()``: where it failed and the serial console's end (what `pulumi up`
+    shows of a failed NodeImage)."""
 
     def __init__(self, image: str, reason: str, step: str | None = None,
                  tail: list[str] | None = None) -> None:
         self.image, self.reason, self.step, self.tail = image, reason, step, tail or []
-        super().__init__(self.summary)
+        super().__init__(self.text())
 
     @property
     def summary(self) -> str:

@@ -77,10 +77,14 @@ def test_create_refuses_a_name_this_clusterprint_does_not_render(fake):
     assert fake.calls == []
 
 
-def test_a_failed_build_fails_the_create_naming_the_step(fake):
-    fake.install = lambda image: installs("base", "gpu", result="failed", after=1)
-    with pytest.raises(Exception, match=r"failed at step gpu: the install script failed"):
+def test_a_failed_build_fails_the_create_naming_the_step_and_the_console(fake):
+    fake.install = lambda image: installs("base", "gpu", result="failed", failure="line 9: "
+                                          "dkms build", after=1)
+    with pytest.raises(Exception) as failed:
         BuiltImageProvider().create(props())
+    lines = str(failed.value).splitlines()
+    assert lines[0] == f"{RDMA.name}: failed at step gpu: line 9: dkms build"
+    assert lines[-1].endswith("startup-script: <3>FAILED: line 9: dkms build")
     assert fake.instances == {}
 
 
