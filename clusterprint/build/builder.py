@@ -146,7 +146,7 @@ class BuildFailed(Exception):
 @dataclass
 class SerialConsole:
     """What the builder's serial port has printed, read a piece at a time: the last step
-    started, the last FAILED line and the tail."""
+    started, the first FAILED line and the tail."""
 
     next: int = 0
     step: str | None = None
@@ -165,7 +165,8 @@ class SerialConsole:
             if (step := STEP_LINE.search(line)) is not None:
                 self.step = step[1]
                 started.append(step[1])
-            if (failed := FAILED_LINE.search(line)) is not None:
+            # The first: the install script's own, before the startup script's "ended with".
+            if self.failure is None and (failed := FAILED_LINE.search(line)) is not None:
                 self.failure = failed[1]
         return started
 

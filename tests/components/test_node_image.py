@@ -84,7 +84,7 @@ def test_a_failed_build_fails_the_create_naming_the_step_and_the_console(fake):
         BuiltImageProvider().create(props())
     lines = str(failed.value).splitlines()
     assert lines[0] == f"{RDMA.name}: failed at step gpu: line 9: dkms build"
-    assert lines[-1].endswith("startup-script: <3>FAILED: line 9: dkms build")
+    assert lines[-2].endswith("startup-script: <3>FAILED: line 9: dkms build")
     assert fake.instances == {}
 
 

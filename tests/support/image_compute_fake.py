@@ -39,11 +39,14 @@ class Install:
 def installs(*steps: str, result: str | None = "done", failure: str | None = None,
              after: int = 2) -> Install:
     """An install that starts ``steps`` in turn, as the install script logs them on the
-    serial console (after the guest agent's prefix), and ends with ``result``."""
+    serial console (after the guest agent's prefix), and ends with ``result``; a failed one
+    ends with the startup script's own line, as builder.STARTUP_SCRIPT prints it."""
     prefix = "Jun 01 12:00:00 builder google_metadata_script_runner[812]: startup-script: "
     lines = [f"{prefix}step: {step}" for step in steps]
     if failure:
         lines.append(f"{prefix}<3>FAILED: {failure}")
+    if result == "failed":
+        lines.append(f"{prefix}<3>FAILED: the install script ended with status 1")
     return Install(tuple(lines), result, after)
 
 

@@ -159,8 +159,9 @@ def test_a_failed_step_is_named_with_the_serial_tail_and_the_builder_is_gone(fak
     assert failed.value.summary == f"{CPU.name}: failed at step slurm: line 212: make -j16"
     text = failed.value.text().splitlines()
     assert text[1] == f"{CPU.name}: the builder's serial console ended with:"
-    assert text[-1].endswith("startup-script: <3>FAILED: line 212: make -j16")
-    assert text[-2].endswith("startup-script: step: slurm")
+    assert text[-3].endswith("startup-script: step: slurm")
+    assert text[-2].endswith("startup-script: <3>FAILED: line 212: make -j16")
+    assert text[-1].endswith("<3>FAILED: the install script ended with status 1")
     assert fake.instances == {} and fake.disks == {} and fake.images == {}
 
 
@@ -170,8 +171,9 @@ def test_the_tail_is_the_last_lines_of_a_long_console(fake, clock):
     with pytest.raises(BuildFailed) as failed:
         build(fake, clock)
     assert len(failed.value.tail) == builder.TAIL_LINES
-    assert failed.value.tail[-1].endswith("step: s99")
-    assert failed.value.reason == "the install script failed"
+    assert failed.value.tail[-2].endswith("step: s99")
+    # No FAILED line of the install script's own: the startup script's names its status.
+    assert failed.value.reason == "the install script ended with status 1"
 
 
 def test_a_script_that_never_ends_times_out_and_the_builder_is_gone(fake, clock):

@@ -70,7 +70,8 @@ def test_a_failed_build_exits_3_and_the_other_image_is_still_built(fake, capsys)
         f"{TCPXO.name}: failed at step gpu: line 7: apt-get install -y "
         "datacenter-gpu-manager-4"]
     assert f"{TCPXO.name}: the builder's serial console ended with:" in err
-    assert err.rstrip().endswith("<3>FAILED: line 7: apt-get install -y datacenter-gpu-manager-4")
+    assert err.splitlines()[-2].endswith(
+        "<3>FAILED: line 7: apt-get install -y datacenter-gpu-manager-4")
     assert list(fake.images) == [CPU.name] and fake.instances == {}
 
 
