@@ -199,13 +199,34 @@ def boot_path(project: str, nodeset: Nodeset | None = None) -> str:
 
 
 def boot_context(parts: tuple[str, ...], nodeset: Nodeset | None = None) -> dict[str, object]:
-    """What scripts/image.sh.j2 renders for a role needing ``parts``: the image check, and
-    the install steps where the blueprint allows installing at boot."""
+    """What scripts/image.sh.j2 renders for a role needing ``parts``: the image check, the
+    install steps where the blueprint allows installing at boot, and the way out it names
+    when the image lacks a part."""
     image = nodeset.image if nodeset is not None else None
     at_boot = image is not None and image.install_at_boot
     machine_type = nodeset.machine_type if nodeset is not None and nodeset.gpus else None
     boots = pinned_path(image) if image is not None else built_image(nodeset).name
     return {"boots": boots, "manifest": MANIFEST, "parts": parts,
             "slurm_series": slurm.release_series(slurm.SLURM_VERSION),
-            "install_at_boot": at_boot,
+            "install_at_boot": at_boot, "key": image_key(nodeset),
+            "fix": missing_part_fix(nodeset),
             "install": install_context(parts, machine_type, None) if at_boot else None}
+
+
+def image_key(nodeset: Nodeset | None) -> str | None:
+    """The blueprint key of the image ``nodeset`` boots, the nodeset by its name (None: the
+    controller and login nodes, which boot clusterprint's image whatever the blueprint says)."""
+    return None if nodeset is None else f"slurm.nodesets[{nodeset.name}].image"
+
+
+def missing_part_fix(nodeset: Nodeset | None) -> str:
+    """What a boot whose image lacks a part its role needs tells the user to do."""
+    key = image_key(nodeset)
+    if nodeset is None:
+        return ("the controller and login nodes boot only the image clusterprint builds: "
+                "build it (clusterprint image build)")
+    if nodeset.image is not None:
+        return (f"set {key}.install_at_boot: true to install what it lacks at boot, or drop "
+                f"{key} to boot the image clusterprint builds")
+    return (f"build it (clusterprint image build), or name an image of your own in {key} "
+            "with install_at_boot: true")

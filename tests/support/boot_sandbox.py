@@ -3,49 +3,63 @@
 Each script runs as root in its own mount namespace: the folders it writes (/etc/munge,
 /etc/slurm, /etc/systemd/system, /etc/apt, /var/spool, /var/lib, /home, /etc/udev,
 /etc/clusterprint, /dev/aperture_devices) and the kernel's NICs (/sys/class/net) are
-bind-mounted from a temp folder, the trees a GPU node writes anywhere in (/dev, /etc, /mnt,
+bind-mounted from a temp folder, the trees a node writes anywhere in (/dev, /etc, /mnt,
 /usr, /var) are overlays whose changes land in the temp folder too, and stubs stand in for the
-metadata server, Secret Manager, systemd, mounts, apt, dpkg, DKMS, udev, Docker, mdadm and mkfs.
-The image's commands are fakes in the node's own folder: the scripts search only that,
-the stubs and /usr/bin, never this machine's /usr/sbin, so what they find is what the test
-put there.
+metadata server, Secret Manager, systemd, mounts, apt, dpkg, git, make, DKMS, udev, Docker,
+mdadm and mkfs. The image's commands are fakes in the node's own folder: the scripts search
+only that, the stubs and /usr/bin, never this machine's /usr/sbin, so what they find is what
+the test put there.
+
+A Node is a VM of a built image unless told otherwise: its manifest
+(/etc/clusterprint/image.json) lists every part (clusterprint/render/node_software.py), and
+the image holds what the sandbox keeps of each (PART_ON_IMAGE), its Slurm reporting the
+release the images pin. ``Node(root, built=False)`` is a VM of the bare base image, as a
+builder VM boots: no manifest, none of the parts, so an image install script
+(``images/NAME.sh``) run on it installs each once.
 
 Every call of a stub is recorded whole (tests/clusterprint/render/stubs/record.bash): its
-arguments, its stdin and the files its arguments name. bash traces every command the script
-runs, with its arguments, to a file of its own, and temp files go to a sandboxed TMPDIR: so a
-test can say where a secret went, and a step can be made to fail for good (the scripts' retry
-budgets set to 0). The waits between tries are 0 s here (CLUSTERPRINT_RETRY_DELAY_S): a step
-that fails once is retried at once, and no test sleeps production's 5 s.
+arguments, its stdin and the files its arguments name; the calls that install a package or
+download anything are listed apart, and ``forbid_installs`` makes them fail. bash traces
+every command the script runs, with its arguments, to a file of its own, and temp files go to
+a sandboxed TMPDIR: so a test can say where a secret went, and a step can be made to fail for
+good (the scripts' retry budgets set to 0). The waits between tries are 0 s here
+(CLUSTERPRINT_RETRY_DELAY_S): a step that fails once is retried at once, and no test sleeps
+production's 5 s.
 """
 
 from __future__ import annotations
 
+import hashlib
+import json
 import os
 import re
 import shutil
+import stat
 import subprocess
 import time
 from dataclasses import dataclass
 from pathlib import Path
 
+from clusterprint.blueprint.model import Blueprint
+from clusterprint.blueprint.validate import check_text, load_checked
 from clusterprint.contract import node_metadata
-from clusterprint.facts import machines
-from clusterprint.render import config_sync
+from clusterprint.facts import gpu_software, machines, slurm
+from clusterprint.facts.images import FAMILY_PREFIX
+from clusterprint.render import config_sync, images, node_software
+from tests.support.paths import blueprint_path
 
 #: The stub commands and the NIC samples stay beside the boot tests that use most of them.
 RENDER_TESTS = Path(__file__).parents[1] / "clusterprint" / "render"
 STUBS = RENDER_TESTS / "stubs"
-#: The folder of Slurm's plugins (Debian's and Ubuntu's), where a GPU node's script looks for
-#: gpu/nvml and installs the one it builds; under the /usr overlay.
-PLUGIN_DIR = "/usr/lib/x86_64-linux-gnu/slurm-wlm"
 NICS = RENDER_TESTS / "fixtures" / "nics"
 #: Public samples of what GPU commands print (tests/fixtures/gpu/README.md).
 FIXTURES = Path(__file__).parents[1] / "fixtures" / "gpu"
 SANDBOXED = ("/etc/munge", "/etc/slurm", "/etc/systemd/system", "/etc/apt", "/var/spool",
              "/var/lib", "/home", "/etc/udev", "/etc/clusterprint", "/dev/aperture_devices",
              "/sys/class/net")
-#: Trees a script may write anywhere in (limits, sysctl, /dev/md, /mnt/localssd, pyxis in
-#: /usr/local): overlays on this machine's own, whose changes stay in the node's folder.
+#: Trees a script may write anywhere in (limits, sysctl, /dev/md, /mnt/localssd, Slurm in
+#: /usr, pyxis in /usr/local, downloads in /var/cache): overlays on this machine's own,
+#: whose changes stay in the node's folder.
 OVERLAID = ("/dev", "/etc", "/mnt", "/usr", "/var")
 #: Where the login node stages the rendered jobs for every user, and its login hint.
 SANDBOXED += ("/opt", "/etc/profile.d")
@@ -54,16 +68,65 @@ SANDBOXED += ("/usr/local/sbin",)
 #: The scripts' retry budgets (CLUSTERPRINT_<NAME>_BUDGET_S), all set to 0 by fail_for_good.
 BUDGETS = ("MOUNT", "MUNGE_KEY", "APT", "DOWNLOAD", "SECRET", "SLURMCTLD", "CONTROLLER",
            "SLURMD", "NIC", "DB", "SLURMDBD")
-#: What a ready image has: the Slurm daemons, munge and the NFS client.
-IMAGE_COMMANDS = ("slurmd", "slurmctld", "munged", "mount.nfs", "slurmdbd", "mariadbd")
 SECRET = "projects/my-project/secrets/cpu-small-munge-key"
 JWT_SECRET = "projects/my-project/secrets/cpu-small-jwt-key"
-#: What Ubuntu 24.04's slurmrestd (23.11) serves: the accounting database's plugins and
-#: slurmctld's (``slurmrestd -s list``, which prints to stderr).
-REST_PLUGINS = ("openapi/slurmctld", "openapi/slurmdbd", "openapi/v0.0.38", "openapi/dbv0.0.38")
 DB_SECRET = "projects/my-project/secrets/cpu-small-db-password"
 #: The controller's state disk, as Compute Engine names the attached device.
 STATE_DEVICE = f"google-{node_metadata.STATE_DISK_DEVICE}"
+#: The name a built image's manifest gives (an install script writes its own).
+IMAGE_NAME = f"{FAMILY_PREFIX}sandbox-000000000000"
+#: Where a build of Slurm's source puts the daemons the image install script checks.
+SLURM_SBIN = "/usr/sbin"
+
+
+@dataclass(frozen=True)
+class PartOnImage:
+    """What the sandbox keeps of one part (node_software.PARTS) on a built image, and takes
+    off an image that lacks it, so that an install step finds none of it there: the Debian
+    packages in dpkg's database (fake/dpkg), the commands in the image's bin (the fake of
+    stubs/packages by that name, else one that records its runs), marks the stubs read in
+    fake/ (modinfo's modules), files on the node's disk (path: text, written executable) and
+    the folder they are in, where the part is one."""
+
+    packages: tuple[str, ...] = ()
+    commands: tuple[str, ...] = ()
+    marks: tuple[str, ...] = ()
+    files: tuple[tuple[str, str], ...] = ()
+    folder: str | None = None
+
+
+#: Each part as the sandbox keeps it: gcloud is the Secret Manager stub, always there (the
+#: base images carry the CLI's snap); Slurm's daemons report $FAKE/slurm-version, and its
+#: headers are what pyxis builds against.
+PART_ON_IMAGE = {
+    "base": PartOnImage(packages=node_software.BASE_PACKAGES),
+    "gcloud": PartOnImage(),
+    "munge": PartOnImage(packages=node_software.MUNGE_PACKAGES, commands=("munged",)),
+    "slurm": PartOnImage(commands=("slurmd", "slurmctld", "slurmdbd", "slurmrestd"),
+                         files=((gpu_software.PYXIS_HEADERS, "/* Slurm's spank.h */\n"),)),
+    "nfs": PartOnImage(packages=node_software.NFS_PACKAGES, commands=("mount.nfs",)),
+    "lustre": PartOnImage(packages=("lustre-client-utils",), commands=("mount.lustre",),
+                          marks=("lustre-modules",)),
+    "gcsfuse": PartOnImage(packages=("gcsfuse",), commands=("gcsfuse",)),
+    "mariadb": PartOnImage(packages=node_software.MARIADB_PACKAGES, commands=("mariadbd",)),
+    "tensorboard": PartOnImage(
+        files=((f"{node_software.TENSORBOARD_VENV}/bin/tb-gcp-uploader", "#!/bin/bash\n"),
+               (f"{node_software.TENSORBOARD_VENV}/clusterprint-package",
+                node_software.TENSORBOARD_UPLOADER_PACKAGE + "\n")),
+        folder=node_software.TENSORBOARD_VENV),
+    "pyxis": PartOnImage(files=((gpu_software.PYXIS_PLUGIN, "pyxis's SPANK plugin\n"),)),
+    "gpu": PartOnImage(packages=(gpu_software.OPS_AGENT_PACKAGE,
+                                 gpu_software.CUDA_KEYRING_PACKAGE),
+                       commands=("dcgmi", "enroot")),
+    "fabric": PartOnImage(packages=("apt-transport-artifact-registry", "libnccl2", "nccl-gib"),
+                          commands=("docker", "dkms", "nvidia-container-runtime-hook",
+                                    "ibv_devinfo"),
+                          marks=("modules/import-helper",)),
+}
+#: The daemons a build of Slurm's source installs, by the stub that fakes each.
+SLURM_FAKES = {"slurmd": "slurm-daemon", "slurmctld": "slurm-daemon",
+               "slurmdbd": "slurm-daemon", "slurmrestd": "slurmrestd"}
+
 
 @dataclass(frozen=True)
 class Record:
@@ -78,10 +141,10 @@ class Record:
 class Node:
     """One VM's disk and cloud, shared by the runs of its scripts."""
 
-    def __init__(self, root: Path) -> None:
+    def __init__(self, root: Path, built: bool = True) -> None:
         self.root = root
         self.fake = root / "fake"
-        for sub in ("metadata", "mounted", "secret"):
+        for sub in ("metadata", "mounted", "secret", "dpkg"):
             (self.fake / sub).mkdir(parents=True)
         self.metadata(node_metadata.HOME_SOURCE, "nfs:10.1.2.3:/home")
         self.metadata(node_metadata.MUNGE_SECRET, SECRET)
@@ -98,38 +161,76 @@ class Node:
         self.tmp.mkdir(parents=True)
         #: What the scripts' environment adds to this process's: no wait between tries.
         self.env: dict[str, str] = {"CLUSTERPRINT_RETRY_DELAY_S": "0"}
-        for command in IMAGE_COMMANDS:
-            self.image_has(command, "22.05.8")
-        # The distribution's archive, as Ubuntu 24.04 lists it (deb822, binary packages only),
-        # and Slurm's plugin folder, in every Slurm.
-        self.write(f"/etc/apt/sources.list.d/{os_release_id()}.sources",
-                   f"Types: deb\nURIs: {ARCHIVE}\nSuites: noble noble-updates\n"
-                   "Components: main universe multiverse\n")
-        self.write(f"{PLUGIN_DIR}/gpu_generic.so", "Slurm's gpu/generic plugin")
-        # The image's slurmrestd, and what installing the package brings (stubs/apt-get).
-        rest = self.fake / "slurmrestd"
-        listing = "\\n".join(("Possible OpenAPI plugins:", *REST_PLUGINS))
-        rest.write_text(f'#!/bin/bash\nif [[ $* == "-s list" && $SLURMRESTD_SECURITY == '
-                        f'disable_user_check ]]; then printf "{listing}\\n" >&2\n'
-                        f'else echo "slurmrestd $*" >>"$FAKE/calls"; exit 1; fi\n')
-        rest.chmod(0o755)
-        shutil.copy(rest, self.bin / "slurmrestd")
+        # What the image's Slurm reports, and the plugins a build of its source installs.
+        self.slurm_reports(slurm.SLURM_VERSION)
+        (self.fake / "slurm-plugins").write_text("\n".join(images.SLURM_PLUGINS) + "\n")
         # The controller's state disk is attached (it is blank until mkfs.ext4 runs).
         by_id = self.overlay("/dev") / "disk" / "by-id"
         by_id.mkdir(parents=True, exist_ok=True)
         (by_id / STATE_DEVICE).touch()
+        #: The parts the image holds, as its manifest lists them.
+        self.parts: tuple[str, ...] = ()
+        if built:
+            self.image_built()
+        else:
+            # This machine's own Slurm daemon must not pass for one the image built.
+            self.hide(f"{SLURM_SBIN}/slurmd")
 
-    def image_has(self, command: str, slurm_version: str) -> None:
-        """Put a command on the image; Slurm's report ``slurm_version`` for -V, and any
-        other run of them (a daemon started by hand) is recorded in the calls."""
-        path = self.bin / command
-        path.write_text(f'#!/bin/bash\nif [[ $1 == -V ]]; then echo "slurm-wlm {slurm_version}"'
-                        f'\nelse echo "{command} $*" >>"$FAKE/calls"; fi\n')
-        path.chmod(0o755)
+    def image_built(self, parts: tuple[str, ...] = node_software.PARTS,
+                    name: str = IMAGE_NAME) -> None:
+        """The image holds ``parts`` and its manifest, as its install script leaves them."""
+        for part in parts:
+            held = PART_ON_IMAGE[part]
+            for package in held.packages:
+                (self.fake / "dpkg" / package).touch()
+            for command in held.commands:
+                self._put_command(command)
+            for mark in held.marks:
+                (self.fake / mark).parent.mkdir(parents=True, exist_ok=True)
+                (self.fake / mark).touch()
+            for path, text in held.files:
+                self.write(path, text)
+                self.file(path).chmod(0o755)
+        self.parts = tuple(p for p in node_software.PARTS if p in {*self.parts, *parts})
+        self.manifest(name, self.parts)
+
+    def image_lacks_parts(self, *parts: str) -> None:
+        """The image's manifest does not list ``parts``, nor does it hold anything of them."""
+        for part in parts:
+            held = PART_ON_IMAGE[part]
+            for package in held.packages:
+                (self.fake / "dpkg" / package).unlink(missing_ok=True)
+            self.image_lacks(*held.commands)
+            for mark in held.marks:
+                (self.fake / mark).unlink(missing_ok=True)
+            for path, _ in held.files:
+                self.file(path).unlink(missing_ok=True)
+            if held.folder:
+                shutil.rmtree(self.file(held.folder), ignore_errors=True)
+        self.parts = tuple(p for p in self.parts if p not in parts)
+        self.manifest(IMAGE_NAME, self.parts)
+
+    def manifest(self, name: str, parts: tuple[str, ...]) -> None:
+        """The image's /etc/clusterprint/image.json, as an install script writes it."""
+        self.write(images.MANIFEST, json.dumps({"name": name, "parts": list(parts),
+                                                "slurm": slurm.SLURM_VERSION}) + "\n")
+
+    def _put_command(self, command: str) -> None:
+        packaged = self.stubs / "packages" / SLURM_FAKES.get(command, command)
+        if packaged.exists():
+            (self.bin / command).unlink(missing_ok=True)
+            (self.bin / command).symlink_to(packaged)
+        else:
+            self.fake_command(command, f'echo "{command} $*" >>"$FAKE/calls"')
+
+    def slurm_reports(self, version: str) -> None:
+        """The image's Slurm commands report ``version`` for -V (``slurm 26.05.3``)."""
+        (self.fake / "slurm-version").write_text(version + "\n")
 
     def fake_command(self, command: str, body: str) -> None:
         """Put a command on the image that runs ``body`` (bash)."""
         path = self.bin / command
+        path.unlink(missing_ok=True)
         path.write_text(f"#!/bin/bash\n{body}\n")
         path.chmod(0o755)
 
@@ -139,15 +240,36 @@ class Node:
         target.parent.mkdir(parents=True, exist_ok=True)
         target.write_text(text)
 
-    def image_has_nvml_plugin(self) -> None:
-        """An image whose Slurm has the gpu/nvml plugin (as a custom image may carry it)."""
-        self.write(f"{PLUGIN_DIR}/gpu_nvml.so", "the image's plugin")
+    def hide(self, path: str) -> None:
+        """This machine's ``path`` (under an overlay) is not on the node: a whiteout."""
+        target = self.file(path)
+        target.parent.mkdir(parents=True, exist_ok=True)
+        if os.path.lexists(path) and not os.path.lexists(target):
+            os.mknod(target, stat.S_IFCHR | 0o600, os.makedev(0, 0))
 
     def fail_for_good(self, call: str) -> None:
         """Every stub call containing ``call`` fails, and no step retries: the boot must stop."""
         with (self.fake / "broken").open("a") as broken:
             broken.write(call + "\n")
+        self.no_retries()
+
+    def no_retries(self) -> None:
+        """Every step that retries tries once: the scripts' retry budgets are 0."""
         self.env.update({f"CLUSTERPRINT_{name}_BUDGET_S": "0" for name in BUDGETS})
+
+    def forbid_installs(self) -> None:
+        """A VM that may install no package and download nothing: each stub call that would
+        (record.bash's installs) fails, at once, and is listed in ``refused``."""
+        (self.fake / "no-installs").touch()
+        self.no_retries()
+
+    def installs(self) -> list[str]:
+        """Every stub call so far that installed a package or downloaded anything."""
+        return _lines(self.fake / "installs")
+
+    def refused(self) -> list[str]:
+        """The installs and downloads ``forbid_installs`` refused."""
+        return _lines(self.fake / "refused")
 
     def image_lacks(self, *commands: str) -> None:
         """Take commands off the image, whether a fake of the image or a stub."""
@@ -168,18 +290,6 @@ class Node:
             state = "unknown" if name == "lo" else "down" if name in down else "up"
             (sysfs / name / "operstate").write_text(state + "\n")
 
-    def carries_fabric(self) -> None:
-        """An image that has every part of every GPU fabric (as a custom image may)."""
-        for command in ("docker", "dkms"):
-            os.symlink(self.stubs / "packages" / command, self.bin / command)
-        for command in ("nvidia-container-runtime-hook", "ibv_devinfo"):
-            self.image_has(command, "")
-        (self.fake / "modules").mkdir(exist_ok=True)
-        (self.fake / "modules" / "import-helper").touch()
-        (self.fake / "dpkg").mkdir(exist_ok=True)
-        for package in ("apt-transport-artifact-registry", "libnccl2", "nccl-gib"):
-            (self.fake / "dpkg" / package).touch()
-
     def local_ssds(self, count: int) -> None:
         """Attach ``count`` local SSDs, as Compute Engine names them in /dev/disk/by-id."""
         by_id = self.overlay("/dev") / "disk" / "by-id"
@@ -190,30 +300,12 @@ class Node:
             link.symlink_to(f"../../nvme0n{n + 1}")
 
     def driver(self, gpu: str, gpus: int) -> None:
-        """The NVIDIA driver on the image: ``nvidia-smi`` prints the public sample of
-        tests/fixtures/gpu/``gpu``, and ``-L`` lists ``gpus`` GPUs named as in it; NVML's
-        library is in the linker cache."""
+        """The NVIDIA driver on the base image: ``nvidia-smi`` prints the public sample of
+        tests/fixtures/gpu/``gpu``, and ``-L`` lists ``gpus`` GPUs named as in it."""
         sample = FIXTURES / gpu / "nvidia-smi.txt"
         name = re.search(r"\|\s+0\s+(NVIDIA [\w ]+?)\s{2,}", sample.read_text())[1]
-        smi = self.bin / "nvidia-smi"
-        smi.write_text(f'#!/bin/bash\nif [[ $1 == -L ]]; then\n  for i in {{0..{gpus - 1}}}; do '
-                       f'echo "GPU $i: {name}"; done\nelse\n  cat {sample}\nfi\n')
-        smi.chmod(0o755)
-        # The driver's libnvidia-ml.so in the linker cache, which slurmd opens NVML by.
-        self.fake_command("ldconfig", "echo '\tlibnvidia-ml.so (libc6,x86-64) => "
-                                      "/usr/lib/x86_64-linux-gnu/libnvidia-ml.so'")
-
-    def gpu_software_on_image(self) -> None:
-        """An image that carries every part a GPU node gets: DCGM, the Ops Agent, enroot,
-        pyxis (the array of local SSDs is the VM's, not the image's)."""
-        for command in ("dcgmi", "enroot"):
-            (self.bin / command).write_text("#!/bin/bash\n")
-            (self.bin / command).chmod(0o755)
-        (self.fake / "dpkg").mkdir(exist_ok=True)
-        (self.fake / "dpkg" / "google-cloud-ops-agent").touch()
-        plugin = self.overlay("/usr") / "local" / "lib" / "slurm" / "spank_pyxis.so"
-        plugin.parent.mkdir(parents=True, exist_ok=True)
-        plugin.touch()
+        self.fake_command("nvidia-smi", f'if [[ $1 == -L ]]; then\n  for i in {{0..{gpus - 1}}}; '
+                                        f'do echo "GPU $i: {name}"; done\nelse\n  cat {sample}\nfi')
 
     def metadata(self, key: str, value: str) -> None:
         """Set an instance metadata value."""
@@ -244,7 +336,17 @@ class Node:
         return done
 
     def boot(self, script: str) -> subprocess.CompletedProcess:
-        """Run a script as the VM's startup would, with the node's folders in place."""
+        """Run a startup script as the VM's boot would; it logs to the journal."""
+        done = self.run(script)
+        self.wait_for_journal(done.returncode)
+        return done
+
+    def install(self, image: images.NodeImage) -> subprocess.CompletedProcess:
+        """Run an image's install script as its builder VM does; it logs to stdout."""
+        return self.run(image.script)
+
+    def run(self, script: str) -> subprocess.CompletedProcess:
+        """Run a script as root on the VM, with the node's folders in place."""
         path = self.script_dir / "startup.sh"
         path.write_text(script)
         binds = []
@@ -269,13 +371,11 @@ class Node:
         env = {**os.environ, **self.env, "FAKE": str(self.fake), "TMPDIR": str(self.tmp)}
         # bash traces every command it runs, arguments expanded, to fd 9: the xtrace file.
         trace = 'exec 9>"$FAKE/xtrace"; export BASH_XTRACEFD=9'
-        done = subprocess.run(
+        return subprocess.run(
             ["unshare", "--mount", "--propagation", "private", "bash", "-c",
              f'{setup}; {trace}; PATH={self.stubs}:{self.bin}:/usr/bin exec bash -x "$0"',
              str(path)],
             env=env, stdin=subprocess.DEVNULL, capture_output=True, text=True, timeout=60)
-        self.wait_for_journal(done.returncode)
-        return done
 
     def wait_for_journal(self, returncode: int) -> None:
         """The journal writer drains after the script exits: wait for its last line."""
@@ -292,7 +392,7 @@ class Node:
     def calls(self) -> list[str]:
         """Every stubbed command the scripts ran, and clears the record."""
         path = self.fake / "calls"
-        lines = path.read_text().splitlines() if path.exists() else []
+        lines = _lines(path)
         path.unlink(missing_ok=True)
         return lines
 
@@ -304,6 +404,25 @@ class Node:
                        (d / "stdin").read_bytes() if (d / "stdin").exists() else b"",
                        [f.read_bytes() for f in sorted(d.glob("file-*"))])
                 for d in sorted(folder.iterdir())] if folder.exists() else []
+
+    def tree(self) -> dict[str, str]:
+        """Every file and link the VM's scripts and the stubs keep (its disk, its overlays,
+        the stubs' state), by path, with its mode and a digest of what it holds: what a run
+        that changes nothing leaves as it found it. The records of the calls are left out."""
+        kept = {}
+        for top in ("disk", "overlay", "fake"):
+            for path in sorted((self.root / top).rglob("*")):
+                relative = str(path.relative_to(self.root))
+                if relative.split("/")[:2] in (["fake", "record"],) or relative in LOGS:
+                    continue
+                if path.is_symlink():
+                    kept[relative] = "-> " + os.readlink(path)
+                elif path.is_file():
+                    kept[relative] = (f"{oct(path.stat().st_mode)} "
+                                      + hashlib.sha256(path.read_bytes()).hexdigest())
+                else:
+                    kept[relative] = oct(path.stat().st_mode)
+        return kept
 
     def overlay(self, target: str) -> Path:
         """Where what the scripts write under ``target`` (one of OVERLAID) lands."""
@@ -320,12 +439,15 @@ class Node:
                 return self.overlay(target) / path[len(target) + 1:]
         raise AssertionError(f"{path} is outside the sandbox")
 
-def os_release_id() -> str:
-    """This machine's distribution (ID of /etc/os-release), which the scripts read as the VM's."""
-    return re.search(r"^ID=\"?(\w+)", Path("/etc/os-release").read_text(), re.MULTILINE)[1]
+
+#: What the stubs and bash log of every run, which tree() leaves out: the calls (their
+#: record), the journal, bash's trace, the installs made.
+LOGS = ("fake/calls", "fake/journal", "fake/xtrace", "fake/installs", "fake/refused")
 
 
-ARCHIVE = "http://us-central1.gce.archive.ubuntu.com/ubuntu/"
+def _lines(path: Path) -> list[str]:
+    return path.read_text().splitlines() if path.exists() else []
+
 
 #: The GPU machine type of each reference blueprint and the public sample of its GPUs.
 #: No public H200 nvidia-smi table exists (tests/fixtures/gpu/README.md): A3 Ultra boots with
@@ -334,35 +456,40 @@ GPU_SAMPLES = {"a3mega": ("a3-megagpu-8g", "h100"), "a3ultra": ("a3-ultragpu-8g"
                "a4": ("a4-highgpu-8g", "b200")}
 
 
-def storage_ready(node: Node, name: str, carries_fabric: bool = True) -> Node:
-    """A node whose cloud has the munge key and the file systems of blueprint ``name``, and
-    whose image has their clients, Slurm's gpu/nvml plugin (the gpu_node tests build it) and
-    the GPU fabric's parts, unless not ``carries_fabric``; its NICs are the blueprint's
-    sample."""
+def storage_ready(node: Node, name: str) -> Node:
+    """A node of blueprint ``name``'s cluster whose cloud has the munge key, the Lustre
+    addresses (/home on Lustre for a4) and, where fixtures/nics has them, its NICs."""
     if not any((node.fake / "secret").iterdir()):
         (node.fake / "secret" / "1").write_text("key from the controller")
     node.metadata(node_metadata.lustre_source("scratch"), "10.9.8.7@tcp:/scratch")
     if name == "a4":
         node.metadata(node_metadata.HOME_SOURCE, "lustre:10.9.8.7@tcp:/shared")
-    node.image_has("mount.lustre", "22.05.8")
-    (node.fake / "lustre-modules").touch()
-    node.image_has_nvml_plugin()
-    if carries_fabric and not (node.bin / "docker").exists():
-        node.carries_fabric()
     if (NICS / f"{name}-network-interfaces.json").exists():
         node.nics(name)
     return node
 
 
-def ready(node: Node, name: str, carries_fabric: bool = True) -> Node:
-    """A node whose cloud and image have all that blueprint ``name`` mounts and runs (but
-    the GPU fabric's parts, unless ``carries_fabric``)."""
-    storage_ready(node, name, carries_fabric)
+def ready(node: Node, name: str) -> Node:
+    """``storage_ready``, and a GPU VM of the blueprint's sample: its local SSDs attached,
+    its driver on the base image."""
+    storage_ready(node, name)
     if name in GPU_SAMPLES:
         node.local_ssds(machines.bundled_local_ssds(GPU_SAMPLES[name][0]))
-        node.gpu_software_on_image()
         node.driver(GPU_SAMPLES[name][1], 8)
     return node
+
+
+def installing_at_boot(name: str) -> Blueprint:
+    """Reference blueprint ``name`` whose nodesets boot an image family of the user's own
+    (``image: {project, family, install_at_boot: true}``): what their boot finds missing of
+    their parts, it installs. Checked as any blueprint is."""
+    document = load_checked(blueprint_path(name)).model_dump(mode="json", exclude_none=True)
+    for nodeset in document["slurm"]["nodesets"]:
+        nodeset["image"] = {"project": "my-project", "family": "my-images",
+                            "install_at_boot": True}
+    checked = check_text(f"{name}.json", json.dumps(document), is_json=True)
+    assert checked.ok and checked.blueprint, [f.line_text() for f in checked.findings]
+    return checked.blueprint
 
 
 def daemon_starts(calls: list[str]) -> list[str]:

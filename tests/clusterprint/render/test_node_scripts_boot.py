@@ -8,6 +8,7 @@ wrote, ran and logged.
 from __future__ import annotations
 
 import base64
+import functools
 import json
 import os
 import re
@@ -19,20 +20,21 @@ from pathlib import Path
 
 import pytest
 
-from clusterprint.blueprint.validate import load_checked
+from clusterprint.blueprint.validate import check_text, load_checked
 from clusterprint.contract import node_metadata
+from clusterprint.facts import slurm
 from clusterprint.node import common, mlops_broker, register_model, tensorboard_upload
-from clusterprint.render import config_sync, healthcheck, rendered_files
+from clusterprint.render import config_sync, healthcheck, images, rendered_files
 from tests.support.boot_sandbox import (
-    ARCHIVE,
-    PLUGIN_DIR,
+    IMAGE_NAME,
     STATE_DEVICE,
     Node,
     daemon_starts,
+    installing_at_boot,
     ready,
 )
 from tests.support.node_log import messages
-from tests.support.paths import blueprint_path
+from tests.support.paths import blueprint_path, reference_blueprints
 
 
 @pytest.fixture
@@ -59,141 +61,6 @@ def a4() -> dict[str, str]:
     return rendered_files(load_checked(blueprint_path("a4")))
 
 
-@pytest.fixture
-def gpu_node(node) -> Node:
-    """An a4 node whose image has everything but Slurm's gpu/nvml plugin (Ubuntu 24.04's)."""
-    node.local_ssds(32)
-    node.gpu_software_on_image()
-    node.driver("b200", 8)
-    (node.fake / "secret" / "1").write_text("key from the controller")
-    node.metadata(node_metadata.HOME_SOURCE, "lustre:10.9.8.7@tcp:/shared")
-    node.image_has("mount.lustre", "22.05.8")
-    (node.fake / "lustre-modules").touch()
-    node.carries_fabric()
-    node.nics("a4")
-    return node
-
-NVML_PLUGIN = f"{PLUGIN_DIR}/gpu_nvml.so"
-BUILD_DIR = "/var/lib/clusterprint/slurm-nvml-build"
-SOURCE = "slurm-wlm=23.11.4-1.2ubuntu5"
-#: What a GPU node without the plugin asks for, in order, and nothing else.
-BUILD_CALLS = [
-    "apt-get -q -y -o DPkg::Lock::Timeout=600 update",
-    "apt-cache show build-essential", "apt-cache show libnvidia-ml-dev",
-    "apt-get -q -y -o DPkg::Lock::Timeout=600 install build-essential libnvidia-ml-dev",
-    f"apt-get -q source {SOURCE}",
-    "configure --with-nvml --without-munge --prefix=/usr --sysconfdir=/etc/slurm "
-    "--libdir=/usr/lib/x86_64-linux-gnu",
-    f"make -C {BUILD_DIR}/slurm-wlm-23.11.4/src/plugins/gpu/common",
-    f"make -C {BUILD_DIR}/slurm-wlm-23.11.4/src/plugins/gpu/nvml",
-]
-
-
-def build_calls(calls: list[str]) -> list[str]:
-    """The calls that fetch, build or install anything."""
-    return [c for c in calls if c.startswith(("apt-get", "apt-cache", "configure", "make"))]
-
-
-def test_a_gpu_node_builds_slurms_nvml_plugin_once_for_the_installed_slurm(gpu_node, a4):
-    first = gpu_node.boot(a4["scripts/compute-a4.sh"])
-    assert first.returncode == 0, gpu_node.journal()
-    calls = gpu_node.calls()
-    assert build_calls(calls) == BUILD_CALLS
-    # The plugin is in place before slurmd starts, and the build folder is gone.
-    assert calls.index(BUILD_CALLS[-1]) < calls.index(daemon_starts(calls)[0])
-    plugin = gpu_node.file(NVML_PLUGIN)
-    assert plugin.read_text().startswith("gpu_nvml plugin built from ")
-    assert oct(plugin.stat().st_mode & 0o777) == "0o755"
-    assert not gpu_node.file(BUILD_DIR).exists()
-    # apt-get source reads the distribution's own archive, as source packages.
-    source = gpu_node.file("/etc/apt/sources.list.d/clusterprint-slurm-source.sources")
-    assert source.read_text() == (f"Types: deb-src\nURIs: {ARCHIVE}\nSuites: noble "
-                                  "noble-updates\nComponents: main universe multiverse\n")
-    journal = gpu_node.journal()
-    assert "gpu/nvml: building Slurm's plugin from slurm-wlm 23.11.4-1.2ubuntu5" in journal
-    assert "GPUs: the driver shows 8 of 8" in journal
-
-    again = gpu_node.boot(a4["scripts/compute-a4.sh"])
-    assert again.returncode == 0, gpu_node.journal()
-    assert build_calls(gpu_node.calls()) == []
-    assert f"gpu/nvml: Slurm's plugin is in {PLUGIN_DIR}" in gpu_node.journal()
-    assert gpu_node.file(NVML_PLUGIN).read_text() == plugin.read_text()
-
-
-def test_an_image_whose_slurm_has_the_plugin_builds_nothing(gpu_node, a4):
-    gpu_node.write(NVML_PLUGIN, "the image's plugin")
-    done = gpu_node.boot(a4["scripts/compute-a4.sh"])
-    assert done.returncode == 0, gpu_node.journal()
-    assert build_calls(gpu_node.calls()) == []
-    assert gpu_node.file(NVML_PLUGIN).read_text() == "the image's plugin"
-    assert not gpu_node.file("/etc/apt/sources.list.d/clusterprint-slurm-source.sources").exists()
-
-
-def no_nvml_header(node: Node) -> None:
-    """libnvidia-ml-dev installs, but leaves NVML's header out."""
-    apt = node.stubs / "apt-get"
-    apt.write_text(apt.read_text().replace('touch "$FAKE/nvml.h"', ":"))
-
-
-def no_driver_library(node: Node) -> None:
-    """The image has the driver's tools but no libnvidia-ml.so in the linker cache."""
-    node.fake_command("ldconfig", "echo '\tlibc.so.6 (libc6,x86-64) => /lib/libc.so.6'")
-
-
-def broken(call: str):
-    """The stub call containing ``call`` fails for good."""
-    return lambda node: node.fail_for_good(call)
-
-
-def absent(package: str):
-    """The apt sources lack ``package``."""
-    return lambda node: (node.fake / "absent").write_text(package + "\n")
-
-
-def no_plugin_folder(node: Node) -> None:
-    """The image's Slurm has no plugin folder where the script looks: an overlay whiteout
-    hides this machine's gpu_generic.so too."""
-    generic = node.file(f"{PLUGIN_DIR}/gpu_generic.so")
-    generic.unlink()
-    os.mknod(generic, stat.S_IFCHR, os.makedev(0, 0))
-
-
-#: How a build fails, and the FAILED line that names it.
-FAILED_BUILDS = [
-    pytest.param(no_plugin_folder, "gpu/nvml: found no gpu_generic.so, so not the folder of "
-                 "Slurm's plugins", id="no-plugin-folder"),
-    pytest.param(no_driver_library, "gpu/nvml: the driver's libnvidia-ml.so is not in the linker "
-                 "cache (ldconfig -p)", id="no-driver-library"),
-    pytest.param(absent("libnvidia-ml-dev"), "gpu/nvml: no package libnvidia-ml-dev in this "
-                 "image's apt sources", id="no-nvml-header-package"),
-    pytest.param(broken(" install build-essential"), "apt-get install build-essential "
-                 "libnvidia-ml-dev: still failing after 0s", id="install-fails"),
-    pytest.param(broken(f"source {SOURCE}"), f"apt-get source {SOURCE}: still failing after 0s",
-                 id="no-source-package"),
-    pytest.param(broken("configure --with-nvml"), f"gpu/nvml: configure of {BUILD_DIR}/"
-                 "slurm-wlm-23.11.4 failed", id="configure-fails"),
-    pytest.param(no_nvml_header, f"gpu/nvml: configure of {BUILD_DIR}/slurm-wlm-23.11.4 "
-                 "failed: checking for nvmlInit in -lnvidia-ml... no configure: error: unable to "
-                 "locate libnvidia-ml.so and/or nvml.h", id="configure-finds-no-nvml"),
-    pytest.param(broken("gpu/nvml"), f"gpu/nvml: building the plugin in {BUILD_DIR}/"
-                 "slurm-wlm-23.11.4 failed", id="make-fails"),
-]
-
-
-@pytest.mark.parametrize(("breaks", "failed"), FAILED_BUILDS)
-def test_a_failed_plugin_build_fails_the_boot_naming_it_before_slurmd(gpu_node, a4, breaks,
-                                                                        failed):
-    breaks(gpu_node)
-    done = gpu_node.boot(a4["scripts/compute-a4.sh"])
-    assert done.returncode != 0
-    last = gpu_node.journal().splitlines()[-1]
-    assert last.startswith(f"<3>FAILED: {failed}"), last
-    calls = gpu_node.calls()
-    assert daemon_starts(calls) == []
-    assert not [c for c in calls if c.startswith("mount")]
-    assert not gpu_node.file(NVML_PLUGIN).exists()
-
-
 def test_controller_creates_munge_key_once_and_is_unchanged_after_reboot(node, files):
     node.booted_from(files, "controller")
     calls = node.calls()
@@ -204,8 +71,8 @@ def test_controller_creates_munge_key_once_and_is_unchanged_after_reboot(node, f
     assert oct(key.stat().st_mode & 0o777) == "0o400"
     assert node.file("/etc/slurm/slurm.conf").read_text() == files["slurm.conf"]
     assert "systemctl restart slurmctld" in calls and "systemctl restart munge" in calls
-    assert not [c for c in calls if c.startswith("apt-get")]
-    assert "software: the image has every package this role needs" in node.journal()
+    assert node.installs() == []
+    assert f"image: {IMAGE_NAME} holds every part this role needs" in node.journal()
 
     node.booted_from(files, "controller")
     calls = node.calls()
@@ -232,8 +99,8 @@ def test_controller_creates_the_jwt_key_once_and_serves_the_rest_api_on_its_addr
     unit = node.file(REST_UNIT).read_text()
     # The internal address only, and every plugin: this slurm.conf names slurmdbd
     # (accounting is on by default), so the database's plugins are served too.
-    assert ("\nExecStart=/usr/sbin/slurmrestd -a rest_auth/jwt -s openapi/dbv0.0.38,"
-            "openapi/slurmctld,openapi/slurmdbd,openapi/v0.0.38 10.0.0.5:6820\n") in unit
+    assert ("\nExecStart=/usr/sbin/slurmrestd -a rest_auth/jwt -s openapi/slurmctld,"
+            "openapi/slurmdbd,openapi/util 10.0.0.5:6820\n") in unit
     assert "\nUser=slurmrestd\nGroup=slurmrestd\n" in unit
     assert "\nEnvironment=SLURM_JWT=daemon\n" in unit
     assert [c for c in calls if c.startswith("useradd")] == [
@@ -257,7 +124,7 @@ def test_a_slurm_conf_without_slurmdbd_serves_only_slurmctlds_plugins(node, file
     without_dbd = {**files, "slurm.conf": files["slurm.conf"].replace(line, "\n", 1)}
     node.booted_from(without_dbd, "controller")
     # Without a slurmdbd in slurm.conf the database's plugins would stop slurmrestd.
-    assert "-s openapi/slurmctld,openapi/v0.0.38 10.0.0.5:6820\n" in node.file(
+    assert "-s openapi/slurmctld,openapi/util 10.0.0.5:6820\n" in node.file(
         REST_UNIT).read_text()
 
 
@@ -370,7 +237,8 @@ def test_compute_waits_for_home_then_starts_slurmd_as_dynamic_node(node, files):
     dropin = node.file("/etc/systemd/system/slurmd.service.d/clusterprint.conf").read_text()
     assert ('-D -s -Z --conf-server cpu-small-controller:6817 --conf "Feature=cpu"'
             in dropin)
-    # Ubuntu's Slurm 23.11 unit is Type=notify, which a foreground (-D) slurmd never satisfies.
+    # Slurm's own unit (23.02 on) is Type=notify, which a foreground (-D) slurmd never
+    # satisfies.
     assert "\nType=simple\n" in dropin
     assert "systemctl restart slurmd" in node.calls()
 
@@ -395,70 +263,211 @@ def test_a_missing_lustre_address_fails_at_once_naming_its_key(node, a3mega):
     assert not [c for c in node.calls() if c.startswith("mount -t lustre")]
 
 
-def test_a_bare_image_gets_what_the_node_lacks_once(node, files):
+#: Every role of the reference blueprints (each GPU family's compute nodes among them), and
+#: two families no reference blueprint has: G2 (no fabric, no local SSD) and A3 High (the
+#: GPUDirect-TCPX warning, NICs of the dranet sample).
+VARIANTS = {"g2": ("cpu-small", "n2-standard-4", "g2-standard-8"),
+            "a3high": ("a3mega", "a3-megagpu-8g", "a3-highgpu-8g")}
+
+
+@functools.cache
+def files_of(name: str) -> dict[str, str]:
+    """The rendered files of a reference blueprint or of a VARIANTS one."""
+    if name not in VARIANTS:
+        return rendered_files(load_checked(blueprint_path(name)))
+    base, machine, other = VARIANTS[name]
+    checked = check_text(f"{name}.yaml", Path(blueprint_path(base)).read_text().replace(
+        machine, other))
+    assert checked.ok and checked.blueprint, checked
+    return rendered_files(checked.blueprint)
+
+
+def vm_of(node: Node, name: str) -> Node:
+    """``node`` as a VM of blueprint ``name``'s cluster (ready), a variant's GPUs its own."""
+    ready(node, VARIANTS.get(name, (name,))[0])
+    if name == "g2":
+        node.driver("b200", 1)
+    if name == "a3high":
+        node.nics("dranet-5nic")
+    return node
+
+
+ROLES = [pytest.param(name, script, id=f"{name}-{script}")
+         for name in (*(p.stem for p in reference_blueprints()), *VARIANTS)
+         for script in sorted(s.removeprefix("scripts/").removesuffix(".sh")
+                              for s in files_of(name) if s.startswith("scripts/")
+                              and s.endswith(".sh"))]
+#: What builds software: a boot on a built image runs none of it.
+BUILDS = ("make", "configure", "dkms", "git", "ldconfig", "python3 -m venv", "tar")
+
+
+@pytest.mark.parametrize(("name", "script"), ROLES)
+def test_a_boot_on_a_built_image_installs_builds_and_downloads_nothing(node, name, script):
+    vm_of(node, name).forbid_installs()
+    node.booted_from(files_of(name), script)
+    assert node.refused() == node.installs() == []
+    assert [c for c in node.calls() if c.startswith(BUILDS)] == []
+    assert f"image: {IMAGE_NAME} holds every part this role needs" in node.journal()
+
+
+#: A part each role needs, and the way out its FAILED line names: the controller and login
+#: nodes boot only clusterprint's image; a nodeset may name one that installs at boot.
+#: The image also lacks a part the role does not need, which the line leaves out.
+ONLY_CLUSTERPRINTS = ("the controller and login nodes boot only the image clusterprint "
+                      "builds: build it (clusterprint image build)")
+LACKING = [
+    pytest.param("cpu-small", "controller", "mariadb", "gpu", ONLY_CLUSTERPRINTS,
+                 id="controller-mariadb"),
+    pytest.param("a3mega", "login", "pyxis", "fabric", ONLY_CLUSTERPRINTS, id="login-pyxis"),
+    pytest.param("a4", "compute-a4spot", "fabric", "mariadb",
+                 "build it (clusterprint image build), or name an image of your own in "
+                 "slurm.nodesets[a4spot].image with install_at_boot: true", id="compute-fabric"),
+]
+
+
+@pytest.mark.parametrize(("name", "script", "part", "unneeded", "fix"), LACKING)
+def test_an_image_without_a_part_its_role_needs_fails_the_boot_naming_it(
+        node, name, script, part, unneeded, fix):
+    ready(node, name).image_lacks_parts(part, unneeded)
+    done = node.boot_from(files_of(name), script)
+    assert done.returncode != 0
+    assert node.journal().splitlines()[-1] == (
+        f"<3>FAILED: image: {IMAGE_NAME} lacks {part}, which this role needs: {fix}")
+    assert node.installs() == [] and daemon_starts(node.calls()) == []
+
+
+def test_an_image_of_the_users_own_without_install_at_boot_names_the_key_to_set(node, files):
+    text = Path(blueprint_path("cpu-small")).read_text().replace(
+        "      machine_type: n2-standard-4\n",
+        "      machine_type: n2-standard-4\n      image: {project: my-project, name: mine}\n")
+    checked = check_text("mine.yaml", text)
+    assert checked.ok and checked.blueprint, checked
+    node.file(images.MANIFEST).unlink()
     (node.fake / "secret" / "1").write_text("key from the controller")
-    node.image_lacks("slurmd", "munged", "mount.nfs")
-    node.booted(files["scripts/compute-cpu.sh"])
-    installs = [c for c in node.calls() if c.startswith("apt-get")]
-    assert installs[0].endswith(" update")
-    assert installs[1].endswith(" install slurmd munge nfs-common")
-    assert "software: Slurm 23.11.4" in node.journal()
-    dropin = node.file("/etc/systemd/system/slurmd.service.d/clusterprint.conf").read_text()
-    assert f"ExecStart={node.bin}/slurmd -D -s -Z" in dropin
-
-    node.booted(files["scripts/compute-cpu.sh"])
-    assert not [c for c in node.calls() if c.startswith("apt-get")]
+    done = node.boot(rendered_files(checked.blueprint)["scripts/compute-cpu.sh"])
+    assert done.returncode != 0
+    assert node.journal().splitlines()[-1] == (
+        f"<3>FAILED: image: this image (no {images.MANIFEST}) lacks base gcloud munge slurm "
+        "nfs, which this role needs: set slurm.nodesets[cpu].image.install_at_boot: true to "
+        "install what it lacks at boot, or drop slurm.nodesets[cpu].image to boot the image "
+        "clusterprint builds")
 
 
-def test_an_image_with_slurm_older_than_22_05_is_refused(node, files):
-    node.image_has("slurmctld", "21.08.5")
+def test_a_manifest_that_cannot_be_read_fails_the_boot_naming_it(node, files):
+    node.write(images.MANIFEST, "{not json")
     done = node.boot_from(files, "controller")
     assert done.returncode != 0
-    assert "FAILED: software: Slurm 21.08.5 is too old" in node.journal()
-    calls = node.calls()
-    assert not [c for c in calls if c.startswith(("apt-get", "gcloud", "systemctl"))]
+    assert node.journal().splitlines()[-1] == (
+        f"<3>FAILED: image: {images.MANIFEST} is not an image manifest")
 
 
-def test_lustre_and_buckets_come_from_googles_repositories_for_this_release(node, a3mega):
+@pytest.mark.parametrize("script", ["controller", "login", "compute-cpu"])
+def test_a_slurm_of_another_release_series_fails_the_boot_naming_both(node, files, script):
     (node.fake / "secret" / "1").write_text("key from the controller")
-    node.metadata(node_metadata.lustre_source("scratch"), "10.9.8.7@tcp:/scratch")
-    node.image_lacks("gcsfuse")
-    node.booted_from(a3mega, "login")
-    codename = next(line.split("=", 1)[1].strip('"') for line in
-                    Path("/etc/os-release").read_text().splitlines()
-                    if line.startswith("VERSION_CODENAME="))
+    node.slurm_reports("25.11.2")
+    done = node.boot_from(files, script)
+    assert done.returncode != 0
+    assert node.journal().splitlines()[-1] == (
+        f"<3>FAILED: software: Slurm 25.11.2 is not {slurm.release_series(slurm.SLURM_VERSION)},"
+        " the release clusterprint renders this cluster's Slurm files for: boot an image "
+        "clusterprint built")
+    assert daemon_starts(node.calls()) == []
+
+
+@pytest.fixture(scope="module")
+def a3mega_at_boot() -> dict[str, str]:
+    """The a3mega blueprint's files, its nodeset booting an image that installs at boot."""
+    return rendered_files(installing_at_boot("a3mega"))
+
+
+def codename() -> str:
+    """This machine's release (VERSION_CODENAME), which the scripts read as the VM's."""
+    return next(line.split("=", 1)[1].strip('"') for line in
+                Path("/etc/os-release").read_text().splitlines()
+                if line.startswith("VERSION_CODENAME="))
+
+
+def test_install_at_boot_installs_exactly_the_parts_the_image_lacks_once(node, a3mega_at_boot):
+    ready(node, "a3mega").image_lacks_parts("lustre", "gcsfuse")
+    node.booted_from(a3mega_at_boot, "compute-a3mega")
+    assert ("image: clusterprint-sandbox-000000000000 lacks lustre gcsfuse: installing them at "
+            "boot (slurm.nodesets[a3mega].image.install_at_boot)") in node.journal()
     sources = node.root / "disk" / "etc-apt" / "sources.list.d"
-    assert (f"https://packages.cloud.google.com/apt gcsfuse-{codename} main"
+    assert sorted(p.name for p in sources.iterdir()) == ["gcsfuse.list", "lustre-client.list"]
+    assert (f"https://packages.cloud.google.com/apt gcsfuse-{codename()} main"
             in (sources / "gcsfuse.list").read_text())
     assert (f"https://us-apt.pkg.dev/projects/lustre-client-binaries lustre-client-ubuntu-"
-            f"{codename} main" in (sources / "lustre-client.list").read_text())
+            f"{codename()} main" in (sources / "lustre-client.list").read_text())
+    apt = "apt-get -q -y -o DPkg::Lock::Timeout=600"
+    assert node.installs() == [
+        "curl -fsSL -o /etc/apt/keyrings/lustre-client.asc "
+        "https://us-apt.pkg.dev/doc/repo-signing-key.gpg",
+        f"{apt} update",
+        f"{apt} install lustre-client-modules-{os.uname().release} lustre-client-utils",
+        "curl -fsSL -o /etc/apt/keyrings/gcsfuse.asc "
+        "https://packages.cloud.google.com/apt/doc/apt-key.gpg",
+        f"{apt} update",
+        f"{apt} install gcsfuse"]
     calls = node.calls()
-    install = next(c for c in calls if c.startswith("apt-get") and " install " in c)
-    assert install.endswith(f" install gcsfuse lustre-client-modules-{os.uname().release}"
-                            " lustre-client-utils")
     assert "modprobe lustre" in calls
-    assert "mount -t lustre -o _netdev 10.9.8.7@tcp:/scratch /lustre" in calls
+    assert calls.index("modprobe lustre") < calls.index(
+        "mount -t lustre -o _netdev 10.9.8.7@tcp:/scratch /lustre")
     assert ("gcsfuse --implicit-dirs --file-mode=666 --dir-mode=777 -o allow_other"
             " my-project-a3mega-ckpts /gcs/checkpoints") in calls
 
-    node.booted_from(a3mega, "login")
-    # Metadata is read at every boot; signing keys are downloaded (curl -fsSL) only once.
-    assert not [c for c in node.calls() if c.startswith(("apt-get", "curl -fsSL", "modprobe"))]
+    before = len(node.installs())
+    node.booted_from(a3mega_at_boot, "compute-a3mega")
+    assert node.installs()[before:] == []
+    assert "modprobe lustre" not in node.calls()
 
 
-def test_a_kernel_without_lustre_modules_fails_naming_the_package(node, a3mega):
-    module = f"lustre-client-modules-{os.uname().release}"
-    (node.fake / "absent").write_text(module + "\n")
-    done = node.boot_from(a3mega, "login")
-    assert done.returncode != 0
-    assert f"FAILED: software: no package {module} in this image's apt sources" in node.journal()
-    assert not [c for c in node.calls() if " install " in c or c.startswith("mount")]
+def test_install_at_boot_on_a_bare_image_installs_every_part_once_and_boots(sandbox,
+                                                                            tmp_path):
+    node = ready(Node(tmp_path, built=False), "a3mega")
+    files = rendered_files(installing_at_boot("a3mega"))
+    node.booted_from(files, "compute-a3mega")
+    journal = node.journal()
+    assert ("image: this image lacks base gcloud munge slurm nfs lustre gcsfuse pyxis gpu "
+            "fabric: installing them at boot") in journal
+    # The driver says CUDA 12 (the H100 sample): DCGM's package follows it, not the base
+    # image's catalog entry, which only a builder with no GPU reads.
+    assert "software: installing datacenter-gpu-manager-4-cuda12" in journal
+    assert f"software: Slurm {slurm.SLURM_VERSION}" in journal
+    assert node.installs() and not node.refused()
+    calls = node.calls()
+    assert calls.index(f"git -C /var/cache/clusterprint/slurm-{slurm.SLURM_VERSION} fetch -q "
+                       f"--depth 1 {slurm.SLURM_REPOSITORY} {slurm.SLURM_COMMIT}") < (
+        calls.index("systemctl restart slurmd"))
+
+    node.forbid_installs()
+    node.booted_from(files, "compute-a3mega")
+    assert node.refused() == []
+    assert [c for c in node.calls() if c.startswith(BUILDS)] == []
 
 
+def test_a_custom_image_that_carries_the_fabric_unlisted_installs_nothing_for_it(
+        node, a3mega_at_boot):
+    ready(node, "a3mega")
+    node.manifest("my-image", tuple(p for p in node.parts if p != "fabric"))
+    lib = node.root / "disk" / "var-lib" / "tcpxo" / "lib64"
+    lib.mkdir(parents=True)
+    (lib / "nccl-env-profile.sh").write_text("export NCCL_NET=FasTrak\n")
+    (node.fake / "docker-images").write_text(
+        "us-docker.pkg.dev/gce-ai-infra/gpudirect-tcpxo/tcpgpudmarxd-dev:v1.0.23\n")
+    node.booted_from(a3mega_at_boot, "compute-a3mega")
+    assert node.installs() == []
+    assert [c for c in node.calls() if c.startswith(BUILDS)] == []
+    journal = node.journal()
+    assert "image: my-image lacks fabric: installing them at boot" in journal
+    for part in ("Docker", "NVIDIA Container Toolkit"):
+        assert f"fabric: {part}: on the image" in journal
+    assert "fabric: the NCCL plugin is on the image (/var/lib/tcpxo/lib64)" in journal
+    assert (lib / "nccl-env-profile.sh").read_text() == "export NCCL_NET=FasTrak\n"
 
-def step(blueprint_name, script, call, failed, lacks=(), after_daemon=False):
+
+def step(blueprint_name, script, call, failed, after_daemon=False):
     """One required step that fails for good: the stub call that breaks, the FAILED text."""
-    return pytest.param(blueprint_name, script, lacks, call, failed, after_daemon,
+    return pytest.param(blueprint_name, script, call, failed, after_daemon,
                         id=f"{script}: {failed}")
 
 
@@ -469,9 +478,8 @@ CHECKPOINTS = "mount bucket my-project-a3mega-ckpts on /gcs/checkpoints"
 DATASETS = "mount bucket my-project-a4-datasets on /gcs/datasets"
 MUNGE_KEY = "read munge key cpu-small-munge-key"
 ACCESS = "gcloud secrets versions access"
-LUSTRE_KEY = "download the signing key of lustre-client"
-UPLOADER_PACKAGE = "google-cloud-aiplatform[tensorboard]==2.7.0"
-#: Every step a role cannot do without, in the blueprints that have it.
+#: Every step a role cannot do without, in the blueprints that have it (what installs
+#: software is the image's: tests/clusterprint/render/test_images.py).
 REQUIRED_STEPS = [
     *(step(bp, f"compute-{bp}", call, failed) for bp, call, failed in [
         ("a3mega", "mount -t nfs", HOME),
@@ -480,10 +488,6 @@ REQUIRED_STEPS = [
         ("a3mega", "gcsfuse", CHECKPOINTS),
         ("a4", "gcsfuse", DATASETS),
         ("a3mega", ACCESS, MUNGE_KEY)]),
-    step("a3mega", "compute-a3mega", " update", "apt-get update", lacks=("slurmd",)),
-    step("a3mega", "compute-a3mega", " install slurmd", "apt-get install slurmd",
-         lacks=("slurmd",)),
-    step("a3mega", "compute-a3mega", "curl -fsSL", LUSTRE_KEY, lacks=("mount.lustre",)),
     step("a3mega", "compute-a3mega", "systemctl is-active --quiet slurmd", "slurmd running",
          after_daemon=True),
     *(step(bp, "login", call, failed) for bp, call, failed in [
@@ -494,8 +498,6 @@ REQUIRED_STEPS = [
         ("a4", "gcsfuse", DATASETS),
         ("a3mega", ACCESS, MUNGE_KEY),
         ("a3mega", "scontrol ping", "controller answering")]),
-    step("a3mega", "login", " install munge", "apt-get install munge", lacks=("munged",)),
-    step("a3mega", "login", "pip install", f"tensorboard: pip install {UPLOADER_PACKAGE}"),
     *(step("a3mega", "controller", call, failed) for call, failed in [
         ("gcloud secrets versions list", "list versions of cpu-small-munge-key"),
         ("gcloud secrets versions add", "add a version to cpu-small-munge-key"),
@@ -504,13 +506,8 @@ REQUIRED_STEPS = [
         ("gcloud secrets versions list cpu-small-jwt-key", "list versions of cpu-small-jwt-key"),
         ("gcloud secrets versions add cpu-small-jwt-key", "add a version to cpu-small-jwt-key"),
         (f"{ACCESS} latest --secret=cpu-small-jwt-key", "read JWT key cpu-small-jwt-key")]),
-    step("a3mega", "controller", " install slurmctld", "apt-get install slurmctld",
-         lacks=("slurmctld",)),
-    step("a3mega", "controller", " install slurmrestd", "apt-get install slurmrestd",
-         lacks=("slurmrestd",)),
     step("a3mega", "controller", "systemctl is-active --quiet slurmrestd", "slurmrestd running",
          after_daemon=True),
-    step("a4", "controller", "curl -fsSL", LUSTRE_KEY, lacks=("mount.lustre",)),
     step("a3mega", "controller", "scontrol ping", "slurmctld answering", after_daemon=True),
     # slurmctld does not need /home and starts first; the boot still fails without it.
     step("a3mega", "controller", "mount -t nfs", HOME, after_daemon=True),
@@ -518,16 +515,15 @@ REQUIRED_STEPS = [
 ]
 
 
-@pytest.mark.parametrize(("blueprint_name", "script", "lacks", "call", "failed", "after_daemon"),
+@pytest.mark.parametrize(("blueprint_name", "script", "call", "failed", "after_daemon"),
                          REQUIRED_STEPS)
 def test_a_required_step_that_fails_for_good_fails_the_boot_naming_it(
-        node, a3mega, a4, blueprint_name, script, lacks, call, failed, after_daemon):
+        node, a3mega, a4, blueprint_name, script, call, failed, after_daemon):
     files = {"a3mega": a3mega, "a4": a4}[blueprint_name]
     ready(node, blueprint_name)
     if script == "controller":
         shutil.rmtree(node.fake / "secret")
         (node.fake / "secret").mkdir()
-    node.image_lacks(*lacks)
     node.fail_for_good(call)
     started = time.monotonic()
     done = node.boot_from(files, script)
@@ -545,17 +541,26 @@ def test_a_required_step_that_fails_for_good_fails_the_boot_naming_it(
 
 
 def test_the_retry_budgets_default_to_productions(a3mega):
-    defaults = {}
-    for name in ("controller", "login", "compute-a3mega"):
-        script = a3mega[f"scripts/{name}.sh"]
-        defaults[name] = dict(re.findall(
-            r"^readonly (\w+)_BUDGET_S=\$\{CLUSTERPRINT_\1_BUDGET_S:-(\d+)\}$", script,
-            re.MULTILINE))
-    shared = {"MOUNT": "1800", "MUNGE_KEY": "3600", "APT": "1200", "DOWNLOAD": "600"}
+    scripts = {name: a3mega[f"scripts/{name}.sh"] for name in (
+        "controller", "login", "compute-a3mega")}
+    scripts.update({name: text for name, text in a3mega.items() if name.startswith("images/")})
+    defaults = {name: budgets(script) for name, script in scripts.items()}
+    shared = {"MOUNT": "1800", "MUNGE_KEY": "3600"}
+    install = {"APT": "1200", "DOWNLOAD": "600"}
     assert defaults == {"controller": {**shared, "SECRET": "600", "SLURMCTLD": "300",
                                        "DB": "600", "SLURMDBD": "300"},
                         "login": {**shared, "CONTROLLER": "1800"},
-                        "compute-a3mega": {**shared, "SLURMD": "600", "NIC": "300"}}
+                        "compute-a3mega": {**shared, "SLURMD": "600", "NIC": "300"},
+                        **{name: install for name in scripts if name.startswith("images/")}}
+    # A nodeset that installs at boot has the install steps' budgets too.
+    at_boot = rendered_files(installing_at_boot("a3mega"))["scripts/compute-a3mega.sh"]
+    assert budgets(at_boot) == {**shared, **install, "SLURMD": "600", "NIC": "300"}
+
+
+def budgets(script: str) -> dict[str, str]:
+    """The retry budgets a script declares, and their defaults in seconds."""
+    return dict(re.findall(r"^readonly (\w+)_BUDGET_S=\$\{CLUSTERPRINT_\1_BUDGET_S:-(\d+)\}$",
+                           script, re.MULTILINE))
 
 
 def leaks(secret: bytes) -> list[bytes]:
@@ -575,7 +580,7 @@ def where_the_key_is(node: Node, done: subprocess.CompletedProcess, key: bytes) 
     the node's folders (sandboxed disk and TMPDIR, the journal, bash's trace of every command
     and its arguments), the boot's output, and each stub call's arguments, stdin and files."""
     skipped = (node.fake / "secret", node.fake / "secrets", node.fake / "record", node.stubs,
-               node.script_dir, node.fake / "slurmrestd")
+               node.script_dir)
     places = {str(f.relative_to(node.root)) for f in node.root.rglob("*")
               if f.is_file() and not any(f.is_relative_to(s) for s in skipped)
               and found_in(f.read_bytes(), key)}
@@ -686,7 +691,8 @@ def test_a_cluster_without_gpu_partitions_stages_no_job(node, files):
     assert list(node.file("/opt/clusterprint/jobs").iterdir()) == []
 
 
-def test_a_gpu_node_installs_the_health_check_and_its_prolog(gpu_node, a4):
+def test_a_gpu_node_installs_the_health_check_and_its_prolog(node, a4):
+    gpu_node = ready(node, "a4")
     for boot in ("first boot", "reboot"):
         done = gpu_node.boot(a4["scripts/compute-a4.sh"])
         assert done.returncode == 0, gpu_node.journal()
@@ -711,15 +717,13 @@ HELPERS = {"/usr/local/bin/clusterprint-tensorboard-upload": tensorboard_upload,
 VENV = "/opt/clusterprint/venv"
 
 
-def test_the_login_node_installs_the_helpers_and_the_uploader_venv_once(node, a3mega, tmp_path):
+def test_the_login_node_installs_the_helpers_once_beside_the_images_uploader(node, a3mega,
+                                                                             tmp_path):
     ready(node, "a3mega")
     node.booted_from(a3mega, "login")
     calls = node.calls()
-    assert [c for c in calls if c.startswith(("python3", "pip"))] == [
-        f"python3 -m venv {VENV}", f"pip install --quiet {UPLOADER_PACKAGE}"]
-    assert "apt-get -q -y -o DPkg::Lock::Timeout=600 install python3-venv" in calls
-    assert node.file(f"{VENV}/clusterprint-package").read_text() == UPLOADER_PACKAGE + "\n"
-    assert os.access(node.file(f"{VENV}/bin/tb-gcp-uploader"), os.X_OK)
+    # The uploader's venv is the image's (its tensorboard part): the boot makes none.
+    assert [c for c in calls if c.startswith(("python3", "pip"))] == []
     # Each command is a link to its module, beside the broker's module they import.
     for path, module in {**HELPERS, f"{MLOPS_LIB}/mlops_broker.py": mlops_broker}.items():
         installed = node.file(f"{MLOPS_LIB}/{Path(module.__file__).name}")
@@ -748,19 +752,23 @@ def test_the_login_node_installs_the_helpers_and_the_uploader_venv_once(node, a3
         f"{checkpoint} gs://my-project-a3mega-ckpts/models/llama")
 
     node.booted_from(a3mega, "login")
-    calls = node.calls()
-    assert not [c for c in calls if c.startswith(("python3", "pip")) or "python3-venv" in c]
-    assert "systemctl start clusterprint-mlops.service" in calls  # nothing changed
-    assert f"tensorboard: {UPLOADER_PACKAGE} already in {VENV}" in node.journal()
+    assert "systemctl start clusterprint-mlops.service" in node.calls()  # nothing changed
     assert not [line for line in node.journal().splitlines()
-                if line.startswith("wrote ") and ("/usr/local/bin" in line or VENV in line
+                if line.startswith("wrote ") and ("/usr/local/bin" in line
                                                   or "mlops.json" in line)]
 
 
-def test_a_cluster_without_a_tensorboard_gets_the_helpers_but_no_uploader(node, files):
+def test_a_cluster_with_a_tensorboard_needs_the_uploader_on_the_image(node, a3mega):
+    ready(node, "a3mega").image_lacks_parts("tensorboard")
+    done = node.boot_from(a3mega, "login")
+    assert done.returncode != 0
+    assert "lacks tensorboard, which this role needs" in node.journal().splitlines()[-1]
+
+
+def test_a_cluster_without_a_tensorboard_gets_the_helpers_and_needs_no_uploader(node, files):
     (node.fake / "secret" / "1").write_text("key from the controller")
+    node.image_lacks_parts("tensorboard")
     node.booted_from(files, "login")
-    assert not [c for c in node.calls() if c.startswith(("python3", "pip"))]
     assert not node.file(VENV).exists()
     assert all(node.file(path).is_symlink() for path in HELPERS)
     assert json.loads(node.file("/etc/clusterprint/mlops.json").read_text())["buckets"] == []

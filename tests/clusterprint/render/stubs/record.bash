@@ -31,3 +31,15 @@ record() {
     fi
   done <"$FAKE/broken"
 }
+
+# installs NAME ARGS...: this call installs a package or downloads (apt-get, dpkg -i, pip
+# install, curl of anything but the metadata server, git, docker pull and run): listed in
+# $FAKE/installs; where the VM may do neither ($FAKE/no-installs, Node.forbid_installs) it
+# fails, as it would on a VM without the internet, and is listed in $FAKE/refused too.
+installs() {
+  echo "$*" >>"$FAKE/installs"
+  [[ -e $FAKE/no-installs ]] || return 0
+  echo "$*" >>"$FAKE/refused"
+  echo "$1: refused: this VM installs and downloads nothing" >&2
+  exit 1
+}
