@@ -1,14 +1,17 @@
-"""What every GPU node gets, booted in the sandbox of test_node_scripts_boot: per family exactly
-its parts (DCGM, the Ops Agent, enroot and pyxis, locked memory, held packages, the local SSD
-RAID0), nothing again after a reboot, a loud stop naming what failed, none of it on CPU nodes.
+"""What every GPU node sets up at boot, booted on its built image in the sandbox of
+test_node_scripts_boot: locked memory, the local SSD RAID0, persistence mode, DCGM's host
+engine and the Ops Agent with GPU metrics, enroot's paths; nothing again after a reboot, a
+loud stop naming what failed, none of it on CPU nodes. The software itself (DCGM, the Ops
+Agent, enroot, pyxis) is the image's: tests/clusterprint/render/test_images.py.
 
-What only a GPU VM shows: that DCGM sees the GPUs and the Ops Agent sends their metrics, that
-the driver's packages stay put for real, and that a container runs (nvcr.io images are pulled
-by enroot on the VM): the stubs record what was asked, not what the cloud did.
+What only a GPU VM shows: that DCGM sees the GPUs and the Ops Agent sends their metrics, and
+that a container runs (nvcr.io images are pulled by enroot on the VM): the stubs record what
+was asked, not what the cloud did.
 """
 
 from __future__ import annotations
 
+import functools
 import json
 import re
 import shutil
@@ -21,42 +24,35 @@ from clusterprint.blueprint.validate import check_text, load_checked
 from clusterprint.components.observability import DASHBOARD_CHARTS
 from clusterprint.facts import gpu_software, machines
 from clusterprint.render import rendered_files
-from tests.support.boot_sandbox import Node, daemon_starts, storage_ready
+from tests.support.boot_sandbox import Node, daemon_starts, installing_at_boot, storage_ready
 from tests.support.paths import blueprint_path
 
-#: blueprint, its GPU nodeset, its machine type, the public sample of its GPUs, the CUDA
-#: major that sample's driver reports (tests/fixtures/gpu/README.md).
+#: blueprint, its GPU nodeset, its machine type, the public sample of its GPUs
+#: (tests/fixtures/gpu/README.md).
 FAMILIES = [
-    pytest.param("a3mega", "a3mega", "a3-megagpu-8g", "h100", 12, id="A3 Mega"),
-    pytest.param("a3ultra", "a3ultra", "a3-ultragpu-8g", "b200", 13, id="A3 Ultra"),
-    pytest.param("a4", "a4", "a4-highgpu-8g", "b200", 13, id="A4"),
+    pytest.param("a3mega", "a3mega", "a3-megagpu-8g", "h100", id="A3 Mega"),
+    pytest.param("a3ultra", "a3ultra", "a3-ultragpu-8g", "b200", id="A3 Ultra"),
+    pytest.param("a4", "a4", "a4-highgpu-8g", "b200", id="A4"),
 ]
-DOWNLOADS = "/var/cache/clusterprint"
 LIMITS = "/etc/security/limits.d/99-unlimited.conf"
 SLURMD_LIMITS = "/etc/systemd/system/slurmd.service.d/limits.conf"
 SYSCTL = "/etc/sysctl.d/99-clusterprint-enroot.conf"
 PERSISTENCED = "/etc/systemd/system/nvidia-persistenced.service.d/persistence-mode.conf"
 #: What only GPU nodes run or write: none of it may show on a CPU node.
-GPU_CALLS = ("mdadm", "mkfs", "dpkg", "apt-mark", "sysctl", "make", "tar")
+GPU_CALLS = ("mdadm", "mkfs", "sysctl")
 GPU_FILES = (LIMITS, SLURMD_LIMITS, SYSCTL, "/etc/enroot/enroot.conf",
-             gpu_software.OPS_AGENT_CONFIG, "/etc/apt/apt.conf.d/20auto-upgrades")
+             gpu_software.OPS_AGENT_CONFIG)
 
 
+@functools.cache
 def files_of(name: str) -> dict[str, str]:
     """The rendered files of reference blueprint ``name``."""
     return rendered_files(load_checked(blueprint_path(name)))
 
 
-def distro() -> str:
-    """This machine's os-release as NVIDIA's repository folders name it (ubuntu2404)."""
-    release = dict(line.split("=", 1) for line in
-                   Path("/etc/os-release").read_text().splitlines() if "=" in line)
-    return release["ID"].strip('"') + release["VERSION_ID"].strip('"').replace(".", "")
-
-
 @pytest.fixture
 def bare(sandbox, tmp_path) -> Node:
-    """A fresh VM of a plain image: Slurm, munge and the NFS client, nothing of a GPU node's."""
+    """A fresh VM of a built image, nothing of a GPU VM's attached yet."""
     return Node(tmp_path)
 
 
@@ -79,33 +75,14 @@ def started(calls: list[str], *prefixes: str) -> list[str]:
     return [c for c in calls if c.startswith(prefixes)]
 
 
-@pytest.mark.parametrize(("blueprint", "nodeset", "machine_type", "sample", "cuda"), FAMILIES)
-def test_a_gpu_node_gets_its_familys_software_once(bare, blueprint, nodeset, machine_type,
-                                                   sample, cuda):
+@pytest.mark.parametrize(("blueprint", "nodeset", "machine_type", "sample"), FAMILIES)
+def test_a_gpu_node_sets_up_its_gpus_scratch_and_services_once(bare, blueprint, nodeset,
+                                                              machine_type, sample):
     node = gpu_vm(bare, blueprint, machine_type, sample)
     script = files_of(blueprint)[f"scripts/compute-{nodeset}.sh"]
     disks = machines.bundled_local_ssds(machine_type)
     node.booted(script)
     calls = node.calls()
-
-    repository = f"https://developer.download.nvidia.com/compute/cuda/repos/{distro()}/x86_64"
-    keyring = f"{DOWNLOADS}/cuda-keyring_1.1-1_all.deb"
-    assert f"curl -fsSL -o {keyring}.part {repository}/cuda-keyring_1.1-1_all.deb" in calls
-    assert f"dpkg -i {keyring}" in calls
-    enroot = [f"{DOWNLOADS}/enroot_4.1.2-1_amd64.deb",
-              f"{DOWNLOADS}/enroot+caps_4.1.2-1_amd64.deb"]
-    releases = "https://github.com/NVIDIA/enroot/releases/download/v4.1.2"
-    for deb in enroot:
-        assert f"curl -fsSL -o {deb}.part {releases}/{deb.rsplit('/', 1)[1]}" in calls
-    installs = [c for c in calls if c.startswith("apt-get") and " install " in c]
-    assert installs[0].endswith(f" install --install-recommends datacenter-gpu-manager-4-cuda"
-                                f"{cuda} google-cloud-ops-agent {' '.join(enroot)}")
-    assert installs[1].endswith(" install libslurm-dev")
-    assert ("curl -fsSL -o /var/cache/clusterprint/pyxis-0.24.0.tar.gz.part"
-            " https://github.com/NVIDIA/pyxis/archive/refs/tags/v0.24.0.tar.gz") in calls
-    assert f"make -C {DOWNLOADS}/pyxis-0.24.0.tar.gz.d install" in calls
-    assert f"apt-mark hold datacenter-gpu-manager-4-cuda{cuda}" in calls
-
     devices = " ".join(sorted(f"/dev/disk/by-id/google-local-nvme-ssd-{n}" for n in range(disks)))
     assert (f"mdadm --create /dev/md/localssd --name=localssd --homehost=any --level=0 --run"
             f" --force --raid-devices={disks} {devices}") in calls
@@ -120,8 +97,6 @@ def test_a_gpu_node_gets_its_familys_software_once(bare, blueprint, nodeset, mac
     enroot_conf = node.file("/etc/enroot/enroot.conf").read_text()
     assert "ENROOT_CACHE_PATH /mnt/localssd/${UID}/enroot/cache" in enroot_conf
     assert "ENROOT_DATA_PATH /mnt/localssd/${UID}/enroot/data" in enroot_conf
-    assert 'APT::Periodic::Unattended-Upgrade "0";' in node.file(
-        "/etc/apt/apt.conf.d/20auto-upgrades").read_text()
     assert "--no-persistence-mode" not in node.file(PERSISTENCED).read_text()
     config = YAML(typ="safe").load(node.file(gpu_software.OPS_AGENT_CONFIG).read_text())
     assert "workload.googleapis.com/gpu.dcgm.sm.utilization" in gpu_software.metrics_collected(
@@ -134,14 +109,15 @@ def test_a_gpu_node_gets_its_familys_software_once(bare, blueprint, nodeset, mac
         ("systemctl restart google-cloud-ops-agent", "sysctl")))
     assert calls.index("systemctl restart slurmd") > last_gpu_step
     assert "GPU node software ready" in node.journal()
+    assert node.installs() == []
 
     reboot(node)
     node.booted(script)
     calls = node.calls()
-    assert not started(calls, "apt-get", "curl -fsSL", "dpkg -i", "make", "tar", "apt-mark hold",
-                       "mdadm --create", "mkfs", "sysctl", "systemctl restart")
+    assert not started(calls, "mdadm --create", "mkfs", "sysctl", "systemctl restart")
     assert "mount -t ext4 -o discard,defaults /dev/md/localssd /mnt/localssd" in calls
     assert "systemctl start slurmd" in calls
+    assert node.installs() == []
 
 
 def test_local_ssds_that_came_back_empty_are_made_an_array_again(bare):
@@ -157,19 +133,17 @@ def test_local_ssds_that_came_back_empty_are_made_an_array_again(bare):
     node.booted(script)
     calls = node.calls()
     assert len(started(calls, "mdadm --assemble", "mdadm --create", "mkfs.ext4")) == 3
-    assert not started(calls, "apt-get", "curl -fsSL", "make")
+    assert node.installs() == []
     assert "local SSD: created /dev/md/localssd from 32 disks" in node.journal()
 
 
-def test_an_image_that_carries_the_gpu_software_installs_none_of_it(bare):
+def test_a_custom_image_that_carries_the_gpu_software_unlisted_installs_none_of_it(bare):
     node = gpu_vm(bare, "a4", "a4-highgpu-8g", "b200")
-    node.gpu_software_on_image()
-    node.booted(files_of("a4")["scripts/compute-a4.sh"])
-    calls = node.calls()
-    assert not started(calls, "apt-get install", "curl -fsSL", "dpkg -i", "make", "tar")
-    journal = node.journal()
-    assert "software: the image has DCGM, the Ops Agent and enroot" in journal
-    assert "software: pyxis is on the image" in journal
+    node.manifest("my-image", tuple(p for p in node.parts if p not in ("gpu", "pyxis")))
+    node.booted(rendered_files(installing_at_boot("a4"))["scripts/compute-a4.sh"])
+    assert "image: my-image lacks pyxis gpu: installing them at boot" in node.journal()
+    assert node.installs() == []
+    assert not started(node.calls(), "make", "tar", "apt-mark hold")
 
 
 def test_a_gpu_machine_type_without_local_ssd_keeps_scratch_on_the_boot_disk(bare):
@@ -191,28 +165,9 @@ def test_a_gpu_machine_type_without_local_ssd_keeps_scratch_on_the_boot_disk(bar
 
 
 LOCAL_SSDS = "local SSD: this machine type comes with 32 local SSDs and none is attached"
-#: A required part that cannot be had, and the FAILED line that names it.
+#: What a GPU node cannot boot without, and the FAILED line that names it (what the image
+#: must hold fails while it is built: test_images.py).
 BROKEN = [
-    pytest.param("curl", "enroot_4.1.2-1_amd64.deb",
-                 "download enroot_4.1.2-1_amd64.deb from https://github.com/NVIDIA/enroot/"
-                 "releases/download/v4.1.2/enroot_4.1.2-1_amd64.deb: still failing after 0s",
-                 id="enroot release down"),
-    pytest.param("curl", "cuda-keyring", "download cuda-keyring_1.1-1_all.deb from "
-                 "https://developer.download.nvidia.com/compute/cuda/repos/{distro}/x86_64/"
-                 "cuda-keyring_1.1-1_all.deb: still failing after 0s", id="CUDA repository down"),
-    pytest.param("absent", "datacenter-gpu-manager-4-cuda13",
-                 "software: no package datacenter-gpu-manager-4-cuda13 in NVIDIA's CUDA "
-                 "repository https://developer.download.nvidia.com/compute/cuda/repos/{distro}/"
-                 "x86_64", id="DCGM missing"),
-    pytest.param("absent", "google-cloud-ops-agent",
-                 "software: no package google-cloud-ops-agent in Google's Ops Agent repository "
-                 "https://packages.cloud.google.com/apt google-cloud-ops-agent-{codename}-all main",
-                 id="Ops Agent missing"),
-    pytest.param("curl", "pyxis-0.24.0", "download pyxis-0.24.0.tar.gz from https://github.com/"
-                 "NVIDIA/pyxis/archive/refs/tags/v0.24.0.tar.gz: still failing after 0s",
-                 id="pyxis source down"),
-    pytest.param("call", "make -C", "software: building pyxis 0.24.0 against slurm-wlm 23.11.4 "
-                 "failed", id="pyxis does not build"),
     pytest.param("disks", "", LOCAL_SSDS + " (/dev/disk/by-id/google-local-nvme-ssd-*)",
                  id="no local SSD"),
     pytest.param("call", "systemctl is-active --quiet nvidia-dcgm",
@@ -221,20 +176,15 @@ BROKEN = [
 
 
 @pytest.mark.parametrize(("how", "what", "failed"), BROKEN)
-def test_a_part_that_cannot_be_installed_stops_the_boot_before_slurmd(bare, how, what, failed):
+def test_a_gpu_node_that_cannot_set_up_stops_the_boot_before_slurmd(bare, how, what, failed):
     node = gpu_vm(bare, "a4", "a4-highgpu-8g", "b200")
-    if how == "absent":
-        with (node.fake / "absent").open("a") as absent:
-            absent.write(what + "\n")
-    elif how == "disks":
+    if how == "disks":
         shutil.rmtree(node.overlay("/dev") / "disk")
     else:
-        node.fail_for_good(f"curl -fsSL -o {DOWNLOADS}/{what}" if how == "curl" else what)
+        node.fail_for_good(what)
     done = node.boot(files_of("a4")["scripts/compute-a4.sh"])
     assert done.returncode != 0
-    codename = re.search(r"^VERSION_CODENAME=(\w+)", Path("/etc/os-release").read_text(), re.M)
-    journal = node.journal().splitlines()
-    assert journal[-1] == "<3>FAILED: " + failed.format(distro=distro(), codename=codename[1])
+    assert node.journal().splitlines()[-1] == "<3>FAILED: " + failed
     assert daemon_starts(node.calls()) == []
 
 
@@ -280,17 +230,14 @@ def test_login_and_controller_name_pyxis_in_plugstack_conf(bare, blueprint):
     assert files["plugstack.conf"] == gpu_software.plugstack_conf()
     node.booted_from(files, "login")
     assert node.file("/etc/slurm/plugstack.conf").read_text() == files["plugstack.conf"]
-    calls = node.calls()
-    assert f"make -C {DOWNLOADS}/pyxis-0.24.0.tar.gz.d install" in calls
-    assert not started(calls, "mdadm", "dpkg -i", "sysctl", "apt-mark")
-    node.booted_from(files, "login")
-    assert not started(node.calls(), "make", "curl -fsSL", "apt-get install")
+    assert not started(node.calls(), "mdadm", "sysctl")
 
     shutil.rmtree(node.fake / "secret")
     (node.fake / "secret").mkdir()
     node.booted_from(files, "controller")
     assert node.file("/etc/slurm/plugstack.conf").read_text() == files["plugstack.conf"]
-    assert not started(node.calls(), "make", "mdadm")
+    assert not started(node.calls(), "mdadm")
+    assert node.installs() == []
 
 
 def rendered_ops_agent_config(script: str) -> dict:

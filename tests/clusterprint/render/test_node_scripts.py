@@ -58,7 +58,7 @@ def test_the_controller_script_of_each_accounting_passes_shellcheck(tmp_path, ov
 
 
 def test_scripts_suppress_no_shellcheck_warning(script_dir):
-    scripts = sorted(script_dir.glob("*/scripts/*.sh"))
+    scripts = sorted(script_dir.glob("*/*/*.sh"))
     assert len(scripts) == len(SCRIPTS)
     suppressed = [s for s in scripts if re.search(r"#\s*shellcheck\s+disable", s.read_text())]
     assert suppressed == []
@@ -123,27 +123,29 @@ def test_controller_creates_the_munge_and_jwt_keys_only_in_secret_manager():
             assert "clusterprint-jwt-secret" not in text, name
 
 
-def test_each_role_installs_only_what_it_runs_and_mounts():
+def parts_checked(script: str) -> list[str]:
+    """The parts a boot script's image check requires of the image (its ensure_image)."""
+    return re.search(r"^ensure_image\(\) \{\n(?:.*\n)*?  for part in (.*); do$", script,
+                     re.MULTILINE)[1].split()
+
+
+def test_each_role_needs_only_the_parts_it_runs_and_mounts():
     files = scripts_of("a3mega")
-    controller, login = files["scripts/controller.sh"], files["scripts/login.sh"]
-    compute = files["scripts/compute-a3mega.sh"]
-    assert "want slurmctld slurmctld" in controller and "want slurmd slurmd" not in controller
-    assert "want slurmrestd slurmrestd" in controller
-    assert "want slurmrestd" not in login and "want slurmrestd" not in compute
-    # Accounting (on by default): slurmdbd and MariaDB, on the controller only.
-    for want in ("want slurmdbd slurmdbd", "want mariadbd mariadb-server"):
-        assert want in controller and want not in login and want not in compute
-    assert "want slurmd slurmd" in compute and "want slurmctld" not in compute
-    assert "want slurmd" not in login and "want scontrol slurm-client" in login
-    for script in (controller, login, compute):
-        assert "want munged munge" in script and "want mount.nfs nfs-common" in script
-    # The controller mounts only the Filestore /home: no bucket, no Lustre scratch.
-    assert "gcsfuse-$codename" not in controller and "lustre-client-binaries" not in controller
-    assert "gcsfuse-$codename" in login and "lustre-client-binaries" in login
-    assert "ensure_nvml_plugin" in compute and "libnvidia-ml-dev" not in login
+    # The controller mounts only the Filestore /home and runs MariaDB for accounting (on by
+    # default); the login node has the clients of every file system, pyxis and the
+    # TensorBoard uploader; a GPU node the GPU stack and its fabric.
+    assert parts_checked(files["scripts/controller.sh"]) == [
+        "base", "gcloud", "munge", "slurm", "nfs", "mariadb"]
+    assert parts_checked(files["scripts/login.sh"]) == [
+        "base", "gcloud", "munge", "slurm", "nfs", "lustre", "gcsfuse", "tensorboard", "pyxis"]
+    assert parts_checked(files["scripts/compute-a3mega.sh"]) == [
+        "base", "gcloud", "munge", "slurm", "nfs", "lustre", "gcsfuse", "pyxis", "gpu",
+        "fabric"]
+    assert parts_checked(scripts_of("cpu-small")["scripts/compute-cpu.sh"]) == [
+        "base", "gcloud", "munge", "slurm", "nfs"]
 
 
-def test_accounting_on_cloud_sql_or_off_installs_no_database_server():
+def test_accounting_on_cloud_sql_or_off_needs_no_database_server():
     def blueprint(overrides: dict) -> Blueprint:
         checked = check_text("b.yaml", blueprint_text(overrides))
         assert checked.ok, [f.line_text() for f in checked.findings]
@@ -151,12 +153,13 @@ def test_accounting_on_cloud_sql_or_off_installs_no_database_server():
 
     sql = {"slurm.accounting.cloud_sql.instance": "my-project:us-central1:acct"}
     controller = rendered_files(blueprint(sql))["scripts/controller.sh"]
-    assert "want slurmdbd slurmdbd" in controller and "mariadb-server" not in controller
+    assert "mariadb" not in parts_checked(controller) and "start_slurmdbd" in controller
     assert "gcloud sql instances describe acct \\\n    --project=my-project" in controller
     files = rendered_files(blueprint({"slurm.accounting.enabled": False}))
     controller = files["scripts/controller.sh"]
+    assert "mariadb" not in parts_checked(controller)
     # (rest_plugins names slurmdbd in its comment and check of slurm.conf, with or without it)
-    assert "want slurmdbd" not in controller and "start_slurmdbd" not in controller
+    assert "start_slurmdbd" not in controller
     assert "/etc/slurm/slurmdbd.conf" not in controller and "slurmdbd.conf" not in files
     assert "AccountingStorageType" not in files["slurm.conf"]
 
@@ -164,13 +167,21 @@ def test_accounting_on_cloud_sql_or_off_installs_no_database_server():
 def test_lustre_home_needs_no_nfs_client_but_the_lustre_client_everywhere():
     files = scripts_of("a4")
     for name in ("scripts/controller.sh", "scripts/login.sh", "scripts/compute-a4.sh"):
-        assert "nfs-common" not in files[name], name
-        assert "lustre-client-ubuntu-$codename" in files[name], name
+        assert "nfs" not in parts_checked(files[name]), name
+        assert "lustre" in parts_checked(files[name]), name
 
 
-def test_only_gpu_nodes_build_the_nvml_plugin():
-    # A CPU nodeset beside a GPU one, the controller and login nodes carry none of it.
-    for name, text in scripts_of("a4").items():
-        assert ("gpu_nvml.so" in text) == name.startswith("scripts/compute-"), name
-    for text in scripts_of("cpu-small").values():
-        assert "gpu_nvml" not in text and "libnvidia-ml" not in text
+#: What installs software: an image install script's steps, never a boot script's unless
+#: its nodeset's image says install_at_boot (the login node's staged NCCL job builds
+#: nccl-tests in its container when it runs, so make is no sign).
+INSTALL_STEPS = ("install_slurm() {", "apt_get", "apt_install", "download_once", "docker pull",
+                 "pip install", "dkms", "git -C")
+
+
+def test_no_boot_script_installs_anything_and_every_image_script_does():
+    for path in BLUEPRINTS:
+        for name, text in rendered_files(load_checked(str(path))).items():
+            if name.startswith("scripts/") and name.endswith(".sh"):
+                assert not [s for s in INSTALL_STEPS if s in text], (path.stem, name)
+            if name.startswith("images/"):
+                assert "install_slurm() {" in text and "apt_install" in text, (path.stem, name)

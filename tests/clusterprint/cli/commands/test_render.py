@@ -9,6 +9,7 @@ import pytest
 from clusterprint.blueprint.validate import load_checked
 from clusterprint.cli.main import EXIT_USAGE, main
 from clusterprint.render import output, rendered_files
+from clusterprint.render.images import needed_images
 from tests.support.paths import blueprint_path
 
 A4 = blueprint_path("a4")
@@ -21,7 +22,11 @@ def test_writes_configs_one_script_per_role_and_the_gpu_partitions_jobs(tmp_path
     written = {str(p.relative_to(out)): p.read_text() for p in out.rglob("*") if p.is_file()}
     marker = written.pop(".clusterprint-render")
     assert written == rendered_files(load_checked(A4))
-    assert sorted(written) == ["cgroup.conf", "gres.conf", "jobs/nccl-allreduce-a4.sbatch",
+    images = [image.script_path for image in needed_images(load_checked(A4))]
+    assert [Path(p).stem.rsplit("-", 1)[0] for p in images] == [
+        "clusterprint-cpu", "clusterprint-gpu-rdma"]
+    assert sorted(written) == ["cgroup.conf", "gres.conf", *images,
+                               "jobs/nccl-allreduce-a4.sbatch",
                                "jobs/nccl-allreduce-a4spot.sbatch", "plugstack.conf",
                                "recipes/gemma-2b-rl.sbatch", "scripts/common.py",
                                "scripts/compute-a4.sh", "scripts/compute-a4spot.sh",
@@ -32,6 +37,7 @@ def test_writes_configs_one_script_per_role_and_the_gpu_partitions_jobs(tmp_path
     assert marker.startswith("# Written by clusterprint render")
     assert marker.splitlines()[2:] == sorted(written)
     assert (out / "scripts/login.sh").stat().st_mode & 0o111
+    assert all((out / image).stat().st_mode & 0o111 for image in images)
 
 
 def test_writes_into_an_empty_existing_folder(tmp_path):
