@@ -53,6 +53,7 @@ bench: venv
 	$(BIN)/python tests/benchmarks/bench_plan.py
 	$(BIN)/python tests/benchmarks/bench_healthcheck.py
 	$(BIN)/python tests/benchmarks/bench_remediation.py
+	$(BIN)/python tests/benchmarks/bench_boot.py
 
 # Every CLI output and rendered file of the reference blueprints, into the new folder SNAPSHOT:
 # for a change that should change no behaviour, `make snapshot SNAPSHOT=/tmp/before` first,
