@@ -361,6 +361,15 @@ def test_a_manifest_that_cannot_be_read_fails_the_boot_naming_it(node, files):
         f"<3>FAILED: image: {images.MANIFEST} is not an image manifest")
 
 
+def test_a_manifest_listing_no_part_holds_none_whatever_its_name(node, files):
+    node.manifest("slurm", ())
+    (node.fake / "secret" / "1").write_text("key from the controller")
+    done = node.boot(files["scripts/compute-cpu.sh"])
+    assert done.returncode != 0
+    assert ("<3>FAILED: image: slurm lacks base gcloud munge slurm nfs, which this role needs"
+            in node.journal())
+
+
 @pytest.mark.parametrize("script", ["controller", "login", "compute-cpu"])
 def test_a_slurm_of_another_release_series_fails_the_boot_naming_both(node, files, script):
     (node.fake / "secret" / "1").write_text("key from the controller")
