@@ -413,7 +413,7 @@ class Node:
         for top in ("disk", "overlay", "fake"):
             for path in sorted((self.root / top).rglob("*")):
                 relative = str(path.relative_to(self.root))
-                if relative.split("/")[:2] in (["fake", "record"],) or relative in LOGS:
+                if relative in LOGS or relative.startswith(RECORDS):
                     continue
                 if path.is_symlink():
                     kept[relative] = "-> " + os.readlink(path)
@@ -440,9 +440,11 @@ class Node:
         raise AssertionError(f"{path} is outside the sandbox")
 
 
-#: What the stubs and bash log of every run, which tree() leaves out: the calls (their
-#: record), the journal, bash's trace, the installs made.
-LOGS = ("fake/calls", "fake/journal", "fake/xtrace", "fake/installs", "fake/refused")
+#: What the stubs and bash log of every run, which tree() leaves out: the calls and their
+#: records, the journal, bash's trace, the installs made.
+LOGS = ("fake/calls", "fake/journal", "fake/xtrace", "fake/installs", "fake/refused",
+        "fake/record")
+RECORDS = "fake/record/"
 
 
 def _lines(path: Path) -> list[str]:
