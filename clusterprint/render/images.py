@@ -82,21 +82,25 @@ class NodeImage:
 
 
 def kind_of(machine_type: str) -> str:
-    """``cpu`` for machines without GPUs, else ``gpu``, its fabric and (arm64) architecture:
-    the software differs by those and by nothing else of the machine type."""
+    """``cpu`` for machines without GPUs, else ``gpu``, its fabric (where the fabric has
+    software to install) and (arm64) architecture: the software differs by those and by
+    nothing else of the machine type."""
     family = machines.gpu_family(machine_type)
     if family is None:
         return "cpu"
-    fabric = "" if family.networking == "none" else f"-{family.networking}"
+    software = gpu_software.FABRIC.get(family.networking)
+    fabric = f"-{family.networking}" if software and node_software.installs(software) else ""
     return f"gpu{fabric}" + ("-arm64" if family.arch == "arm64" else "")
 
 
 def _machine_of_kind(kind: str) -> str | None:
     """A GPU machine type of ``kind`` (None for cpu): its family row has the software."""
+    if kind == "cpu":
+        return None
     for family in machines.MACHINE_FAMILIES:
         if kind_of(family.machine_type) == kind:
             return family.machine_type
-    return None
+    raise ValueError(f"no machine type is of image kind {kind!r}")
 
 
 def install_context(parts: tuple[str, ...], machine_type: str | None,

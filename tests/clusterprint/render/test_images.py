@@ -341,9 +341,16 @@ def test_an_rdma_image_gets_nccl_and_gib_pinned_and_held(builder, kind):
 
 
 def test_images_without_fabric_software_hold_no_fabric_part():
-    for kind in ("cpu", "gpu", "gpu-tcpx"):
+    for kind in ("cpu", "gpu"):
         assert "fabric" not in node_images.node_image(kind).parts
         assert "install_fabric" not in node_images.node_image(kind).script
+
+
+def test_a_fabric_with_nothing_to_install_shares_the_plain_gpu_image():
+    """GPUDirect-TCPX installs nothing (gpu_software.TCPX): A3 High boots the A2/G2 image."""
+    assert node_images.kind_of("a3-highgpu-8g") == node_images.kind_of("g2-standard-24") == "gpu"
+    with pytest.raises(ValueError, match="no machine type is of image kind 'gpu-tcpx'"):
+        node_images.node_image("gpu-tcpx")
 
 
 # --- A step that fails names itself ---
