@@ -72,7 +72,7 @@ def check_gpu_jobs(cluster, node: str, gres: str) -> None:
                           'scontrol show -d job "$SLURM_JOB_ID" | grep -o " GRES=gpu[^ ]*"')
         devices, bound = out.split()
         assert devices == ",".join(map(str, range(asked)))
-        # The partition gives whole nodes (OverSubscribe=EXCLUSIVE): the job holds every GPU
+        # The partition gives whole nodes (Exclusive=NODE): the job holds every GPU
         # of its node, by index, and its step the ones it asked for.
         assert bound == f"GRES=gpu:{gres_type}:{count}(IDX:0-{int(count) - 1})"
     # A request without a type (job scripts written for any GPU) is served by the typed GPUs.

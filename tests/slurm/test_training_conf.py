@@ -157,7 +157,7 @@ def test_jobs_that_ask_for_no_memory_get_a_share_of_a_cpu_node_or_a_whole_gpu_no
                    "--wrap", "hostname").strip()
     fields = job_fields(gpus, job)
     assert fields["JobState"] == "COMPLETED"
-    assert fields["OverSubscribe"] == "NO"  # EXCLUSIVE: the whole node
+    assert fields["OverSubscribe"] == "NO"  # Exclusive=NODE: the whole node
     assert f"mem={real_memory[1]}M" in fields["TRES"].split(",")
 
 

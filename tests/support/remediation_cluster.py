@@ -75,9 +75,6 @@ class Remediation:
         line = f"RebootProgram={remediation.REBOOT_PROGRAM}"
         assert line in conf.splitlines()
         cluster.conf.write_text(conf.replace(line, f"RebootProgram={wrapper}"))
-        # The a4 nodes' 8 B200s, as gpu/nvml finds them (typed as their --conf line declares).
-        (cluster.root / "gres.conf").write_text(
-            cluster.gres_conf(8, cluster.compute_node_conf("a4")))
         cluster.start_controller()
         return setup
 
@@ -108,12 +105,10 @@ class Remediation:
         if name in self.slurmd:
             self.slurmd[name].stop()
         time.sleep(1.1)  # SlurmdStartTime has whole seconds
-        self.cluster.fake_gpus(8)
-        daemon = Daemon(["slurmd", "-D", "-Z", *flags, "-f", str(self.cluster.conf), "-N",
-                         name, "--conf", self.node_conf],
-                        self.cluster.root / f"slurmd-{name}-again.log", self.cluster.env)
-        self.cluster.daemons.append(daemon)
-        self.slurmd[name] = daemon
+        self.slurmd[name] = self.cluster.daemon(
+            f"slurmd-{name}-again.log", "slurmd", "-D", "-Z", *flags, "-f",
+            str(self.cluster.conf), "-N", name, "--conf", self.node_conf,
+            gpus=self.cluster.fake_gpus(8, self.node_conf))
 
     def drain(self, name: str, reason: str = "cp:gpu-ecc: 3 uncorrected errors on GPU 5") -> None:
         """What the health check does to a failing node."""
