@@ -76,7 +76,7 @@ def check_jobs(cluster, blueprint) -> None:
         assert fields["Partition"] == job.partition
         assert fields["NumNodes"] in (f"{job.nodes}", f"{job.nodes}-{job.nodes}")
         assert fields["NumTasks"] == str(job.nodes * job.gpus)
-        assert fields["TresPerNode"] == f"gres:gpu:{job.gpus}"
+        assert fields["TresPerNode"] == f"gres/gpu:{job.gpus}"
         assert fields["Features"] == "|".join(job.nodesets)
         assert fields["OverSubscribe"] == "NO"  # --exclusive
         assert fields["MinMemoryNode"] == "0"

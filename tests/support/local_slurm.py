@@ -66,6 +66,9 @@ NVIDIA_MAJOR = 195
 #: Character devices every process expects in a fake GPU node's /dev: (major, minor).
 DEVICES = {"null": (1, 3), "zero": (1, 5), "full": (1, 7), "random": (1, 8), "urandom": (1, 9),
            "tty": (5, 0)}
+#: The links every /dev has: bash's process substitution (``< <(...)``) opens /dev/fd/N.
+DEVICE_LINKS = {"fd": "/proc/self/fd", "stdin": "/proc/self/fd/0", "stdout": "/proc/self/fd/1",
+                "stderr": "/proc/self/fd/2"}
 #: The driver's model name of each GPU type a nodeset declares (``Gres=gpu:h100:8``), as
 #: /proc/driver/nvidia/gpus/BUS/information and ``nvidia-smi -L`` print it (the names in
 #: clusterprint/facts/machines.py's ``gres``).
@@ -380,6 +383,8 @@ class LocalSlurm:
         devices.mkdir(parents=True)
         for name, (major, minor) in DEVICES.items():
             os.mknod(devices / name, 0o666 | stat.S_IFCHR, os.makedev(major, minor))
+        for name, target in DEVICE_LINKS.items():
+            (devices / name).symlink_to(target)
         cpus = f"0-{os.cpu_count() - 1}\n"
         for index in range(count):
             os.mknod(devices / f"nvidia{index}", 0o666 | stat.S_IFCHR,

@@ -8,7 +8,6 @@ itself. Node names are VM names (``a4-a4-0001``): the fake group lists them.
 from __future__ import annotations
 
 import json
-import os
 import time
 from pathlib import Path
 
@@ -127,5 +126,8 @@ class Remediation:
         wait_until(lambda: (node := self.node(name)) is not None and check(node),
                    f"{name}: {what}", self.cluster.root / "slurmctld.log", timeout)
 
-    def env(self) -> dict[str, str]:
-        return {**os.environ, **self.cluster.env}
+    def run_program(self, *args: str) -> str:
+        """The rendered program as a process, as the controller's command runs it: the
+        image's python3 (the Slurm root's), on this config; its output."""
+        return self.cluster.run("python3", str(self.cluster.root / "remediate.py"), "--config",
+                                str(self.config_path), *args)

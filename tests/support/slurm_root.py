@@ -25,6 +25,9 @@ CACHE = ROOT / ".cache" / "slurm-rootfs"
 SLURM_ROOT = CACHE / "root"
 BUILD = Path(__file__).with_name("build_slurm_root.sh")
 ENTER = Path(__file__).with_name("enter_slurm_root.sh")
+#: The unprivileged user of the root who submits jobs (build_slurm_root.sh adds it): Slurm
+#: 26.05 refuses jobs of ``nobody``.
+USER = "trainer"
 #: PATH inside the root: its own folders, never this machine's venv (a job's python3 is the
 #: root's, as a node's is the image's).
 PATH = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"

@@ -232,8 +232,8 @@ def test_controller_creates_the_jwt_key_once_and_serves_the_rest_api_on_its_addr
     unit = node.file(REST_UNIT).read_text()
     # The internal address only, and every plugin: this slurm.conf names slurmdbd
     # (accounting is on by default), so the database's plugins are served too.
-    assert ("\nExecStart=/usr/sbin/slurmrestd -a rest_auth/jwt -s openapi/dbv0.0.38,"
-            "openapi/slurmctld,openapi/slurmdbd,openapi/v0.0.38 10.0.0.5:6820\n") in unit
+    assert ("\nExecStart=/usr/sbin/slurmrestd -a rest_auth/jwt -s openapi/slurmctld,"
+            "openapi/slurmdbd,openapi/util 10.0.0.5:6820\n") in unit
     assert "\nUser=slurmrestd\nGroup=slurmrestd\n" in unit
     assert "\nEnvironment=SLURM_JWT=daemon\n" in unit
     assert [c for c in calls if c.startswith("useradd")] == [
@@ -257,7 +257,7 @@ def test_a_slurm_conf_without_slurmdbd_serves_only_slurmctlds_plugins(node, file
     without_dbd = {**files, "slurm.conf": files["slurm.conf"].replace(line, "\n", 1)}
     node.booted_from(without_dbd, "controller")
     # Without a slurmdbd in slurm.conf the database's plugins would stop slurmrestd.
-    assert "-s openapi/slurmctld,openapi/v0.0.38 10.0.0.5:6820\n" in node.file(
+    assert "-s openapi/slurmctld,openapi/util 10.0.0.5:6820\n" in node.file(
         REST_UNIT).read_text()
 
 
