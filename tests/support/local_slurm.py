@@ -18,6 +18,7 @@ it, so a node registers the typed GPUs its ``--conf`` line declares.
 from __future__ import annotations
 
 import base64
+import contextlib
 import os
 import re
 import shlex
@@ -155,15 +156,41 @@ class Daemon:
         return self.process.poll() is None
 
     def stop(self) -> None:
-        """SIGTERM, then SIGKILL if it lingers; waits so no zombie is left."""
+        """SIGTERM, then SIGKILL if it lingers; waits so no zombie is left. A daemon in a
+        mount namespace of its own (one from the Slurm root) takes every process left in it
+        along: a stopped slurmd leaves its slurmstepd and their jobs running."""
         if not self.running():
             return
-        os.kill(self.process.pid, signal.SIGTERM)
+        # Held open, the namespace outlives its processes: a new one cannot take its number.
+        held = os.open(f"/proc/{self.process.pid}/ns/mnt", os.O_RDONLY)
         try:
-            self.process.wait(timeout=15)
-        except subprocess.TimeoutExpired:
-            os.kill(self.process.pid, signal.SIGKILL)
-            self.process.wait()
+            namespace = mount_namespace(self.process.pid)
+            os.kill(self.process.pid, signal.SIGTERM)
+            try:
+                self.process.wait(timeout=15)
+            except subprocess.TimeoutExpired:
+                os.kill(self.process.pid, signal.SIGKILL)
+                self.process.wait()
+            if namespace and namespace != mount_namespace("self"):
+                for pid in processes_in(namespace):
+                    with contextlib.suppress(ProcessLookupError):  # gone since
+                        os.kill(pid, signal.SIGKILL)
+        finally:
+            os.close(held)
+
+
+def mount_namespace(pid: int | str) -> str | None:
+    """The mount namespace a process is in (``mnt:[4026531841]``); None once it is gone."""
+    try:
+        return os.readlink(f"/proc/{pid}/ns/mnt")
+    except OSError:
+        return None
+
+
+def processes_in(namespace: str) -> list[int]:
+    """Every process in the mount namespace ``namespace`` now."""
+    return [int(entry.name) for entry in Path("/proc").iterdir()
+            if entry.name.isdigit() and mount_namespace(entry.name) == namespace]
 
 
 def private_dir(parent: Path | None = None, owner: str | None = None) -> Path:
