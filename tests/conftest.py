@@ -63,13 +63,12 @@ def shipped_programs_unmutated(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(node_programs, "module_text", pristine)
 
 
-def pytest_report_header() -> str | None:
-    """The Slurm release the real-daemon tests run, for the CI log (as root: only root
-    enters the Slurm root, and only root runs those tests)."""
-    if os.geteuid() != 0:
-        return None
-    return "real-daemon tests: " + (slurm_root.missing() or (
-        f"Slurm {slurm_root.slurm_version()} from {slurm_root.SLURM_ROOT}"))
+def pytest_terminal_summary(terminalreporter) -> None:
+    """The Slurm release the real-daemon tests ran, for the CI log (which ``-q`` keeps, where
+    it drops the header), as root: only root enters the Slurm root and runs those tests."""
+    if os.geteuid() == 0:
+        terminalreporter.write_line("real-daemon tests: " + (slurm_root.missing() or (
+            f"Slurm {slurm_root.slurm_version()} from {slurm_root.SLURM_ROOT}")))
 
 
 def tier_of(item: pytest.Item) -> str:

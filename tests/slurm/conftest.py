@@ -1,7 +1,7 @@
 """The real-Slurm fixtures: one munged and one MariaDB per session (per xdist worker), and
 the local clusters each test starts, stopped after it. The daemons themselves are in
 tests/support/local_slurm.py; they run from the Slurm root (tests/support/slurm_root.py),
-whose release the report's header names (tests/conftest.py)."""
+whose release the run's summary names (tests/conftest.py)."""
 
 from __future__ import annotations
 
