@@ -2,7 +2,7 @@
 PYTHON ?= python3
 VENV := .venv
 BIN := $(VENV)/bin
-SYSTEM_PACKAGES := mmdebstrap shellcheck mariadb-server tmux nftables iproute2
+SYSTEM_PACKAGES := mmdebstrap slurm-client slurmd shellcheck mariadb-server tmux nftables iproute2
 SLURM_ROOT_CACHE := .cache/slurm-rootfs
 
 .PHONY: demo test test-fast venv system-packages slurm-root lint bench snapshot mutation
@@ -23,7 +23,9 @@ demo: venv
 	$(BIN)/clusterprint plan blueprints/a3mega.yaml
 
 # mmdebstrap for the Slurm root below and MariaDB (slurmdbd's database) for the tests that
-# prove rendered files on real daemons, shellcheck for the rendered scripts, tmux for the test
+# prove rendered files on real daemons; Debian 12's slurm-client and slurmd (Slurm 22.05) only
+# as the oracle of tests/clusterprint/node/test_config_sync.py (`scontrol -V`, `slurmd -G`), a
+# unit test, which runs as any user and so cannot enter the Slurm root; shellcheck for the rendered scripts, tmux for the test
 # that drives `clusterprint new` in a real terminal, and nftables and iproute2 for the metadata
 # guard's proof and the health check's nodes in network namespaces of their own (Debian
 # packages).

@@ -1,4 +1,4 @@
-"""Every rendered NCCL proof job is a job real slurmctld 22.05 takes, as the job asks:
+"""Every rendered NCCL proof job is a job real slurmctld 26.05 takes, as the job asks:
 for the reference blueprints, hand-made mixed ones and ones drawn like
 test_generated_blueprints.py draws them (names and time limits over their whole range).
 

@@ -1,4 +1,4 @@
-"""The training recipes on real slurmctld 22.05, booted from the rendered configuration.
+"""The training recipes on real slurmctld 26.05, booted from the rendered configuration.
 
 Every rendered recipe is a job slurmctld takes (``sbatch --test-only``). Then a recipe runs
 for real, through its own requeue, signal and resume plumbing (the same rendered script):

@@ -1,4 +1,4 @@
-"""What slurm.conf promises a training job, shown on real Slurm 22.05 daemons.
+"""What slurm.conf promises a training job, shown on real Slurm 26.05 daemons.
 
 Locked memory comes from the node, not the submitting shell; a failing prolog (RxDM not
 ready, stood in by a script that exits 1) drains its node and sends the job back to the
