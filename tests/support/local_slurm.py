@@ -162,7 +162,11 @@ class Daemon:
         if not self.running():
             return
         # Held open, the namespace outlives its processes: a new one cannot take its number.
-        held = os.open(f"/proc/{self.process.pid}/ns/mnt", os.O_RDONLY)
+        try:
+            held = os.open(f"/proc/{self.process.pid}/ns/mnt", os.O_RDONLY)
+        except FileNotFoundError:  # it has just exited
+            self.process.wait()
+            return
         try:
             namespace = mount_namespace(self.process.pid)
             os.kill(self.process.pid, signal.SIGTERM)
