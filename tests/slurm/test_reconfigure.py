@@ -10,6 +10,7 @@ paths, auth, process tracking: tests/support/local_slurm.py LOCAL_KEYS).
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import re
 import subprocess
@@ -20,6 +21,7 @@ from pathlib import Path
 import pytest
 
 from clusterprint.blueprint.model import Blueprint
+from clusterprint.blueprint.validate import load_checked
 from clusterprint.contract import node_metadata
 from clusterprint.node import config_sync as sync
 from clusterprint.render import node_scripts
@@ -27,8 +29,8 @@ from clusterprint.render.config_sync import slurm_config_value
 from tests.support.local_slurm import LOCAL_KEYS, Daemon, LocalSlurm, localize, wait_until
 from tests.support.metadata_fake import FakeMetadata
 from tests.support.node_log import messages
-from tests.support.paths import STDLIB_ONLY
-from tests.support.slurm_root import slurm_version
+from tests.support.paths import STDLIB_ONLY, reference_blueprints
+from tests.support.slurm_root import entered, slurm_version
 
 KEY = node_metadata.SLURM_CONFIG
 
@@ -129,6 +131,20 @@ def config_sync(metadata, tmp_path):
     yield start
     for program in started:
         program.stop()
+
+
+@pytest.mark.parametrize("path", reference_blueprints(), ids=lambda p: p.stem)
+def test_every_reference_blueprints_files_pass_the_check_on_a_fresh_node(path, tmp_path):
+    # The nodes' Slurm (26.05's scontrol -V, from the Slurm root) parses what clusterprint
+    # renders: the check never refuses it.
+    commands = dataclasses.replace(sync.DEFAULT_COMMANDS,
+                                   parse=entered(sync.DEFAULT_COMMANDS.parse),
+                                   version=entered(sync.DEFAULT_COMMANDS.version))
+    values = node_scripts(load_checked(str(path))).slurm_config
+    for role, text in values.items():
+        changed, before = sync.Node(tmp_path / role, role, commands).install(text)
+        assert before == {} and [Path(p).name for p in changed] == [
+            name for name in sync.KNOWN_FILES if name in json.loads(text)]
 
 
 def booted(local_slurm, metadata, config_sync, max_count: int):
