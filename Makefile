@@ -2,9 +2,10 @@
 PYTHON ?= python3
 VENV := .venv
 BIN := $(VENV)/bin
-SYSTEM_PACKAGES := slurmctld slurmd slurm-client slurmrestd munge shellcheck slurmdbd mariadb-server tmux nftables iproute2
+SYSTEM_PACKAGES := mmdebstrap slurm-client slurmd shellcheck mariadb-server tmux nftables iproute2
+SLURM_ROOT_CACHE := .cache/slurm-rootfs
 
-.PHONY: demo test test-fast venv system-packages lint bench snapshot mutation
+.PHONY: demo test test-fast venv system-packages slurm-root lint bench snapshot mutation
 
 $(BIN)/clusterprint: pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -21,15 +22,24 @@ demo: venv
 	$(BIN)/clusterprint render blueprints/a3mega.yaml --out out/a3mega --force
 	$(BIN)/clusterprint plan blueprints/a3mega.yaml
 
-# Real Slurm (slurmrestd, slurmdbd and MariaDB too) and shellcheck for the tests that prove
-# rendered files, tmux for the test that drives `clusterprint new` in a real terminal, and
-# nftables and iproute2 for the metadata guard's proof in a network namespace of its own
-# (Debian packages).
+# mmdebstrap for the Slurm root below and MariaDB (slurmdbd's database) for the tests that
+# prove rendered files on real daemons; Debian 12's slurm-client and slurmd (Slurm 22.05) only
+# as the oracle of tests/clusterprint/node/test_config_sync.py (`scontrol -V`, `slurmd -G`), a
+# unit test, which runs as any user and so cannot enter the Slurm root; shellcheck for the rendered scripts, tmux for the test
+# that drives `clusterprint new` in a real terminal, and nftables and iproute2 for the metadata
+# guard's proof and the health check's nodes in network namespaces of their own (Debian
+# packages).
 system-packages:
 	@missing=""; for p in $(SYSTEM_PACKAGES); do dpkg -s $$p >/dev/null 2>&1 || missing="$$missing $$p"; done; \
 	if [ -n "$$missing" ]; then \
 		apt-get update -q && DEBIAN_FRONTEND=noninteractive apt-get install -y -q $$missing; \
 	fi
+
+# The root file system the real-daemon tests run Slurm 26.05 and munge from (Debian unstable,
+# ~30 s and ~200 MB), in $(SLURM_ROOT_CACHE); kept until its recipe changes (the script keeps
+# its own hash in a stamp file). See tests/support/slurm_root.py.
+slurm-root: system-packages
+	tests/support/build_slurm_root.sh $(SLURM_ROOT_CACHE)
 
 lint: venv
 	$(BIN)/ruff check --no-cache .
@@ -39,7 +49,7 @@ lint: venv
 # tests/conftest.py). Root, for the sandbox and Slurm tiers.
 TEST_JOBS ?= auto
 
-test: system-packages venv lint
+test: system-packages slurm-root venv lint
 	$(BIN)/pytest -q -n $(TEST_JOBS) --dist loadgroup
 
 # Lint and the unit tier only: no daemons, no namespaces, no Pulumi mocks, no apt and no root

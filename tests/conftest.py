@@ -23,6 +23,7 @@ from pathlib import Path
 
 import pytest
 
+from tests.support import slurm_root
 from tests.support.metadata_fake import FakeMetadata
 from tests.support.paths import MUTATION, ROOT
 
@@ -60,6 +61,14 @@ def shipped_programs_unmutated(monkeypatch: pytest.MonkeyPatch) -> None:
         text = (ROOT / "mutation" / "pristine" / "node" / f"{name}.py").read_text("utf-8")
         return (node_programs.SHEBANG if shebang and not text.startswith("#!") else "") + text
     monkeypatch.setattr(node_programs, "module_text", pristine)
+
+
+def pytest_terminal_summary(terminalreporter) -> None:
+    """The Slurm release the real-daemon tests ran, for the CI log (which ``-q`` keeps, where
+    it drops the header), as root: only root enters the Slurm root and runs those tests."""
+    if os.geteuid() == 0:
+        terminalreporter.write_line("real-daemon tests: " + (slurm_root.missing() or (
+            f"Slurm {slurm_root.slurm_version()} from {slurm_root.SLURM_ROOT}")))
 
 
 def tier_of(item: pytest.Item) -> str:

@@ -18,7 +18,7 @@ from tests.support.paths import ROOT
 #: Folders that hold no page of the project's own (build output, virtual environments,
 #: caches, mutmut's copy of the tree).
 SKIPPED = {".git", ".venv", ".venv-mutation", "out", "mutants", "build", "node_modules",
-           ".pytest_cache", ".hypothesis", ".ruff_cache", "__pycache__"}
+           ".pytest_cache", ".hypothesis", ".ruff_cache", "__pycache__", ".cache"}
 
 FENCE = re.compile(r"^ {0,3}(`{3,}|~{3,})")
 HEADING = re.compile(r"^ {0,3}(#{1,6})[ \t]+(.*?)(?:[ \t]+#+)?[ \t]*$")

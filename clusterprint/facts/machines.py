@@ -39,11 +39,12 @@ class MachineFamily:
     #: Compute Engine's accelerator type.
     gpu: str
     #: Slurm's GRES type of the accelerator: slurm.conf's ``Gres=gpu:<type>:<n>``, which users
-    #: ask for (``--gres=gpu:h100:8``). Slurm's gpu/nvml plugin names what it finds after
-    #: NVML's device name, lowercased with spaces as underscores, and takes the configured
-    #: type that is a substring of it (case-insensitive: SchedMD/slurm src/plugins/gpu/nvml/
-    #: gpu_nvml.c, gpu_common_underscorify_tolower; src/plugins/gres/gpu/gres_gpu.c,
-    #: _find_type_in_gres_list, 22.05 and 23.11). The NVML names, as ``nvidia-smi -L`` prints
+    #: ask for (``--gres=gpu:h100:8``). Slurm's gpu/nvidia plugin (gpu/nvml likewise) names
+    #: what it finds after the driver's model name, lowercased with spaces as underscores, and
+    #: takes the configured type that is a substring of it (case-insensitive: SchedMD/slurm
+    #: src/plugins/gpu/nvidia/gpu_nvidia.c at slurm-26-05-3-1 and gpu/nvml/gpu_nvml.c,
+    #: gpu_common_underscorify_tolower; src/plugins/gres/gpu/gres_gpu.c,
+    #: _find_type_in_gres_list, 22.05 and 23.11). The model names, as ``nvidia-smi -L`` prints
     #: them, are from public samples (none from a Google Cloud VM): "NVIDIA H100 80GB HBM3"
     #: (A3 High, Mega and Edge alike), "NVIDIA H200", "NVIDIA B200", "NVIDIA GB200",
     #: "NVIDIA A100-SXM4-40GB", "NVIDIA A100-SXM4-80GB", "NVIDIA L4".

@@ -6,7 +6,7 @@ image holds. Source: SchedMD/slurm, tag ``slurm-26-05-3-1`` -> commit
 ``56fe867884038ba2074bd414075b60c2fb1d68bb`` (read from the repository, 2026-12-02; the tag
 is the newest 26.05 release in the stored copy). slurm-gcp 6.13.0 builds 26.05.2
 (``ansible/roles/slurm/defaults/main.yml``); Debian unstable packages 26.05.5, which the
-real-daemon tests run (same release series, held together by a test).
+real-daemon tests run (same release series, held together by tests/slurm/test_release.py).
 """
 
 from __future__ import annotations

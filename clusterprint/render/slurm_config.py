@@ -54,8 +54,8 @@ def dynamic_node_conf(nodeset: Nodeset) -> str:
     """The ``slurmd -Z --conf`` line a node of ``nodeset`` registers with.
 
     The feature puts the node in its NodeSet (and so in its partitions); GPU nodesets
-    declare their GPUs typed (``Gres=gpu:h100:8``), which the gpu/nvml plugin backs with the
-    devices, files and CPU affinity NVML finds on the node.
+    declare their GPUs typed (``Gres=gpu:h100:8``), which the gpu/nvidia plugin backs with the
+    devices, files and CPU affinity the NVIDIA driver shows on the node.
     """
     parts = [f"Feature={nodeset.name}"]
     if nodeset.gpus:
@@ -82,7 +82,8 @@ def default_mem_per_cpu(nodesets: list[Nodeset]) -> int | None:
 def partition_conf(blueprint: Blueprint, partition: Partition) -> dict:
     """One partition line's values.
 
-    A partition with GPU nodes gives each job whole nodes (OverSubscribe=EXCLUSIVE): a
+    A partition with GPU nodes gives each job whole nodes (Exclusive=NODE, which replaces
+    the deprecated OverSubscribe=EXCLUSIVE in 26.05: slurm.conf.5 at slurm-26-05-3-1): a
     training job wants all the GPUs, NICs and memory of a node, and a small job beside it
     would steal the fabric. Its jobs then get their nodes' whole memory by default.
     """
@@ -126,7 +127,7 @@ def render_slurmdbd_conf(blueprint: Blueprint) -> str:
 
 
 def render_gres_conf(blueprint: Blueprint) -> str:
-    """gres.conf: NVML finds every GPU node's devices, whatever GPUs its nodeset has."""
+    """gres.conf: gpu/nvidia finds every GPU node's devices, whatever GPUs its nodeset has."""
     return render("slurm/gres.conf.j2", cluster=blueprint.name)
 
 

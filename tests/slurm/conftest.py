@@ -1,6 +1,7 @@
 """The real-Slurm fixtures: one munged and one MariaDB per session (per xdist worker), and
 the local clusters each test starts, stopped after it. The daemons themselves are in
-tests/support/local_slurm.py."""
+tests/support/local_slurm.py; they run from the Slurm root (tests/support/slurm_root.py),
+whose release the run's summary names (tests/conftest.py)."""
 
 from __future__ import annotations
 
@@ -12,15 +13,15 @@ from pathlib import Path
 import pytest
 
 from clusterprint.blueprint.model import Blueprint
+from tests.support import slurm_root
 from tests.support.local_slurm import LocalMariaDB, LocalSlurm, start_munged
 
 
 @pytest.fixture(scope="session")
 def mariadb() -> Iterator[LocalMariaDB]:
     """One MariaDB for every accounting cluster of the session."""
-    missing = [b for b in ("mariadbd", "mariadb-install-db", "slurmdbd", "sacct", "sacctmgr")
-               if shutil.which(b) is None]
-    assert not missing, f"install MariaDB and slurmdbd (make system-packages): missing {missing}"
+    missing = [b for b in ("mariadbd", "mariadb-install-db") if shutil.which(b) is None]
+    assert not missing, f"install MariaDB (make system-packages): missing {missing}"
     database = LocalMariaDB()
     yield database
     database.stop()
@@ -29,9 +30,7 @@ def mariadb() -> Iterator[LocalMariaDB]:
 @pytest.fixture(scope="session")
 def munge_socket() -> Iterator[Path]:
     """One munged with a temp key and socket for every local cluster of the session."""
-    missing = [b for b in ("munged", "slurmctld", "slurmd", "srun", "sbatch", "scontrol",
-                           "sinfo", "slurmrestd") if shutil.which(b) is None]
-    assert not missing, f"install Slurm and munge (make system-packages): missing {missing}"
+    assert not slurm_root.missing(), slurm_root.missing()
     assert os.geteuid() == 0, "slurmd runs jobs as their user: the Slurm tests need root"
     munged, sock = start_munged()
     yield sock

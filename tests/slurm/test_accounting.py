@@ -6,7 +6,8 @@ before slurmctld's first start, as the controller script does. A GPU job's recor
 its GPUs; records made while slurmdbd is down reach the database once it is back; and
 slurmctld restarted on the same state folder (the state disk of a replaced controller)
 keeps its queue and its job id counter. And why the controller starts slurmdbd and
-registers the cluster first: slurmctld's first start refuses to run without them.
+registers the cluster first: slurmctld's first start waits for them (26.05; 22.05 refused to
+start), answering nothing until then.
 """
 
 from __future__ import annotations
@@ -90,7 +91,12 @@ def test_slurmctld_keeps_the_accounting_settings_as_rendered(accounting_slurm):
     assert cluster.dropped_settings() == {}
 
 
-def test_a_first_slurmctld_start_without_slurmdbd_is_refused(accounting_slurm):
+def test_a_first_slurmctld_start_waits_for_slurmdbd(accounting_slurm):
     cluster = accounting_slurm(load_checked(blueprint_path("cpu-small")), start=False)
-    log = cluster.refused_controller()
-    assert "we have no TRES from it" in log
+    ctld = cluster.daemon("slurmctld.log", "slurmctld", "-D", "-f", str(cluster.conf))
+    wait_until(lambda: "Retrying initial connection to slurmdbd" in ctld.log.read_text(),
+               "slurmctld waiting for slurmdbd", ctld.log)
+    assert ctld.running() and not cluster.answers()
+    cluster.start_dbd()
+    cluster.run("sacctmgr", "-i", "add", "cluster", cluster.blueprint.name)
+    wait_until(cluster.answers, "slurmctld answering once slurmdbd does", ctld.log)

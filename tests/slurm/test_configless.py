@@ -24,10 +24,8 @@ def test_configless_nodes_of_two_nodesets_run_jobs_in_the_partition_over_both(lo
     cluster = local_slurm(blueprint, start=False)
     assert ("SlurmctldParameters=enable_configless,reboot_from_controller"
             in cluster.files["slurm.conf"].splitlines())
-    # slurmctld hands configless nodes the files it read at its start: gres.conf with the
-    # fake GPUs NVML would find is in place first (both nodesets have 8 B200s).
+    # Both nodesets have 8 B200s, which gpu/nvidia finds on each node (fake ones here).
     assert {n.gpus for n in blueprint.slurm.nodesets} == {8}
-    (cluster.root / "gres.conf").write_text(cluster.gres_conf(8, cluster.compute_node_conf("a4")))
     cluster.start_controller()
 
     names = []

@@ -1,4 +1,4 @@
-"""The node health check under real Slurm 22.05: it drains the node it fails on.
+"""The node health check under real Slurm 26.05: it drains the node it fails on.
 
 Each node is its own machine here: slurmd runs in its own UTS and network namespace (its
 own hostname, its own primary NIC on a veth pair with a default route to this machine,
@@ -127,14 +127,13 @@ class Nodes:
         namespace = self.names(index)[0]
         setup = 'hostname "$0" && exec "$@"'
         (self.cluster.root / f"spool-{name}").mkdir()
-        (self.cluster.root / "gres.conf").write_text(
-            self.cluster.gres_conf(8, self.cluster.compute_node_conf("gpu")))
+        node_conf = self.cluster.compute_node_conf("gpu")
         # nsenter enters only the network namespace: `ip netns exec` would also remount
         # /sys, hiding the cgroup file system slurmd needs.
         slurmd = Daemon(["nsenter", f"--net=/run/netns/{namespace}", "unshare", "--uts",
-                         "sh", "-c", setup,
-                         name, "slurmd", "-D", "-Z", "-f", str(self.cluster.conf), "-N", name,
-                         "--conf", self.cluster.compute_node_conf("gpu")],
+                         "sh", "-c", setup, name, *self.cluster.command(
+                             "slurmd", "-D", "-Z", "-f", str(self.cluster.conf), "-N", name,
+                             "--conf", node_conf, gpus=self.cluster.fake_gpus(8, node_conf))],
                         self.cluster.root / f"slurmd-{name}.log", self.cluster.env)
         self.cluster.daemons.append(slurmd)
         wait_until(lambda: slurmd.running() and self.cluster.node_state(name) != "",

@@ -1,11 +1,11 @@
-"""Clusters whose nodesets differ in GPUs boot from one rendered gres.conf on real Slurm 22.05.
+"""Clusters whose nodesets differ in GPUs boot from one rendered gres.conf on real Slurm 26.05.
 
 A CPU nodeset beside a GPU one (a cheap debug partition), and H100 nodesets of 4 and 8
 GPUs: every node registers from its compute script's ``--conf`` line, the CPU node with no
 GRES, each GPU node with its typed GPUs bound to their device files; a job step gets exactly
 the GPUs it asked for, by their indices (the job holds its whole node: GPU partitions are
-exclusive); no node is drained. A GPU node's GPUs are the line the
-gpu/nvml plugin makes of what NVML finds (tests/support/local_slurm.py).
+exclusive); no node is drained. A GPU node's GPUs are what Slurm's gpu/nvidia plugin finds in
+the (fake) driver files of its node (tests/support/local_slurm.py).
 """
 
 from __future__ import annotations
@@ -66,13 +66,15 @@ def check_gpu_jobs(cluster, node: str, gres: str) -> None:
     """Jobs on ``node`` get exactly the GPUs they ask for, by type and index, and no more."""
     gres_type, count = gres.split(":")
     for asked in (int(count) // 2, int(count)):
-        # While it runs, the job reads back the device indices Slurm bound it to.
+        # While it runs, the job reads back the device indices Slurm bound it to (a pattern
+        # that does not match itself in the job's SubmitLine, which 26.05 shows).
         out = cluster.run("srun", "-w", node, "-p", "all", f"--gres=gpu:{gres_type}:{asked}",
                           "-N1", "bash", "-c", 'echo "$CUDA_VISIBLE_DEVICES"; '
-                          'scontrol show -d job "$SLURM_JOB_ID" | grep -o " GRES=gpu[^ ]*"')
+                          'scontrol show -d job "$SLURM_JOB_ID" | '
+                          'grep -o " GRES=gpu:[^ ]*(IDX:[^ ]*"')
         devices, bound = out.split()
         assert devices == ",".join(map(str, range(asked)))
-        # The partition gives whole nodes (OverSubscribe=EXCLUSIVE): the job holds every GPU
+        # The partition gives whole nodes (Exclusive=NODE): the job holds every GPU
         # of its node, by index, and its step the ones it asked for.
         assert bound == f"GRES=gpu:{gres_type}:{count}(IDX:0-{int(count) - 1})"
     # A request without a type (job scripts written for any GPU) is served by the typed GPUs.

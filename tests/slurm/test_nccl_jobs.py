@@ -1,4 +1,4 @@
-"""Every rendered NCCL proof job is a job real slurmctld 22.05 takes, as the job asks:
+"""Every rendered NCCL proof job is a job real slurmctld 26.05 takes, as the job asks:
 for the reference blueprints, hand-made mixed ones and ones drawn like
 test_generated_blueprints.py draws them (names and time limits over their whole range).
 
@@ -76,7 +76,7 @@ def check_jobs(cluster, blueprint) -> None:
         assert fields["Partition"] == job.partition
         assert fields["NumNodes"] in (f"{job.nodes}", f"{job.nodes}-{job.nodes}")
         assert fields["NumTasks"] == str(job.nodes * job.gpus)
-        assert fields["TresPerNode"] == f"gres:gpu:{job.gpus}"
+        assert fields["TresPerNode"] == f"gres/gpu:{job.gpus}"
         assert fields["Features"] == "|".join(job.nodesets)
         assert fields["OverSubscribe"] == "NO"  # --exclusive
         assert fields["MinMemoryNode"] == "0"

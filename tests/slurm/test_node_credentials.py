@@ -62,8 +62,9 @@ def job_output(cluster, uid: int | None, secrets: list[Path]) -> str:
     """What a job on the node prints, submitted by ``uid`` (None: root)."""
     prefix = [] if uid is None else ["setpriv", f"--reuid={uid}", f"--regid={uid}",
                                      "--clear-groups"]
-    done = subprocess.run([*prefix, "srun", "-p", "debug", "-w", "cpu-vm", "-N1",
-                           "/usr/bin/python3", "-I", "-c", JOB, *map(str, secrets)],
+    done = subprocess.run(cluster.command(*prefix, "srun", "-p", "debug", "-w", "cpu-vm", "-N1",
+                                          "/usr/bin/python3", "-I", "-c", JOB,
+                                          *map(str, secrets)),
                           env=cluster.env, capture_output=True, text=True, timeout=60,
                           cwd="/tmp")
     assert done.returncode == 0, done.stderr

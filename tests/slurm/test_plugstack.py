@@ -22,7 +22,6 @@ def test_configless_nodes_get_plugstack_conf_and_run_jobs_without_pyxis(local_sl
     plugstack = cluster.files["plugstack.conf"]
     assert f"optional {gpu_software.PYXIS_PLUGIN}" in plugstack.splitlines()
     # slurmctld serves the files beside its slurm.conf, as the controller's script installs them.
-    (cluster.root / "gres.conf").write_text(cluster.gres_conf(8, cluster.compute_node_conf("a4")))
     (cluster.root / "plugstack.conf").write_text(plugstack)
     cluster.start_controller()
     cluster.start_configless_node("a4-vm", "a4")

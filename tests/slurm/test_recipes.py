@@ -1,4 +1,4 @@
-"""The training recipes on real slurmctld 22.05, booted from the rendered configuration.
+"""The training recipes on real slurmctld 26.05, booted from the rendered configuration.
 
 Every rendered recipe is a job slurmctld takes (``sbatch --test-only``). Then a recipe runs
 for real, through its own requeue, signal and resume plumbing (the same rendered script):
@@ -82,7 +82,7 @@ def test_slurmctld_takes_every_rendered_recipe(local_slurm, tmp_path):
             assert fields["Requeue"] == "1"
             assert fields["NumNodes"] in (f"{run.job.nodes}", f"{run.job.nodes}-{run.job.nodes}")
             assert fields["NumTasks"] == str(run.job.nodes * run.tasks_per_node)
-            assert fields["TresPerNode"] == f"gres:gpu:{run.gpus_per_node}"
+            assert fields["TresPerNode"] == f"gres/gpu:{run.gpus_per_node}"
         cluster.stop()
 
 
@@ -130,9 +130,10 @@ class Training:
     def submit(self, steps: int, save_interval: int, step_s: float, *options: str) -> str:
         env = {**self.env, "CLUSTERPRINT_MAX_STEPS": str(steps),
                "CLUSTERPRINT_SAVE_INTERVAL": str(save_interval), "STANDIN_STEP_S": str(step_s)}
-        done = subprocess.run(["sbatch", "--parsable", "-o", str(self.output), *options,
-                               str(self.script)], env=env, capture_output=True, text=True,
-                              timeout=60, cwd=self.root)
+        argv = self.cluster.command("sbatch", "--parsable", "-o", str(self.output), *options,
+                                    str(self.script))
+        done = subprocess.run(argv, env=env, capture_output=True, text=True, timeout=60,
+                              cwd=self.root)
         assert done.returncode == 0, done.stderr
         return done.stdout.strip()
 

@@ -10,10 +10,10 @@ paths, auth, process tracking: tests/support/local_slurm.py LOCAL_KEYS).
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import re
 import subprocess
-import sys
 import threading
 import time
 from pathlib import Path
@@ -21,6 +21,7 @@ from pathlib import Path
 import pytest
 
 from clusterprint.blueprint.model import Blueprint
+from clusterprint.blueprint.validate import load_checked
 from clusterprint.contract import node_metadata
 from clusterprint.node import config_sync as sync
 from clusterprint.render import node_scripts
@@ -28,6 +29,8 @@ from clusterprint.render.config_sync import slurm_config_value
 from tests.support.local_slurm import LOCAL_KEYS, Daemon, LocalSlurm, localize, wait_until
 from tests.support.metadata_fake import FakeMetadata
 from tests.support.node_log import messages
+from tests.support.paths import STDLIB_ONLY, reference_blueprints
+from tests.support.slurm_root import entered, slurm_version
 
 KEY = node_metadata.SLURM_CONFIG
 
@@ -73,17 +76,18 @@ class ConfigSync:
         self.request = log.with_name(log.name + ".restart")
         watcher = threading.Thread(target=self._serve_restarts, daemon=True)
         self.out = log.open("w")
-        self.process = subprocess.Popen(
-            [sys.executable, "-m", "clusterprint.node.config_sync", "--role", "controller",
-             "--dir", str(cluster.root), "--metadata-url", metadata.url, "--wait-s", "2",
-             "--restart-command",
-             f"sh -c 'touch {self.request}; while [ -e {self.request} ]; do sleep 0.2; done'"],
+        # As on the controller: the image's python3 (the root's), the standard library only.
+        self.process = subprocess.Popen(cluster.command(
+            *STDLIB_ONLY, sync.__file__, "--role", "controller",
+            "--dir", str(cluster.root), "--metadata-url", metadata.url, "--wait-s", "2",
+            "--restart-command",
+            f"sh -c 'touch {self.request}; while [ -e {self.request} ]; do sleep 0.2; done'"),
             env=cluster.env, stdout=self.out, stderr=subprocess.STDOUT)
         watcher.start()
 
     def slurmctld(self) -> Daemon:
         """The slurmctld running now."""
-        (ctld,) = [d for d in self.cluster.daemons if d.process.args[0] == "slurmctld"
+        (ctld,) = [d for d in self.cluster.daemons if "slurmctld" in d.process.args
                    and d.running()]
         return ctld
 
@@ -91,12 +95,11 @@ class ConfigSync:
         while self.process.poll() is None:
             if self.request.exists():
                 for daemon in self.cluster.daemons:
-                    if daemon.process.args[0] == "slurmctld":
+                    if "slurmctld" in daemon.process.args:
                         daemon.stop()
-                count = sum(d.process.args[0] == "slurmctld" for d in self.cluster.daemons)
-                self.cluster.daemons.append(Daemon(
-                    ["slurmctld", "-D", "-f", str(self.cluster.conf)],
-                    self.cluster.root / f"slurmctld-{count}.log", self.cluster.env))
+                count = sum("slurmctld" in d.process.args for d in self.cluster.daemons)
+                self.cluster.daemon(f"slurmctld-{count}.log", "slurmctld", "-D", "-f",
+                                    str(self.cluster.conf))
                 self.request.unlink()
                 self.restarted.set()
             time.sleep(0.2)
@@ -128,6 +131,20 @@ def config_sync(metadata, tmp_path):
     yield start
     for program in started:
         program.stop()
+
+
+@pytest.mark.parametrize("path", reference_blueprints(), ids=lambda p: p.stem)
+def test_every_reference_blueprints_files_pass_the_check_on_a_fresh_node(path, tmp_path):
+    # The nodes' Slurm (26.05's scontrol -V, from the Slurm root) parses what clusterprint
+    # renders: the check never refuses it.
+    commands = dataclasses.replace(sync.DEFAULT_COMMANDS,
+                                   parse=entered(sync.DEFAULT_COMMANDS.parse),
+                                   version=entered(sync.DEFAULT_COMMANDS.version))
+    values = node_scripts(load_checked(str(path))).slurm_config
+    for role, text in values.items():
+        changed, before = sync.Node(tmp_path / role, role, commands).install(text)
+        assert before == {} and [Path(p).name for p in changed] == [
+            name for name in sync.KNOWN_FILES if name in json.loads(text)]
 
 
 def booted(local_slurm, metadata, config_sync, max_count: int):
@@ -178,52 +195,54 @@ def test_a_new_partition_reaches_slurmctld_and_its_node_without_a_restart(
     assert "restart" not in said
 
 
-def test_a_larger_max_count_restarts_slurmctld_which_keeps_its_jobs_and_nodes(
+def test_a_larger_max_count_reaches_slurmctld_which_keeps_its_jobs_and_nodes(
         local_slurm, metadata, config_sync):
     cluster, slurmd, program = booted(local_slurm, metadata, config_sync, max_count=2)
-    before = program.slurmctld()
     job = cluster.run("sbatch", "--parsable", "-p", "debug", "-o", "/dev/null", "--wrap",
                       "sleep 120").strip()
     wait_until(lambda: cluster.run("squeue", "-h", "-j", job, "-o", "%T").strip() == "RUNNING",
                "the job running")
     # The node table holds MaxNodeCount nodes: a third one does not fit.
-    for name in ("spare-1", "spare-2"):
-        cluster.run("scontrol", "create", f"NodeName={name}", "State=FUTURE", "Feature=cpu")
+    cluster.run("scontrol", "create", "NodeName=spare-1", "State=FUTURE", "Feature=cpu")
+    assert "node table is full" in cluster.run_failing(
+        "scontrol", "create", "NodeName=spare-2", "State=FUTURE", "Feature=cpu")
     assert node_names(cluster) == {"demo-cpu-0001", "spare-1"}
 
     metadata.set(KEY, served_value(cluster, blueprint(5, ("debug", "extra"))))
-    wait_until(program.restarted.is_set, "slurmctld restarted", program.log)
-    wait_until(lambda: "slurmctld restarted and answering" in program.said(),
-               "the program seeing it answer", program.log)
-    assert not before.running() and program.slurmctld() is not before
-    assert cluster.config()["MaxNodeCount"] == "5"
+    wait_until(lambda: cluster.config()["MaxNodeCount"] == "5", "the new MaxNodeCount",
+               program.log)
     assert "extra" in cluster.partitions()
-    # Its state survived: the job runs on, the configless node is still registered.
+    # Slurm 26.05 applies it in a reconfigure (a new slurmctld reads the whole file and takes
+    # over): nothing restarted, the job runs on, the configless node is still registered.
+    said = program.said()
+    assert "scontrol reconfigure: slurmctld and the configless nodes read the new files" in said
+    assert "restart" not in said and not program.restarted.is_set()
     assert cluster.run("squeue", "-h", "-j", job, "-o", "%T").strip() == "RUNNING"
     assert slurmd.running() and "demo-cpu-0001" in partition_nodes(cluster, "extra")
     for name in ("spare-2", "spare-3", "spare-4"):
         cluster.run("scontrol", "create", f"NodeName={name}", "State=FUTURE", "Feature=cpu")
     assert node_names(cluster) == {"demo-cpu-0001", "spare-1", "spare-2", "spare-3", "spare-4"}
-    assert ("MaxNodeCount changed, which Slurm 22.05 applies only on a restart: restarting "
-            "slurmctld") in program.said()
 
 
-def test_why_plain_reconfigure_is_not_enough_slurmctld_22_05_stops_on_a_new_max_count(
+def test_why_a_new_max_count_needs_no_restart_on_26_05_plain_reconfigure_applies_it(
         local_slurm):
+    # Slurm 22.05's slurmctld stopped on this reconfigure ("MaxNodeCount has changed ...
+    # slurmctld must be restarted"); config-sync's restart_keys from 23.11 leave it out.
     cluster = local_slurm(blueprint(2, ("debug",)))
     (ctld,) = cluster.daemons
     grown = json.loads(served_value(cluster, blueprint(5, ("debug",))))["slurm.conf"]
     cluster.conf.write_text(grown)
-    subprocess.run(["scontrol", "reconfigure"], env=cluster.env, capture_output=True,
-                   timeout=60)
-    wait_until(lambda: not ctld.running(), "slurmctld stopping", ctld.log)
-    assert ("fatal: MaxNodeCount has changed (2->5) during reconfig, slurmctld must be "
-            "restarted") in ctld.log.read_text()
+    cluster.run("scontrol", "reconfigure")
+    wait_until(lambda: cluster.config()["MaxNodeCount"] == "5", "the new MaxNodeCount",
+               ctld.log)
+    assert ctld.running()
+    assert "MaxNodeCount" not in sync.restart_keys(sync.slurm_version(slurm_version()))
 
 
 def test_a_partition_of_an_unknown_nodeset_stops_slurmctld_and_is_undone(
         local_slurm, metadata, config_sync):
-    # scontrol -V parses this slurm.conf; Slurm 22.05's slurmctld stops on it in a reconfigure.
+    # scontrol -V parses this slurm.conf; slurmctld (22.05 and 26.05) stops on it in a
+    # reconfigure.
     cluster, slurmd, program = booted(local_slurm, metadata, config_sync, max_count=4)
     before = cluster.conf.read_text()
     ctld = program.slurmctld()
@@ -245,16 +264,16 @@ def test_a_partition_of_an_unknown_nodeset_stops_slurmctld_and_is_undone(
                          "them")
 
 
-def test_why_cgroup_conf_is_checked_slurmctld_22_05_stops_on_a_bad_one(local_slurm):
+def test_why_cgroup_conf_is_checked_slurmctld_stops_on_a_bad_one(local_slurm):
     # slurmctld reads cgroup.conf on a reconfigure: a line Slurm cannot parse stops it. The
     # program refuses that line before it is written.
     cluster = local_slurm(blueprint(2, ("debug",)))
     (ctld,) = cluster.daemons
     bad = "ConstrainCores=yes ConstrainDevices=yes\n"
     with pytest.raises(sync.InvalidConfig, match="cgroup.conf line 1: ConstrainCores= takes"):
-        sync.check_cgroup(bad, (22, 5))
+        sync.check_cgroup(bad, sync.slurm_version(slurm_version()))
     (cluster.root / "cgroup.conf").write_text(bad)
-    subprocess.run(["scontrol", "reconfigure"], env=cluster.env, capture_output=True,
-                   timeout=60)
+    subprocess.run(cluster.command("scontrol", "reconfigure"), env=cluster.env,
+                   capture_output=True, timeout=60)
     wait_until(lambda: not ctld.running(), "slurmctld stopping", ctld.log)
     assert "fatal: Could not open/read/parse cgroup.conf" in ctld.log.read_text()

@@ -1,4 +1,4 @@
-"""Each reference blueprint's rendered Slurm files run real jobs on real Slurm 22.05."""
+"""Each reference blueprint's rendered Slurm files run real jobs on real Slurm 26.05."""
 
 from __future__ import annotations
 
@@ -24,7 +24,7 @@ def test_reference_blueprint_runs_jobs_on_every_nodeset(path, local_slurm):
     for partition, fields in cluster.partitions().items():
         members = fields["NodeSets"].split(",")
         gpus = any(n.gpus for n in blueprint.slurm.nodesets if n.name in members)
-        assert fields["OverSubscribe"] == ("EXCLUSIVE" if gpus else "NO"), partition
+        assert fields["Exclusive"] == ("NODE" if gpus else "NO"), partition
 
     for nodeset in blueprint.slurm.nodesets:
         node = f"{nodeset.name}-test"

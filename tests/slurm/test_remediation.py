@@ -8,8 +8,6 @@ that does not act twice. The clock is the test's: an hour passes in one assignme
 from __future__ import annotations
 
 import json
-import subprocess
-import sys
 
 import pytest
 
@@ -181,8 +179,7 @@ def test_protected_mode_stops_the_loop_alerts_says_why_and_reset_leaves_it(fleet
     assert len(acting_calls(setup)) == 4
     assert "cp:protected" in setup.node("a4-a4-0001").reason
     # The operator's way out, as a process: the command the controller installs runs it.
-    subprocess.run([sys.executable, "-m", "clusterprint.node.remediate", "--config",
-                    str(setup.config_path), "--reset", "a4"], env=setup.env(), check=True)
+    setup.run_program("--reset", "a4")
     assert "protected" not in setup.node("a4-a4-0001").reason
     assert setup.state()["protected"] == {} and "a4" not in setup.state()["failures"]
     setup.pass_once()
@@ -215,8 +212,6 @@ def test_a_restarted_loop_does_not_act_twice(fleet):
     setup.add_vm("a4-a4-0001")
     setup.drain("a4-a4-0001", ECC)
     for _ in range(2):
-        subprocess.run([sys.executable, "-m", "clusterprint.node.remediate", "--config",
-                        str(setup.config_path), "--once", "--now", str(setup.now)],
-                       env=setup.env(), check=True, capture_output=True)
+        setup.run_program("--once", "--now", str(setup.now))
     assert acting_calls(setup) == [("recreateInstances", "a4-a4-0001")]
     assert setup.state()["nodes"]["a4-a4-0001"]["action"] == "recreate"

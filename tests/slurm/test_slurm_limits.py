@@ -1,4 +1,4 @@
-"""Where slurmctld 22.05 stops keeping what it is given, the rules refuse it first.
+"""Where slurmctld 26.05 stops keeping what it is given, the rules refuse it first.
 
 Each case renders a blueprint the model builds but the rules refuse, and shows what
 the real slurmctld does with it: exits, or keeps another value than the one written.

@@ -1,4 +1,4 @@
-"""What slurm.conf promises a training job, shown on real Slurm 22.05 daemons.
+"""What slurm.conf promises a training job, shown on real Slurm 26.05 daemons.
 
 Locked memory comes from the node, not the submitting shell; a failing prolog (RxDM not
 ready, stood in by a script that exits 1) drains its node and sends the job back to the
@@ -112,7 +112,7 @@ def test_a_node_whose_prolog_folder_is_empty_drains_on_its_first_job(local_slurm
     for script in cluster.scripts("prolog").iterdir():
         script.unlink()
     node = cluster.start_node("a3mega-vm", cluster.compute_node_conf("a3mega"), 8)
-    done = subprocess.run(["srun", "-w", "a3mega-vm", "hostname"], env=cluster.env,
+    done = subprocess.run(cluster.command("srun", "-w", "a3mega-vm", "hostname"), env=cluster.env,
                           capture_output=True, text=True, timeout=60)
     assert done.returncode != 0 and "Prolog failure" in done.stderr
     assert "Reason=Prolog error" in cluster.run("scontrol", "show", "node", "a3mega-vm")
@@ -148,7 +148,7 @@ def test_jobs_that_ask_for_no_memory_get_a_share_of_a_cpu_node_or_a_whole_gpu_no
     fields = job_fields(cluster, job)
     assert fields["JobState"] == "COMPLETED"
     assert fields["MinMemoryCPU"] == "3456M"
-    assert fields["OverSubscribe"] == "OK"
+    assert fields["Exclusive"] == "NO"  # a share of the node
 
     gpus = local_slurm(load_checked(blueprint_path("a4")))
     gpus.start_node("a4-vm", gpus.compute_node_conf("a4"), 8)
@@ -157,8 +157,8 @@ def test_jobs_that_ask_for_no_memory_get_a_share_of_a_cpu_node_or_a_whole_gpu_no
                    "--wrap", "hostname").strip()
     fields = job_fields(gpus, job)
     assert fields["JobState"] == "COMPLETED"
-    assert fields["OverSubscribe"] == "NO"  # EXCLUSIVE: the whole node
-    assert f"mem={real_memory[1]}M" in fields["TRES"].split(",")
+    assert fields["Exclusive"] == "NODE"  # the whole node
+    assert f"mem={real_memory[1]}M" in fields["AllocTRES"].split(",")
 
 
 def test_srun_gives_tasks_pmi2_without_asking(local_slurm):

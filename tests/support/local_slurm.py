@@ -1,21 +1,24 @@
-"""Real Slurm 22.05 daemons for the tests that prove rendered files.
+"""Real Slurm 26.05 daemons for the tests that prove rendered files.
 
-Every daemon runs in the foreground as a child of the test process, in its own temp
-folder, on free ports, and is stopped by its own PID; nothing is left running. The
-rendered slurm.conf changes only in host, port, path, auth and process-tracking lines.
+Every daemon and command runs from the Slurm root (tests/support/slurm_root.py: Debian
+unstable's 26.05, the series the images build), in the foreground as a child of the test
+process, in its own temp folder, on free ports, and is stopped by its own PID; nothing is
+left running or mounted. The rendered slurm.conf changes only in host, port, path, auth and
+process-tracking lines.
 
-gres.conf is the rendered one (``AutoDetect=nvml``, no device files). This machine has no
-NVML and no GPUs, so a GPU node also gets the line Slurm's gpu/nvml plugin makes of what NVML
-finds on a GPU VM: its GPUs, typed as the nodeset declares them (the plugin names each after
-NVML's device name and takes the declared type that is a substring of it), with device files
-that are fake ones (character devices like /dev/nvidia*) in a temp folder. That proves what
-slurmctld and slurmd do with a GPU node, not the plugin itself:
-tests/slurm/prove_gpu_nvml.py builds the real plugin and runs it against a fake NVML.
+gres.conf is the rendered one (``AutoDetect=nvidia``, no device files), and Slurm's own
+gpu/nvidia plugin finds a GPU node's GPUs as on a VM: this machine has none, so a GPU node's
+processes see fake ones where the plugin reads them (``fake_gpus``: the driver's
+/proc/driver/nvidia/gpus/BUS/information with the GPU's model and minor number, its
+/sys/bus/pci/drivers/nvidia/BUS/local_cpulist, character devices /dev/nvidia<N>). The plugin
+names each GPU after the driver's model and takes the declared type that is a substring of
+it, so a node registers the typed GPUs its ``--conf`` line declares.
 """
 
 from __future__ import annotations
 
 import base64
+import contextlib
 import os
 import re
 import shlex
@@ -33,6 +36,7 @@ import pytest
 
 from clusterprint.blueprint.model import Blueprint
 from clusterprint.render import compute_script_path, rendered_files
+from tests.support import slurm_root
 
 #: The only slurm.conf keys a local run may change, by the reason they may.
 LOCAL_KEYS = {
@@ -46,8 +50,6 @@ LOCAL_KEYS = {
     "Prolog": "path", "Epilog": "path",
     # cgroup confinement needs a systemd-managed host; CI containers have none.
     "ProctrackType": "process tracking", "TaskPlugin": "process tracking",
-    # a plugin built by a proof in a temp folder, beside the installed ones (prove_gpu_nvml.py)
-    "PluginDir": "plugin path",
     "JobAcctGatherType": "process tracking",
     "AccountingStorageHost": "host", "AccountingStoragePort": "port",
     # What names the munge socket for connections to slurmdbd (AuthInfo does not).
@@ -62,6 +64,17 @@ LOCAL_DBD_KEYS = {"DbdHost": "host", "DbdPort": "port", "StorageHost": "host",
                   "AuthInfo": "auth", "StoragePass": "auth"}
 #: The character device major number of NVIDIA GPUs (/dev/nvidia0 is 195, 0).
 NVIDIA_MAJOR = 195
+#: Character devices every process expects in a fake GPU node's /dev: (major, minor).
+DEVICES = {"null": (1, 3), "zero": (1, 5), "full": (1, 7), "random": (1, 8), "urandom": (1, 9),
+           "tty": (5, 0)}
+#: The links every /dev has: bash's process substitution (``< <(...)``) opens /dev/fd/N.
+DEVICE_LINKS = {"fd": "/proc/self/fd", "stdin": "/proc/self/fd/0", "stdout": "/proc/self/fd/1",
+                "stderr": "/proc/self/fd/2"}
+#: The driver's model name of each GPU type a nodeset declares (``Gres=gpu:h100:8``), as
+#: /proc/driver/nvidia/gpus/BUS/information and ``nvidia-smi -L`` print it (the names in
+#: clusterprint/facts/machines.py's ``gres``).
+DRIVER_MODELS = {"h100": "NVIDIA H100 80GB HBM3", "h200": "NVIDIA H200", "b200": "NVIDIA B200",
+                 "gb200": "NVIDIA GB200", "a100": "NVIDIA A100-SXM4-80GB", "l4": "NVIDIA L4"}
 #: How long a daemon may take to answer before the test fails: generous, since the whole
 #: suite runs in parallel on two cores and a starting slurmctld shares them.
 START_TIMEOUT_S = 60
@@ -143,15 +156,45 @@ class Daemon:
         return self.process.poll() is None
 
     def stop(self) -> None:
-        """SIGTERM, then SIGKILL if it lingers; waits so no zombie is left."""
+        """SIGTERM, then SIGKILL if it lingers; waits so no zombie is left. A daemon in a
+        mount namespace of its own (one from the Slurm root) takes every process left in it
+        along: a stopped slurmd leaves its slurmstepd and their jobs running."""
         if not self.running():
             return
-        os.kill(self.process.pid, signal.SIGTERM)
+        # Held open, the namespace outlives its processes: a new one cannot take its number.
         try:
-            self.process.wait(timeout=15)
-        except subprocess.TimeoutExpired:
-            os.kill(self.process.pid, signal.SIGKILL)
+            held = os.open(f"/proc/{self.process.pid}/ns/mnt", os.O_RDONLY)
+        except FileNotFoundError:  # it has just exited
             self.process.wait()
+            return
+        try:
+            namespace = mount_namespace(self.process.pid)
+            os.kill(self.process.pid, signal.SIGTERM)
+            try:
+                self.process.wait(timeout=15)
+            except subprocess.TimeoutExpired:
+                os.kill(self.process.pid, signal.SIGKILL)
+                self.process.wait()
+            if namespace and namespace != mount_namespace("self"):
+                for pid in processes_in(namespace):
+                    with contextlib.suppress(ProcessLookupError):  # gone since
+                        os.kill(pid, signal.SIGKILL)
+        finally:
+            os.close(held)
+
+
+def mount_namespace(pid: int | str) -> str | None:
+    """The mount namespace a process is in (``mnt:[4026531841]``); None once it is gone."""
+    try:
+        return os.readlink(f"/proc/{pid}/ns/mnt")
+    except OSError:
+        return None
+
+
+def processes_in(namespace: str) -> list[int]:
+    """Every process in the mount namespace ``namespace`` now."""
+    return [int(entry.name) for entry in Path("/proc").iterdir()
+            if entry.name.isdigit() and mount_namespace(entry.name) == namespace]
 
 
 def private_dir(parent: Path | None = None, owner: str | None = None) -> Path:
@@ -203,8 +246,9 @@ class LocalSlurm:
             **{key: f"{self.scripts(key.lower())}/*" for key in ("Prolog", "Epilog")
                if f"\n{key}=" in self.files["slurm.conf"]},
         }))
-        (self.root / "cgroup.conf").write_text(self.files["cgroup.conf"])
-        self.env = {**os.environ, "SLURM_CONF": str(self.conf)}
+        for name in ("cgroup.conf", "gres.conf"):
+            (self.root / name).write_text(self.files[name])
+        self.env = {**os.environ, "SLURM_CONF": str(self.conf), "PATH": slurm_root.PATH}
         if database:
             self.write_slurmdbd_conf(database, state)
 
@@ -222,17 +266,28 @@ class LocalSlurm:
         conf.chmod(0o600)
         shutil.chown(conf, "slurm", "slurm")
 
+    def command(self, *argv: str, gpus: Path | None = None) -> list[str]:
+        """``argv`` as a command line that runs it from the Slurm root, with this session's
+        munged at Slurm's compiled-in socket and, for a GPU node, its fake GPUs."""
+        return slurm_root.entered(argv, self.munge_socket, gpus)
+
+    def daemon(self, log: str, *argv: str, gpus: Path | None = None,
+               env: dict[str, str] | None = None) -> Daemon:
+        """A daemon of this cluster from the Slurm root, stopped with the cluster."""
+        daemon = Daemon(self.command(*argv, gpus=gpus), self.root / log, env or self.env)
+        self.daemons.append(daemon)
+        return daemon
+
     def start_dbd(self) -> Daemon:
         """slurmdbd with the rendered (localized) slurmdbd.conf, until sacctmgr gets answers."""
-        dbd = Daemon(["slurmdbd", "-D"], self.root / "slurmdbd.log", self.env)
-        self.daemons.append(dbd)
+        dbd = self.daemon("slurmdbd.log", "slurmdbd", "-D")
         wait_until(lambda: dbd.running() and self.sacctmgr_answers(), "slurmdbd answering",
                    dbd.log)
         return dbd
 
     def sacctmgr_answers(self) -> bool:
         """True when slurmdbd answers sacctmgr."""
-        done = poll(["sacctmgr", "-n", "list", "cluster"], self.env)
+        done = poll(self.command("sacctmgr", "-n", "list", "cluster"), self.env)
         return done is not None and done.returncode == 0
 
     def jwt_key(self) -> dict[str, str]:
@@ -268,15 +323,16 @@ class LocalSlurm:
         return script
 
     def run(self, *argv: str, timeout: float = 60) -> str:
-        """A Slurm client command against this cluster; its stdout, failing loudly."""
-        done = subprocess.run(argv, env=self.env, capture_output=True, text=True,
+        """A command from the Slurm root (a Slurm client) against this cluster; its stdout,
+        failing loudly."""
+        done = subprocess.run(self.command(*argv), env=self.env, capture_output=True, text=True,
                               timeout=timeout)
         assert done.returncode == 0, f"{shlex.join(argv)}: {done.returncode}\n{done.stderr}"
         return done.stdout
 
     def run_failing(self, *argv: str, timeout: float = 60) -> str:
         """A Slurm client command that must fail (a request Slurm refuses); its stderr."""
-        done = subprocess.run(argv, env=self.env, capture_output=True, text=True,
+        done = subprocess.run(self.command(*argv), env=self.env, capture_output=True, text=True,
                               timeout=timeout)
         assert done.returncode != 0, f"{shlex.join(argv)} succeeded:\n{done.stdout}"
         return done.stderr
@@ -307,7 +363,7 @@ class LocalSlurm:
                 if key not in LOCAL_KEYS and config.get(key) != value.lower()}
 
     def dropped_partition_settings(self) -> dict[str, dict[str, tuple[str, str | None]]]:
-        """Per partition, the rendered OverSubscribe, DefMemPerCPU, Default and State that
+        """Per partition, the rendered Exclusive, DefMemPerCPU, Default and State that
         slurmctld does not keep as written: name to (written, kept)."""
         shown, dropped = self.partitions(), {}
         for line in self.files["slurm.conf"].splitlines():
@@ -315,7 +371,7 @@ class LocalSlurm:
                 written = dict(token.split("=", 1) for token in line.split())
                 kept = shown[written["PartitionName"]]
                 wrong = {key: (written[key], kept.get(key)) for key in
-                         ("OverSubscribe", "DefMemPerCPU", "Default", "State")
+                         ("Exclusive", "DefMemPerCPU", "Default", "State")
                          if key in written and kept.get(key) != written[key]}
                 if wrong:
                     dropped[written["PartitionName"]] = wrong
@@ -323,22 +379,18 @@ class LocalSlurm:
 
     def answers(self) -> bool:
         """True when slurmctld answers a ping."""
-        ping = poll(["scontrol", "ping"], self.env)
+        ping = poll(self.command("scontrol", "ping"), self.env)
         return ping is not None and "UP" in ping.stdout
 
     def start_controller(self) -> Daemon:
         """slurmctld with the rendered (localized) configuration, until it answers."""
-        ctld = Daemon(["slurmctld", "-D", "-f", str(self.conf)],
-                      self.root / "slurmctld.log", self.env)
-        self.daemons.append(ctld)
+        ctld = self.daemon("slurmctld.log", "slurmctld", "-D", "-f", str(self.conf))
         wait_until(lambda: ctld.running() and self.answers(), "slurmctld answering", ctld.log)
         return ctld
 
     def refused_controller(self) -> str:
         """slurmctld with this configuration, which must exit without answering; its log."""
-        ctld = Daemon(["slurmctld", "-D", "-f", str(self.conf)],
-                      self.root / "slurmctld.log", self.env)
-        self.daemons.append(ctld)
+        ctld = self.daemon("slurmctld.log", "slurmctld", "-D", "-f", str(self.conf))
         wait_until(lambda: not ctld.running() or self.answers(), "slurmctld exiting", ctld.log)
         assert not ctld.running(), f"slurmctld started:\n{ctld.log.read_text()[-3000:]}"
         return ctld.log.read_text(errors="replace")
@@ -347,40 +399,50 @@ class LocalSlurm:
         """The ``--conf`` line of the nodeset's rendered compute script."""
         return node_conf_of(self.files[compute_script_path(nodeset)])
 
-    def fake_gpus(self, count: int) -> Path:
-        """``count`` fake GPU device files; the folder that holds them."""
-        devices = self.root / "dev"
-        devices.mkdir(exist_ok=True)
-        for index in range(count):
-            device = devices / f"nvidia{index}"
-            if not device.exists():
-                os.mknod(device, 0o666 | stat.S_IFCHR, os.makedev(NVIDIA_MAJOR, index))
-        return devices
-
-    def gres_conf(self, gpus: int, node_conf: str) -> str:
-        """The rendered gres.conf as a node with ``gpus`` (fake) GPUs sees it, when it registers
-        with ``node_conf``: its GPUs are typed as that line declares them, as gpu/nvml types
-        what NVML finds."""
-        rendered = self.files["gres.conf"]
-        if not gpus:
-            return rendered
-        devices = self.fake_gpus(gpus)
+    def fake_gpus(self, count: int, node_conf: str) -> Path | None:
+        """A folder of ``count`` fake GPUs of the type ``node_conf`` declares, as a GPU VM's
+        driver shows them to gpu/nvidia (``enter_slurm_root.sh`` mounts it); None for none.
+        Their CPU affinity is every CPU of this machine."""
+        if not count:
+            return None
         declared = re.search(r"Gres=gpu:(\w+):\d+", node_conf)
-        typed = f" Type={declared[1]}" if declared else ""
-        return rendered + f"Name=gpu{typed} File={devices}/nvidia[0-{gpus - 1}]\n"
+        assert declared, f"{count} GPUs on a node that declares no GPU type: {node_conf}"
+        folder = self.root / f"gpus-{declared[1]}-{count}"
+        if folder.exists():
+            return folder
+        devices = folder / "dev"
+        devices.mkdir(parents=True)
+        for name, (major, minor) in DEVICES.items():
+            os.mknod(devices / name, 0o666 | stat.S_IFCHR, os.makedev(major, minor))
+        for name, target in DEVICE_LINKS.items():
+            (devices / name).symlink_to(target)
+        cpus = f"0-{os.cpu_count() - 1}\n"
+        for index in range(count):
+            os.mknod(devices / f"nvidia{index}", 0o666 | stat.S_IFCHR,
+                     os.makedev(NVIDIA_MAJOR, index))
+            bus = f"0000:{0x10 + index:02x}:00.0"
+            gpu = folder / "driver" / "nvidia" / "gpus" / bus
+            gpu.mkdir(parents=True)
+            (gpu / "information").write_text(
+                f"Model: \t\t {DRIVER_MODELS[declared[1]]}\nIRQ:   \t\t {40 + index}\n"
+                f"GPU UUID: \t GPU-00000000-0000-0000-0000-{index:012d}\n"
+                f"Bus Type: \t PCIe\nBus Location: \t {bus}\nDevice Minor: \t {index}\n")
+            pci = folder / "pci" / "nvidia" / bus
+            pci.mkdir(parents=True)
+            (pci / "local_cpulist").write_text(cpus)
+        return folder
 
     def start_node(self, name: str, node_conf: str, gpus: int,
                    launcher: tuple[str, ...] = ()) -> Daemon:
-        """A dynamic slurmd registering as ``name`` with ``node_conf``, until it is idle.
+        """A dynamic slurmd registering as ``name`` with ``node_conf`` on a VM with ``gpus``
+        (fake) GPUs, until it is idle.
 
-        slurmd reads gres.conf when it starts, so each node gets its own GPUs' line.
         ``launcher`` runs slurmd (e.g. ``prlimit`` setting its limits, as systemd would).
         """
         (self.root / f"spool-{name}").mkdir()
-        (self.root / "gres.conf").write_text(self.gres_conf(gpus, node_conf))
-        slurmd = Daemon([*launcher, "slurmd", "-D", "-Z", "-f", str(self.conf), "-N", name,
-                         "--conf", node_conf], self.root / f"slurmd-{name}.log", self.env)
-        self.daemons.append(slurmd)
+        slurmd = self.daemon(f"slurmd-{name}.log", *launcher, "slurmd", "-D", "-Z", "-f",
+                             str(self.conf), "-N", name, "--conf", node_conf,
+                             gpus=self.fake_gpus(gpus, node_conf))
         wait_until(lambda: slurmd.running() and self.node_state(name) == "idle",
                    f"node {name} registering idle", slurmd.log)
         return slurmd
@@ -392,30 +454,23 @@ class LocalSlurm:
 
         Only the server's address and the node's name (a VM's hostname) change. Before it
         has the configuration slurmd knows no AuthInfo, so it asks munge at its compiled-in
-        socket (/run/munge/munge.socket.2): a private mount namespace puts this session's
-        munged there, and the machine's /run is left alone.
+        socket (/run/munge/munge.socket.2), where the root's /run has this session's munged.
         """
-        script = self.files[compute_script_path(nodeset)]
-        node_conf = node_conf_of(script)
+        node_conf = self.compute_node_conf(nodeset)
         port = re.search(r"^SlurmctldPort=(\d+)$", self.conf.read_text(), re.MULTILINE)
-        run = private_dir(self.root)
-        (run / "munge").mkdir()
-        (run / "munge" / "munge.socket.2").symlink_to(self.munge_socket)
         (self.root / f"spool-{name}").mkdir()
-        env = {k: v for k, v in os.environ.items() if k != "SLURM_CONF"}
-        slurmd = Daemon(["unshare", "--mount", "--propagation", "private", "sh", "-c",
-                         'mount --bind "$0" /run && exec "$@"', str(run),
-                         "slurmd", "-D", "-s", "-Z", "--conf-server", f"localhost:{port[1]}",
-                         "--conf", node_conf, "-N", name],
-                        self.root / f"slurmd-{name}.log", env)
-        self.daemons.append(slurmd)
+        env = {k: v for k, v in self.env.items() if k != "SLURM_CONF"}
+        (declared,) = [n.gpus for n in self.blueprint.slurm.nodesets if n.name == nodeset]
+        slurmd = self.daemon(f"slurmd-{name}.log", "slurmd", "-D", "-s", "-Z", "--conf-server",
+                             f"localhost:{port[1]}", "--conf", node_conf, "-N", name,
+                             gpus=self.fake_gpus(declared, node_conf), env=env)
         wait_until(lambda: slurmd.running() and self.node_state(name) == "idle",
                    f"configless node {name} registering idle", slurmd.log)
         return slurmd
 
     def node_state(self, name: str) -> str:
         """The node's state as sinfo prints it, or "" while it is unknown."""
-        done = poll(["sinfo", "-h", "-N", "-n", name, "-o", "%T"], self.env)
+        done = poll(self.command("sinfo", "-h", "-N", "-n", name, "-o", "%T"), self.env)
         out = done.stdout.split() if done else []
         return out[0] if out else ""
 
@@ -485,10 +540,10 @@ def start_munged() -> tuple[Daemon, Path]:
     key.write_bytes(os.urandom(1024))
     key.chmod(0o600)
     sock = root / "munge.socket"
-    munged = Daemon(["munged", "--foreground", "--force", f"--socket={sock}",
-                     f"--key-file={key}", f"--pid-file={root / 'munged.pid'}",
-                     f"--seed-file={root / 'munged.seed'}", f"--log-file={root / 'munged.log'}"],
-                    root / "munged.out")
+    munged = Daemon(slurm_root.entered([
+        "munged", "--foreground", "--force", f"--socket={sock}", f"--key-file={key}",
+        f"--pid-file={root / 'munged.pid'}", f"--seed-file={root / 'munged.seed'}",
+        f"--log-file={root / 'munged.log'}"]), root / "munged.out")
     wait_until(lambda: munged.running() and sock.exists(), "munged socket", munged.log)
     return munged, sock
 
@@ -500,8 +555,8 @@ NODE_CPUS = "CPUs=16"
 
 def sbatch_test_only(cluster, script, *options: str) -> str:
     """What ``sbatch --test-only`` says of the job (on stderr), failing when it refuses it."""
-    done = subprocess.run(["sbatch", "--test-only", *options, str(script)], env=cluster.env,
-                          capture_output=True, text=True, timeout=60)
+    done = subprocess.run(cluster.command("sbatch", "--test-only", *options, str(script)),
+                          env=cluster.env, capture_output=True, text=True, timeout=60)
     assert done.returncode == 0, done.stderr
     assert "to start at" in done.stderr, done.stderr
     return done.stderr

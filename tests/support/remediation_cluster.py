@@ -8,7 +8,6 @@ itself. Node names are VM names (``a4-a4-0001``): the fake group lists them.
 from __future__ import annotations
 
 import json
-import os
 import time
 from pathlib import Path
 
@@ -75,9 +74,6 @@ class Remediation:
         line = f"RebootProgram={remediation.REBOOT_PROGRAM}"
         assert line in conf.splitlines()
         cluster.conf.write_text(conf.replace(line, f"RebootProgram={wrapper}"))
-        # The a4 nodes' 8 B200s, as gpu/nvml finds them (typed as their --conf line declares).
-        (cluster.root / "gres.conf").write_text(
-            cluster.gres_conf(8, cluster.compute_node_conf("a4")))
         cluster.start_controller()
         return setup
 
@@ -108,12 +104,10 @@ class Remediation:
         if name in self.slurmd:
             self.slurmd[name].stop()
         time.sleep(1.1)  # SlurmdStartTime has whole seconds
-        self.cluster.fake_gpus(8)
-        daemon = Daemon(["slurmd", "-D", "-Z", *flags, "-f", str(self.cluster.conf), "-N",
-                         name, "--conf", self.node_conf],
-                        self.cluster.root / f"slurmd-{name}-again.log", self.cluster.env)
-        self.cluster.daemons.append(daemon)
-        self.slurmd[name] = daemon
+        self.slurmd[name] = self.cluster.daemon(
+            f"slurmd-{name}-again.log", "slurmd", "-D", "-Z", *flags, "-f",
+            str(self.cluster.conf), "-N", name, "--conf", self.node_conf,
+            gpus=self.cluster.fake_gpus(8, self.node_conf))
 
     def drain(self, name: str, reason: str = "cp:gpu-ecc: 3 uncorrected errors on GPU 5") -> None:
         """What the health check does to a failing node."""
@@ -132,5 +126,8 @@ class Remediation:
         wait_until(lambda: (node := self.node(name)) is not None and check(node),
                    f"{name}: {what}", self.cluster.root / "slurmctld.log", timeout)
 
-    def env(self) -> dict[str, str]:
-        return {**os.environ, **self.cluster.env}
+    def run_program(self, *args: str) -> str:
+        """The rendered program as a process, as the controller's command runs it: the
+        image's python3 (the Slurm root's), on this config; its output."""
+        return self.cluster.run("python3", str(self.cluster.root / "remediate.py"), "--config",
+                                str(self.config_path), *args)

@@ -17,15 +17,12 @@ from pathlib import Path
 
 import pytest
 
-from clusterprint.blueprint.validate import load_checked
 from clusterprint.contract import node_metadata
 from clusterprint.node import common, config_sync
-from clusterprint.render import node_scripts
 from clusterprint.render.config_sync import ROLE_FILES, slurm_config_value
 from clusterprint.render.node_programs import program_files
 from tests.support.metadata_fake import FakeMetadata, etag_of
 from tests.support.node_log import entries, messages
-from tests.support.paths import reference_blueprints
 
 KEY = node_metadata.SLURM_CONFIG
 SLURM_CONF = ("ClusterName=demo\nSlurmctldHost=demo-controller\nSelectType=select/cons_tres\n"
@@ -511,16 +508,6 @@ def test_the_service_process_follows_the_key_and_reconfigures(etc, metadata, tmp
     assert f"following metadata clusterprint-slurm-config into {etc} (controller)" in err
     assert not [p for p in etc.iterdir() if p.name.startswith(".")]
     assert os.stat(etc / "slurm.conf").st_mode & 0o777 == 0o644
-
-
-@pytest.mark.parametrize("path", reference_blueprints(), ids=lambda p: p.stem)
-def test_every_reference_blueprints_files_pass_the_check_on_a_fresh_node(path, tmp_path):
-    # The installed Slurm parses what clusterprint renders: the check never refuses it.
-    values = node_scripts(load_checked(str(path))).slurm_config
-    for role, text in values.items():
-        changed, before = config_sync.Node(tmp_path / role, role).install(text)
-        assert before == {} and [Path(p).name for p in changed] == [
-            name for name in config_sync.KNOWN_FILES if name in json.loads(text)]
 
 
 def test_the_program_never_holds_the_heredoc_terminator():

@@ -33,9 +33,9 @@ def test_a4_slurm_conf_names_cluster_controller_nodesets_and_partitions():
         "NodeSet=a4 Feature=a4", "NodeSet=a4spot Feature=a4spot"]
     assert [line for line in conf if line.startswith("PartitionName=")] == [
         "PartitionName=a4 Nodes=a4 Default=YES DefaultTime=UNLIMITED MaxTime=UNLIMITED "
-        "OverSubscribe=EXCLUSIVE State=UP",
+        "Exclusive=NODE State=UP",
         "PartitionName=a4spot Nodes=a4spot Default=NO DefaultTime=12:00:00 MaxTime=12:00:00 "
-        "OverSubscribe=EXCLUSIVE State=UP",
+        "Exclusive=NODE State=UP",
     ]
 
 
@@ -68,14 +68,14 @@ def cluster_of(*machine_types: str) -> Blueprint:
 
 
 def test_one_gres_conf_serves_every_cluster_shape():
-    # NVML finds each node's own GPUs, so no File= line ties gres.conf to one GPU count: a
+    # gpu/nvidia finds each node's own GPUs, so no File= line ties gres.conf to one GPU count: a
     # CPU nodeset beside GPU ones, or 4 and 8 GPUs, get the same file as a uniform cluster.
     for blueprint in (load_checked(blueprint_path("a4")),
                       cluster_of("a4-highgpu-8g", "n2-standard-4"),
                       cluster_of("a3-highgpu-4g", "a3-highgpu-8g"),
                       cluster_of("n2-standard-4")):
         files = rendered_files(blueprint)
-        assert lines(files["gres.conf"]) == ["AutoDetect=nvml"], blueprint.name
+        assert lines(files["gres.conf"]) == ["AutoDetect=nvidia"], blueprint.name
         assert "ConstrainDevices=yes" in lines(files["cgroup.conf"])
 
 
@@ -145,9 +145,9 @@ def test_cpu_partitions_share_nodes_and_gpu_partitions_give_whole_nodes():
     (cpu,) = partition_lines(load_checked(blueprint_path("cpu-small")))
     assert cpu == ("PartitionName=debug Nodes=cpu Default=YES DefaultTime=1:00:00 "
                    "MaxTime=1:00:00 DefMemPerCPU=3456 State=UP")
-    assert "OverSubscribe" not in render_slurm_conf(load_checked(blueprint_path("cpu-small")))
+    assert "Exclusive" not in render_slurm_conf(load_checked(blueprint_path("cpu-small")))
     (gpu,) = partition_lines(load_checked(blueprint_path("a3mega")))
-    assert gpu.endswith(" OverSubscribe=EXCLUSIVE State=UP") and "DefMem" not in gpu
+    assert gpu.endswith(" Exclusive=NODE State=UP") and "DefMem" not in gpu
 
 
 def test_mixed_partition_is_exclusive_and_an_unknown_shape_sets_no_memory_default():
@@ -155,7 +155,7 @@ def test_mixed_partition_is_exclusive_and_an_unknown_shape_sets_no_memory_defaul
     # have no memory in the catalog, so their jobs get their nodes' whole memory.
     assert partition_lines(cluster_of("a4-highgpu-8g", "n2-highmem-8")) == [
         "PartitionName=all Nodes=n0,n1 Default=YES DefaultTime=UNLIMITED MaxTime=UNLIMITED "
-        "OverSubscribe=EXCLUSIVE State=UP"]
+        "Exclusive=NODE State=UP"]
     for machine_type in ("n2-custom-8-32768", "e2-medium"):
         assert "DefMem" not in partition_lines(cluster_of(machine_type))[0]
     # The partition's default is what its leanest nodeset gives: highcpu beside highmem.
