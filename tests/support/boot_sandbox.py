@@ -72,7 +72,8 @@ SECRET = "projects/my-project/secrets/cpu-small-munge-key"
 JWT_SECRET = "projects/my-project/secrets/cpu-small-jwt-key"
 #: What Slurm 26.05's slurmrestd serves, as ``slurmrestd -s list`` prints it (the real one in
 #: tests/slurm/test_rest_api.py; stubs/packages/slurmrestd prints the same): slurmctld's
-#: plugin, the accounting database's and the shared one; the OpenAPI versions are data_parser plugins since 23.11 (``-d list``).
+#: plugin, the accounting database's and the shared one; the OpenAPI versions are
+#: data_parser plugins since 23.11 (``-d list``).
 REST_PLUGINS = ("openapi/slurmctld", "openapi/slurmdbd", "openapi/util")
 DB_SECRET = "projects/my-project/secrets/cpu-small-db-password"
 #: The controller's state disk, as Compute Engine names the attached device.
