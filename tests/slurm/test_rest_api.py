@@ -38,13 +38,6 @@ API = "/slurm/v0.0.45"
 JOB = {"script": "#!/bin/bash\necho over REST\n",
        "job": {"name": "rest", "current_working_directory": "/tmp",
                "standard_output": "/dev/null", "environment": ["PATH=/usr/bin:/bin"]}}
-#: What stands in for the image's slurmrestd in the rendered ``rest_plugins``: the real one
-#: as an unprivileged user, without the SLURMRESTD_SECURITY=disable_user_check the function
-#: sets, which 26.05 refuses (see the first test).
-UNPRIVILEGED_LISTING = ('slurmrestd() { env -u SLURMRESTD_SECURITY '
-                        f'{shlex.join(AS_NOBODY)} slurmrestd "$@"; }}\n')
-
-
 def rendered_function(script: str, name: str) -> str:
     """One shell function of a rendered script, whole."""
     match = re.search(rf"^{name}\(\) {{\n.*?^}}\n", script, re.MULTILINE | re.DOTALL)
@@ -52,13 +45,12 @@ def rendered_function(script: str, name: str) -> str:
     return match.group(0)
 
 
-def served_plugins(cluster: LocalSlurm, script: str, listing: str = UNPRIVILEGED_LISTING
-                   ) -> str:
-    """What the controller script's rest_plugins picks from the real slurmrestd (run as
-    ``listing`` says), for this cluster's slurm.conf (its path made local)."""
+def served_plugins(cluster: LocalSlurm, script: str) -> str:
+    """What the controller script's rest_plugins, as rendered, picks from the real slurmrestd
+    (which it runs as nobody), for this cluster's slurm.conf (its path made local)."""
     function = rendered_function(script, "rest_plugins").replace(
         "/etc/slurm/slurm.conf", str(cluster.conf))
-    shell = (f'fail() {{ echo "$*" >&2; exit 1; }}\n{listing}{function}rest_plugins\n'
+    shell = (f'fail() {{ echo "$*" >&2; exit 1; }}\n{function}rest_plugins\n'
              'echo "$REST_PLUGINS"')
     return cluster.run("bash", "-c", shell).strip()
 
@@ -134,13 +126,6 @@ def test_slurmrestd_lists_its_plugins_to_an_unprivileged_user_only(cluster):
         as_root.stderr)
     listed = cluster.run(*AS_NOBODY, "slurmrestd", "-s", "list").split()
     assert tuple(listed) == REST_PLUGINS  # the boot sandbox's fake lists the same
-
-
-@pytest.mark.xfail(strict=True, reason="controller.sh's rest_plugins lists the plugins as root "
-                   "with SLURMRESTD_SECURITY=disable_user_check, which Slurm 26.05 refuses")
-def test_the_rendered_rest_plugins_lists_the_plugins_of_slurm_26_05(cluster):
-    script = rendered_files(cluster.blueprint)["scripts/controller.sh"]
-    assert served_plugins(cluster, script, listing="") == "openapi/slurmctld,openapi/util"
 
 
 def test_the_unit_serves_slurmctlds_api_only_and_would_refuse_to_run_as_root(cluster):
