@@ -492,9 +492,12 @@ class LocalMariaDB:
         self.port = free_port()
         self.password = os.urandom(12).hex()
         self.count = 0
-        subprocess.run(["mariadb-install-db", "--no-defaults", f"--datadir={self.datadir}",
-                        "--user=root", "--auth-root-authentication-method=socket",
-                        "--skip-test-db"], check=True, capture_output=True, timeout=120)
+        made = subprocess.run(["mariadb-install-db", "--no-defaults", f"--datadir={self.datadir}",
+                               "--user=root", "--auth-root-authentication-method=socket",
+                               "--skip-test-db"], capture_output=True, text=True, timeout=120)
+        if made.returncode != 0:  # its reason is on its output, which a bare error would hide
+            pytest.fail(f"mariadb-install-db failed ({made.returncode}):\n"
+                        f"{(made.stdout + made.stderr)[-3000:]}")
         self.daemon = Daemon(["mariadbd", "--no-defaults", f"--datadir={self.datadir}",
                               f"--socket={self.socket}", f"--port={self.port}",
                               "--bind-address=127.0.0.1", "--user=root",
