@@ -24,6 +24,8 @@ from tests.support.local_http import send_json, serve
 
 #: The token the tests' credentials carry (google.oauth2.credentials.Credentials("fake")).
 TOKEN = "fake"
+#: The project and zone the build tests build in.
+PROJECT, ZONE = "demo-project", "us-central1-a"
 
 
 @dataclass(frozen=True)

@@ -20,9 +20,15 @@ from clusterprint.build.builder import BuildFailed, BuildSite, ImageBuild, Outco
 from clusterprint.build.compute import ComputeApi
 from clusterprint.facts import slurm
 from clusterprint.render.images import node_image
-from tests.support.image_compute_fake import TOKEN, FakeImageCompute, Install, installs
+from tests.support.image_compute_fake import (
+    PROJECT,
+    TOKEN,
+    ZONE,
+    FakeImageCompute,
+    Install,
+    installs,
+)
 
-PROJECT, ZONE = "demo-project", "us-central1-a"
 CPU, GPU_ARM = node_image("cpu"), node_image("gpu-rdma-arm64")
 
 
@@ -39,13 +45,6 @@ class FakeClock:
     def sleep(self, seconds: float) -> None:
         self.sleeps.append(seconds)
         self.now += seconds
-
-
-@pytest.fixture
-def fake():
-    compute = FakeImageCompute(PROJECT, ZONE)
-    yield compute
-    compute.stop()
 
 
 @pytest.fixture

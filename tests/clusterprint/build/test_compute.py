@@ -8,16 +8,7 @@ from google.oauth2.credentials import Credentials
 
 from clusterprint.build import compute
 from clusterprint.build.compute import ComputeApi, ComputeError, NoCredentials
-from tests.support.image_compute_fake import TOKEN, FakeImageCompute
-
-PROJECT, ZONE = "demo-project", "us-central1-a"
-
-
-@pytest.fixture
-def fake():
-    compute_fake = FakeImageCompute(PROJECT, ZONE)
-    yield compute_fake
-    compute_fake.stop()
+from tests.support.image_compute_fake import PROJECT, TOKEN, ZONE
 
 
 @pytest.fixture

@@ -16,6 +16,7 @@ from clusterprint.build import compute
 from clusterprint.cli.commands import image as command
 from clusterprint.cli.main import main
 from clusterprint.render.images import needed_images
+from tests.support.cli_imports import loaded_modules
 from tests.support.image_compute_fake import FakeImageCompute, installs, reach_in_process
 from tests.support.paths import ROOT, blueprint_path
 
@@ -155,14 +156,10 @@ def offline_env(tmp_path) -> dict[str, str]:
 
 
 def test_dry_run_lists_the_images_offline_without_loading_google_auth(tmp_path):
-    code = ("import sys; from clusterprint.cli.main import main; "
-            "status = main(['image', 'build', '--dry-run', 'blueprints/a3mega.yaml']); "
-            "print(status, sorted(m for m in sys.modules if m.startswith('google.auth')), "
-            "file=sys.stderr)")
-    result = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True,
-                            text=True, timeout=60, env=offline_env(tmp_path))
-    assert result.stderr.splitlines()[-1] == "0 []"
-    assert result.stdout.splitlines() == [
+    loaded = loaded_modules(["image", "build", "--dry-run", "blueprints/a3mega.yaml"],
+                            watched=("google.auth",), env=offline_env(tmp_path))
+    assert (loaded.statuses, loaded.modules) == ([0], [])
+    assert loaded.process.stdout.splitlines() == [
         f"{image.name}: would be built unless it exists in project {PROJECT} (family "
         f"{image.family}, base {image.base.path}, builder n2-standard-16 in us-central1-a)"
         for image in (CPU, TCPXO)]

@@ -15,6 +15,7 @@ from ruamel.yaml import YAML
 from clusterprint.cli import wizard
 from clusterprint.cli.main import main
 from clusterprint.facts import machines
+from tests.support.cli_imports import loaded_modules
 from tests.support.paths import ROOT
 
 #: How long one prompt may take to appear on a loaded machine.
@@ -288,14 +289,6 @@ def test_the_flag_form_writes_a_valid_file_for_every_offered_machine_type(
 
 def test_the_prompt_library_is_loaded_only_to_ask(tmp_path):
     """validate and the flag form never import questionary (nor its prompt-toolkit)."""
-    code = (
-        "import sys\n"
-        "from clusterprint.cli.main import main\n"
-        f"assert main(['new', *{FLAGS!r}]) == 0\n"
-        "assert main(['validate', 'train.yaml']) == 0\n"
-        "print(sorted(m for m in sys.modules if m.split('.')[0] in "
-        "('questionary', 'prompt_toolkit')))\n")
-    result = subprocess.run([sys.executable, "-c", code], cwd=tmp_path, stdin=subprocess.DEVNULL,
-                            env={**os.environ, "PYTHONPATH": str(ROOT)}, capture_output=True,
-                            text=True, timeout=120)
-    assert (result.returncode, result.stdout) == (0, "[]\n"), result.stderr
+    loaded = loaded_modules(["new", *FLAGS], ["validate", "train.yaml"], cwd=tmp_path,
+                            watched=("questionary", "prompt_toolkit"), timeout=120)
+    assert (loaded.statuses, loaded.modules) == ([0, 0], [])
