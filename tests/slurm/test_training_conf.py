@@ -145,8 +145,9 @@ def test_jobs_that_ask_for_no_memory_get_a_share_of_a_cpu_node_or_a_whole_gpu_no
     cluster.start_node("cpu-vm", cluster.compute_node_conf("cpu"), 0)
     job = cluster.run("sbatch", "--parsable", "--wait", "-w", "cpu-vm", "-n1", "-o",
                       "/dev/null", "--wrap", "hostname").strip()
+    # sbatch --wait returns as the job ends; its epilog may still run (COMPLETING).
+    wait_until(lambda: job_fields(cluster, job)["JobState"] == "COMPLETED", "the job completed")
     fields = job_fields(cluster, job)
-    assert fields["JobState"] == "COMPLETED"
     assert fields["MinMemoryCPU"] == "3456M"
     assert fields["Exclusive"] == "NO"  # a share of the node
 
@@ -155,8 +156,9 @@ def test_jobs_that_ask_for_no_memory_get_a_share_of_a_cpu_node_or_a_whole_gpu_no
     real_memory = re.search(r"RealMemory=(\d+)", gpus.run("scontrol", "show", "node", "a4-vm"))
     job = gpus.run("sbatch", "--parsable", "--wait", "-p", "a4", "-n1", "-o", "/dev/null",
                    "--wrap", "hostname").strip()
+    # sbatch --wait returns as the job ends; its epilog may still run (COMPLETING).
+    wait_until(lambda: job_fields(gpus, job)["JobState"] == "COMPLETED", "the job completed")
     fields = job_fields(gpus, job)
-    assert fields["JobState"] == "COMPLETED"
     assert fields["Exclusive"] == "NODE"  # the whole node
     assert f"mem={real_memory[1]}M" in fields["AllocTRES"].split(",")
 

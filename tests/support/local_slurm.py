@@ -492,9 +492,14 @@ class LocalMariaDB:
         self.port = free_port()
         self.password = os.urandom(12).hex()
         self.count = 0
+        # Its own temp folder: the bootstrap's temporary tables vanished from a shared /tmp
+        # under load ("Could not remove temporary table ... error: 2", then Aborting).
+        tmpdir = self.root / "tmp"
+        tmpdir.mkdir()
         made = subprocess.run(["mariadb-install-db", "--no-defaults", f"--datadir={self.datadir}",
                                "--user=root", "--auth-root-authentication-method=socket",
-                               "--skip-test-db"], capture_output=True, text=True, timeout=120)
+                               "--skip-test-db", f"--tmpdir={tmpdir}"],
+                              capture_output=True, text=True, timeout=120)
         if made.returncode != 0:  # its reason is on its output, which a bare error would hide
             pytest.fail(f"mariadb-install-db failed ({made.returncode}):\n"
                         f"{(made.stdout + made.stderr)[-3000:]}")
@@ -502,7 +507,8 @@ class LocalMariaDB:
                               f"--socket={self.socket}", f"--port={self.port}",
                               "--bind-address=127.0.0.1", "--user=root",
                               f"--pid-file={self.root / 'mariadbd.pid'}",
-                              "--innodb-buffer-pool-size=64M", "--skip-log-bin"],
+                              "--innodb-buffer-pool-size=64M", "--skip-log-bin",
+                              f"--tmpdir={tmpdir}"],
                              self.root / "mariadbd.log")
         wait_until(lambda: self.daemon.running() and self.answers(), "mariadbd answering",
                    self.daemon.log)
