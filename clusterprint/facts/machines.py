@@ -19,6 +19,7 @@ from clusterprint.facts.gpu_software import (
     NcclProof,
     RecipeSoftware,
 )
+from clusterprint.facts.topology import FABRIC_TREE, NVLINK_DOMAINS, NetworkTopology
 from clusterprint.facts.zones import CPU_SERIES_ZONES, zones
 
 Architecture = Literal["x86_64", "arm64"]
@@ -85,6 +86,9 @@ class MachineFamily:
     #: The training container and launch form of its public Slurm recipe; None: there is
     #: none, and its recipes run as RECIPE_SOFTWARE_DEFAULT says.
     recipe_software: RecipeSoftware | None = None
+    #: The Slurm topologies its nodes join from where Compute Engine placed them (the first
+    #: a tree); () where Google publishes no physical topology for it (facts/topology.py).
+    topology: tuple[NetworkTopology, ...] = ()
 
 
 _CHS = "GoogleCloudPlatform/cluster-health-scanner deploy/helm/health_checks/nccl_healthcheck/"
@@ -126,6 +130,7 @@ _A3_HIGH_8G_ZONES = zones(
 #:   all_reduce_perf to the same numbers.
 #: - zones: zones.MACHINE_ZONES_SOURCE; prices: prices.CYCLENERD_PRICING unless the row
 #:   names another source.
+#: - topology: the families Google's "View VM topology" page lists (facts/topology.py).
 MACHINE_FAMILIES: tuple[MachineFamily, ...] = (
     # A4X: 4 x GB200 with arm64 Grace CPUs, 2 Titanium gVNICs + 4 CX-7 MRDMA NICs on a RoCE
     # VPC of 4 subnets, Hyperdisk boot, MTU 8896 (gpu-network-bandwidth "A4X machine types";
@@ -135,6 +140,7 @@ MACHINE_FAMILIES: tuple[MachineFamily, ...] = (
         nvlink=True, system_nics=2, gpu_nics=4, networking="rdma", recommended_mtu=8896,
         boot_disk_type="hyperdisk-balanced", managed=True, arch="arm64", local_ssds=32,
         reservation_bound=True, host_fault_report=True,
+        topology=(FABRIC_TREE, NVLINK_DOMAINS),
         price=f"no stored source lists A4X {_NO_PRICE_PAGE}",
         nccl_proof=NcclProof("nvcr.io#nvidia/nemo:25.11",
                              _RECIPES.format("a4x/llama3_8b", "8gpus-fp8cs-seq8192-gbs128"),
@@ -143,7 +149,7 @@ MACHINE_FAMILIES: tuple[MachineFamily, ...] = (
         machine_type="a4-highgpu-8g", family="A4", gpu="nvidia-b200", gres="b200", gpus=8,
         nvlink=True, system_nics=2, gpu_nics=8, networking="rdma", recommended_mtu=8896,
         boot_disk_type="hyperdisk-balanced", managed=True, local_ssds=32,
-        reservation_bound=True, host_fault_report=True,
+        reservation_bound=True, host_fault_report=True, topology=(FABRIC_TREE,),
         zones=zones("asia-northeast1:b asia-southeast1:b europe-north1:b europe-west4:b "
                     "us-central1:b us-east1:b us-east4:b us-south1:b us-west2:c us-west3:bc"),
         price=f"no stored source lists A4 {_NO_PRICE_PAGE}",
@@ -159,7 +165,7 @@ MACHINE_FAMILIES: tuple[MachineFamily, ...] = (
         machine_type="a3-ultragpu-8g", family="A3 Ultra", gpu="nvidia-h200-141gb", gres="h200",
         gpus=8, nvlink=True, system_nics=2, gpu_nics=8, networking="rdma",
         recommended_mtu=8896, boot_disk_type="hyperdisk-balanced", managed=True, local_ssds=32,
-        reservation_bound=True, host_fault_report=True,
+        reservation_bound=True, host_fault_report=True, topology=(FABRIC_TREE,),
         zones=zones("asia-south1:b asia-south2:c europe-west1:b europe-west4:a us-central1:b "
                     "us-east4:b us-east5:a us-south1:b us-west1:c"),
         # prices.GPU_LIST_PRICES, us-central1: 10.4365 on-demand and 6.2607 spot per H200.
@@ -175,6 +181,7 @@ MACHINE_FAMILIES: tuple[MachineFamily, ...] = (
         machine_type="a3-megagpu-8g", family="A3 Mega", gpu="nvidia-h100-mega-80gb",
         gres="h100", gpus=8, nvlink=True, gpu_nics=8, networking="tcpxo",
         recommended_mtu=8244, managed=True, local_ssds=16, reservation_bound=True,
+        topology=(FABRIC_TREE,),
         zones=zones("asia-east1:c asia-northeast1:b asia-southeast1:bc australia-southeast1:c "
                     "europe-north1:c europe-west1:bc europe-west3:c europe-west4:bc "
                     "us-central1:abc us-east4:abc us-east5:a us-west1:ab us-west4:a"),
@@ -186,7 +193,8 @@ MACHINE_FAMILIES: tuple[MachineFamily, ...] = (
     MachineFamily(
         machine_type="a3-highgpu-8g", family="A3 High", gpu="nvidia-h100-80gb", gres="h100",
         gpus=8, nvlink=True, gpu_nics=4, networking="tcpx", recommended_mtu=8244,
-        local_ssds=16, reservation_bound=True, zones=_A3_HIGH_8G_ZONES,
+        local_ssds=16, reservation_bound=True, topology=(FABRIC_TREE,),
+        zones=_A3_HIGH_8G_ZONES,
         price=prices.cyclenerd(88.49, 50.6095),
         nccl_proof=NcclProof("nvcr.io#nvidia/pytorch:23.10-py3",
                              _CTK + "a3-highgpu-8g/nccl-tests/import_pytorch_container.sh",

@@ -27,7 +27,7 @@ import tempfile
 import time
 import urllib.error
 import urllib.request
-from collections.abc import Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -267,6 +267,22 @@ def output(argv: list[str], timeout: float, env: Mapping[str, str] | None = None
     return done.stdout
 
 
+def repeat(one_pass: Callable[[], object], once: bool, interval_s: float,
+           log: Callable[[str, str], None]) -> int:
+    """A loop's passes, ``interval_s`` apart, for ever: a pass that fails on a command or a
+    file is logged and the next one tried. ``once``: a single pass, 1 when it failed."""
+    while True:
+        try:
+            one_pass()
+        except (CommandFailed, OSError) as exc:
+            log(f"pass skipped: {exc}", "ERROR")
+            if once:
+                return 1
+        if once:
+            return 0
+        time.sleep(interval_s)
+
+
 # --- The metadata server -----------------------------------------------------------------
 
 class MetadataError(Exception):
@@ -337,6 +353,8 @@ class SlurmNode:
     slurmd_start: str
     #: who set the reason and when (``root@2026-12-01T10:31:53``): a new drain changes it
     reason_stamp: str = ""
+    #: where it is in Slurm's topologies (``fabric:c-x:b-y:s-z,nvlink:nvl3``), "" if nowhere
+    topology: str = ""
 
     @property
     def drained(self) -> bool:
@@ -366,22 +384,31 @@ class SlurmNode:
         return (self.drained or self.down) and self.reason.startswith(PREFIX)
 
 
+#: The fields scontrol prints after Reason, each on a line of its own (one space apart with
+#: -o): SchedMD/slurm src/api/node_info.c at slurm-26-05-3-1.
+_AFTER_REASON = re.compile(r" (?=(?:Comment|Extra|InstanceId|InstanceType|ReservationName|"
+                           r"TLSCertTokenSet|Topology|Parameters)=)")
+
+
 def parse_nodes(text: str) -> list[SlurmNode]:
-    """``scontrol show node -o``: one line per node; Reason, if any, is last and has
-    spaces, and ends with ``[user@time]``."""
+    """``scontrol show node -o``: one line per node. Reason, if any, has spaces and ends with
+    ``[user@time]``; the optional fields after it (Topology among them) have none."""
     nodes = []
     for line in text.splitlines():
         if not line.startswith("NodeName="):
             continue
         head, _, reason = line.partition(" Reason=")
-        fields = dict(re.findall(r"(\w+)=(\S*)", head))
+        stamp = re.search(r" \[([^\]\s]*@[^\]\s]*)\]", reason)
+        cut = stamp or _AFTER_REASON.search(reason)
+        tail = reason[cut.end() if stamp else cut.start():] if cut else ""
+        reason = (reason[:cut.start()] if cut else reason).strip()
+        fields = dict(re.findall(r"(\w+)=(\S*)", head + tail))
         state = fields.get("State", "")
         flags = set(state.rstrip("*").split("+")) - {""}
         if state.endswith("*"):
             flags.add("NOT_RESPONDING")
-        stamp = re.search(r" \[([^\]]*@[^\]]*)\]\s*$", reason)
-        reason = reason[:stamp.start()] if stamp else reason.strip()
         features = tuple(f for f in fields.get("ActiveFeatures", "").split(",") if f)
         nodes.append(SlurmNode(fields["NodeName"], frozenset(flags), features, reason,
-                               fields.get("SlurmdStartTime", ""), stamp[1] if stamp else ""))
+                               fields.get("SlurmdStartTime", ""), stamp[1] if stamp else "",
+                               fields.get("Topology", "")))
     return nodes

@@ -68,7 +68,7 @@ BACKOFF_S = (1.0, 60.0)
 #: Compute Engine holds a metadata value of at most 256 KB: a longer one is not its answer.
 VALUE_MAX = 256 * 1024
 #: The files this program may write, in the folder it is given (/etc/slurm).
-KNOWN_FILES = ("slurm.conf", "gres.conf", "cgroup.conf", "plugstack.conf")
+KNOWN_FILES = ("slurm.conf", "gres.conf", "cgroup.conf", "plugstack.conf", "topology.yaml")
 MODE = 0o644
 #: A Slurm file is text: tabs and line ends, no other control character (a NUL ends the
 #: line where Slurm's parser reads it, an escape sequence hides a line in a terminal).

@@ -997,16 +997,7 @@ def main(argv: list[str] | None = None) -> int:
             LOG(f"reset of {args.reset}: {exc}", "ERROR")
             return 1
         return 0
-    while True:
-        try:
-            loop.run_once()
-        except (common.CommandFailed, OSError) as exc:
-            LOG(f"pass skipped: {exc}", "ERROR")
-            if args.once:
-                return 1
-        if args.once:
-            return 0
-        time.sleep(config.interval_s)
+    return common.repeat(loop.run_once, args.once, config.interval_s, LOG)
 
 
 if __name__ == "__main__":

@@ -25,6 +25,7 @@ from clusterprint.render.node_scripts import (
 from clusterprint.render.recipes import render_recipes
 from clusterprint.render.remediation import remediation_files
 from clusterprint.render.slurm_config import render_slurm_configs
+from clusterprint.render.topology import topology_files
 
 
 @dataclass(frozen=True)
@@ -75,5 +76,6 @@ def rendered_files(blueprint: Blueprint) -> dict[str, str]:
     files.update(staged_files(blueprint))
     files.update(healthcheck_files(blueprint))
     files.update(remediation_files(blueprint))
+    files.update(topology_files(blueprint))
     files.update({image.script_path: image.script for image in needed_images(blueprint)})
     return files

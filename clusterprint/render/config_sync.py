@@ -17,9 +17,11 @@ from clusterprint.render import node_programs
 
 #: The Slurm files each role installs: the controller every one it serves the configless
 #: compute nodes; a login node what its client commands read (slurm.conf; srun also reads
-#: plugstack.conf for pyxis). gres.conf and cgroup.conf only matter where slurmd runs.
-ROLE_FILES = {"controller": ("slurm.conf", "gres.conf", "cgroup.conf", "plugstack.conf"),
-              "login": ("slurm.conf", "plugstack.conf")}
+#: plugstack.conf for pyxis, and every command loads the topology plugins topology.yaml
+#: names). gres.conf and cgroup.conf only matter where slurmd runs.
+ROLE_FILES = {"controller": ("slurm.conf", "gres.conf", "cgroup.conf", "plugstack.conf",
+                             "topology.yaml"),
+              "login": ("slurm.conf", "plugstack.conf", "topology.yaml")}
 #: The command the nodes run: a link to the program, which lies beside common.py in the
 #: folder script_context is given (node_scripts.MLOPS_LIB); Python resolves the link.
 PROGRAM = "/usr/local/sbin/clusterprint-config-sync"

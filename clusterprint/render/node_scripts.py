@@ -21,6 +21,7 @@ from clusterprint.render import (
     metadata_guard,
     node_programs,
     remediation,
+    topology,
 )
 from clusterprint.render.environment import render
 from clusterprint.render.gpu_fabric import fabric_context
@@ -102,6 +103,7 @@ def render_controller_script(blueprint: Blueprint, slurm_files: dict[str, str]) 
                   state=state, accounting=accounting if accounting.enabled else None,
                   storage_user=STORAGE_USER, database=accounting_database(blueprint),
                   config_sync=config_sync.script_context("controller", MLOPS_LIB),
+                  blocks=topology.blocks_context(blueprint),
                   **_common(blueprint, "controller",
                             boot_context(controller_parts(blueprint))))
 
@@ -129,6 +131,7 @@ def render_compute_script(blueprint: Blueprint, nodeset: Nodeset) -> str:
                   node_conf=dynamic_node_conf(nodeset), conf_server=conf_server(blueprint),
                   node=gpu_node.gpu_node(nodeset.machine_type) if nodeset.gpus else None,
                   healthcheck=healthcheck.script_context(blueprint, nodeset),
+                  topology=topology.placement(blueprint, nodeset),
                   guard=metadata_guard.script_context(blueprint, "compute"),
                   **_common(blueprint, f"compute-{nodeset.name}",
                             boot_context(compute_parts(blueprint, nodeset), nodeset)))

@@ -12,6 +12,7 @@ from clusterprint.facts import gpu_software, machines
 from clusterprint.render.environment import render
 from clusterprint.render.healthcheck import slurm_conf_lines
 from clusterprint.render.remediation import REBOOT_PROGRAM, REPLACE_TIMEOUT_S
+from clusterprint.render.topology import partition_topology, render_topology_yaml
 
 SLURMCTLD_PORT = 6817
 SLURMD_PORT = 6818
@@ -95,7 +96,8 @@ def partition_conf(blueprint: Blueprint, partition: Partition) -> dict:
             "default": partition.name == blueprint.slurm.default_partition.name,
             "max_time": max_time, "default_time": partition.default_time or max_time,
             "exclusive": any(n.gpus for n in nodesets),
-            "def_mem_per_cpu": default_mem_per_cpu(nodesets)}
+            "def_mem_per_cpu": default_mem_per_cpu(nodesets),
+            "topology": partition_topology(blueprint, partition)}
 
 
 def render_slurm_conf(blueprint: Blueprint) -> str:
@@ -138,13 +140,15 @@ def render_cgroup_conf(blueprint: Blueprint) -> str:
 
 def render_slurm_configs(blueprint: Blueprint) -> dict[str, str]:
     """The Slurm files by name, as the controller installs them: plugstack.conf (pyxis) only
-    where a nodeset has GPUs, since only GPU nodes run containers; slurmdbd.conf only with
-    accounting on."""
+    where a nodeset has GPUs, since only GPU nodes run containers; topology.yaml only where a
+    nodeset's nodes have a place in the network; slurmdbd.conf only with accounting on."""
     files = {"slurm.conf": render_slurm_conf(blueprint),
              "gres.conf": render_gres_conf(blueprint),
              "cgroup.conf": render_cgroup_conf(blueprint)}
     if any(nodeset.gpus for nodeset in blueprint.slurm.nodesets):
         files["plugstack.conf"] = gpu_software.plugstack_conf()
+    if (topology_yaml := render_topology_yaml(blueprint)) is not None:
+        files["topology.yaml"] = topology_yaml
     if blueprint.slurm.accounting.enabled:
         files["slurmdbd.conf"] = render_slurmdbd_conf(blueprint)
     return files

@@ -103,8 +103,10 @@ def localize(slurm_conf: str, values: dict[str, str | None],
 
 
 def node_conf_of(compute_script: str) -> str:
-    """The exact ``slurmd --conf`` line a rendered compute script starts slurmd with."""
-    assert 'slurmd -D -s -Z --conf-server $CONF_SERVER --conf "$NODE_CONF"' in compute_script
+    """The exact ``slurmd --conf`` line a rendered compute script starts slurmd with, less
+    what the boot adds to it (``$TOPOLOGY``: the node's place, found on the VM)."""
+    assert ('slurmd -D -s -Z --conf-server $CONF_SERVER --conf "$NODE_CONF${TOPOLOGY:+ '
+            '$TOPOLOGY}"') in compute_script
     match = re.search(r"^readonly NODE_CONF=(.+)$", compute_script, re.MULTILINE)
     assert match, "the compute script sets no NODE_CONF"
     (value,) = shlex.split(match.group(1))
@@ -246,8 +248,9 @@ class LocalSlurm:
             **{key: f"{self.scripts(key.lower())}/*" for key in ("Prolog", "Epilog")
                if f"\n{key}=" in self.files["slurm.conf"]},
         }))
-        for name in ("cgroup.conf", "gres.conf"):
-            (self.root / name).write_text(self.files[name])
+        for name in ("cgroup.conf", "gres.conf", "topology.yaml"):
+            if name in self.files:
+                (self.root / name).write_text(self.files[name])
         self.env = {**os.environ, "SLURM_CONF": str(self.conf), "PATH": slurm_root.PATH}
         if database:
             self.write_slurmdbd_conf(database, state)
@@ -433,19 +436,32 @@ class LocalSlurm:
         return folder
 
     def start_node(self, name: str, node_conf: str, gpus: int,
-                   launcher: tuple[str, ...] = ()) -> Daemon:
+                   launcher: tuple[str, ...] = (), rebooted: bool = False) -> Daemon:
         """A dynamic slurmd registering as ``name`` with ``node_conf`` on a VM with ``gpus``
         (fake) GPUs, until it is idle.
 
         ``launcher`` runs slurmd (e.g. ``prlimit`` setting its limits, as systemd would).
+        ``rebooted``: the node registers as a VM that booted since it last did (``slurmd
+        -b``, slurmd.8: "Report node rebooted when daemon restarted"), which is when
+        slurmctld takes what its --conf line says anew (a node started again on this same
+        machine would otherwise keep the place it had).
         """
-        (self.root / f"spool-{name}").mkdir()
-        slurmd = self.daemon(f"slurmd-{name}.log", *launcher, "slurmd", "-D", "-Z", "-f",
+        (self.root / f"spool-{name}").mkdir(exist_ok=True)
+        before = self.slurmd_started(name)  # a node that is back is idle before it registers
+        slurmd = self.daemon(f"slurmd-{name}.log", *launcher, "slurmd", "-D", "-Z",
+                             *(["-b"] if rebooted else []), "-f",
                              str(self.conf), "-N", name, "--conf", node_conf,
                              gpus=self.fake_gpus(gpus, node_conf))
-        wait_until(lambda: slurmd.running() and self.node_state(name) == "idle",
+        wait_until(lambda: slurmd.running() and self.node_state(name) == "idle"
+                   and self.slurmd_started(name) != before,
                    f"node {name} registering idle", slurmd.log)
         return slurmd
+
+    def slurmd_started(self, name: str) -> str:
+        """When the node's slurmd that last registered started, "" for an unknown node."""
+        done = poll(self.command("scontrol", "show", "node", "-o", name), self.env)
+        found = re.search(r" SlurmdStartTime=(\S+)", done.stdout) if done else None
+        return found[1] if found else ""
 
     def start_configless_node(self, name: str, nodeset: str) -> Daemon:
         """slurmd as the nodeset's rendered compute script starts it: configless, with the

@@ -13,6 +13,7 @@ machine's: slurmdbd reaches it over TCP.
 from __future__ import annotations
 
 import functools
+import os
 import re
 import subprocess
 from pathlib import Path
@@ -44,7 +45,8 @@ def entered(argv: list[str] | tuple[str, ...], munge_socket: Path | None = None,
 
 def missing() -> str | None:
     """What to do when the root is not built; None when it is."""
-    if (SLURM_ROOT / "usr" / "sbin" / "slurmctld").exists():
+    # A link into the root's own /etc/alternatives: followed from here it may lead nowhere.
+    if os.path.lexists(SLURM_ROOT / "usr" / "sbin" / "slurmctld"):
         return None
     return f"no Slurm root in {SLURM_ROOT}: `make slurm-root` builds it (root, mmdebstrap)"
 

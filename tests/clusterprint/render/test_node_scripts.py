@@ -86,9 +86,9 @@ def test_the_slurm_files_reach_the_controller_and_login_nodes_as_metadata_only()
     files, values = rendered_files(bp), node_scripts(bp).slurm_config
     assert json.loads(values["controller"]) == {
         name: files[name] for name in ("slurm.conf", "gres.conf", "cgroup.conf",
-                                       "plugstack.conf")}
-    assert json.loads(values["login"]) == {name: files[name]
-                                           for name in ("slurm.conf", "plugstack.conf")}
+                                       "plugstack.conf", "topology.yaml")}
+    assert json.loads(values["login"]) == {
+        name: files[name] for name in ("slurm.conf", "plugstack.conf", "topology.yaml")}
     # One source: no startup script holds a copy that could disagree with the key (compute
     # nodes fetch theirs from slurmctld).
     for name, text in files.items():

@@ -33,9 +33,9 @@ def test_a4_slurm_conf_names_cluster_controller_nodesets_and_partitions():
         "NodeSet=a4 Feature=a4", "NodeSet=a4spot Feature=a4spot"]
     assert [line for line in conf if line.startswith("PartitionName=")] == [
         "PartitionName=a4 Nodes=a4 Default=YES DefaultTime=UNLIMITED MaxTime=UNLIMITED "
-        "Exclusive=NODE State=UP",
+        "Exclusive=NODE Topology=fabric State=UP",
         "PartitionName=a4spot Nodes=a4spot Default=NO DefaultTime=12:00:00 MaxTime=12:00:00 "
-        "Exclusive=NODE State=UP",
+        "Exclusive=NODE Topology=fabric State=UP",
     ]
 
 
@@ -147,15 +147,16 @@ def test_cpu_partitions_share_nodes_and_gpu_partitions_give_whole_nodes():
                    "MaxTime=1:00:00 DefMemPerCPU=3456 State=UP")
     assert "Exclusive" not in render_slurm_conf(load_checked(blueprint_path("cpu-small")))
     (gpu,) = partition_lines(load_checked(blueprint_path("a3mega")))
-    assert gpu.endswith(" Exclusive=NODE State=UP") and "DefMem" not in gpu
+    assert gpu.endswith(" Exclusive=NODE Topology=fabric State=UP") and "DefMem" not in gpu
 
 
 def test_mixed_partition_is_exclusive_and_an_unknown_shape_sets_no_memory_default():
-    # A partition over GPU and CPU nodes gives whole nodes; custom and shared-core shapes
-    # have no memory in the catalog, so their jobs get their nodes' whole memory.
+    # A partition over GPU and CPU nodes gives whole nodes (and no topology: the CPU nodes
+    # are in none); custom and shared-core shapes have no memory in the catalog, so their
+    # jobs get their nodes' whole memory.
     assert partition_lines(cluster_of("a4-highgpu-8g", "n2-highmem-8")) == [
         "PartitionName=all Nodes=n0,n1 Default=YES DefaultTime=UNLIMITED MaxTime=UNLIMITED "
-        "Exclusive=NODE State=UP"]
+        "Exclusive=NODE Topology=flat State=UP"]
     for machine_type in ("n2-custom-8-32768", "e2-medium"):
         assert "DefMem" not in partition_lines(cluster_of(machine_type))[0]
     # The partition's default is what its leanest nodeset gives: highcpu beside highmem.

@@ -33,7 +33,8 @@ def test_writes_configs_one_script_per_role_and_the_gpu_partitions_jobs(tmp_path
                                "scripts/controller.sh", "scripts/healthcheck-a4.json",
                                "scripts/healthcheck-a4spot.json", "scripts/healthcheck.py",
                                "scripts/login.sh", "scripts/remediate.json",
-                               "scripts/remediate.py", "slurm.conf", "slurmdbd.conf"]
+                               "scripts/remediate.py", "scripts/topology.py", "slurm.conf",
+                               "slurmdbd.conf", "topology.yaml"]
     assert marker.startswith("# Written by clusterprint render")
     assert marker.splitlines()[2:] == sorted(written)
     assert (out / "scripts/login.sh").stat().st_mode & 0o111
