@@ -17,6 +17,7 @@ from clusterprint.blueprint.model import Blueprint, Nodeset, Partition
 from clusterprint.blueprint.slurm_time import slurm_minutes, slurm_time_seconds
 from clusterprint.facts import gpu_software, machines
 from clusterprint.render.environment import render
+from clusterprint.render.topology import close_nodes
 
 #: The job's time limit when the partition allows it: the first run imports the image
 #: (the toolkit's README: ~10 minutes for the PyTorch image) and builds nccl-tests.
@@ -42,6 +43,8 @@ class NcclJob:
     minutes: int
     proof: gpu_software.NcclProof
     mounts: gpu_software.FabricMounts
+    #: sbatch options that keep its nodes close in the network (render/topology.py)
+    close: tuple[str, ...] = ()
 
 
 def nccl_job_path(partition: str) -> str:
@@ -77,11 +80,12 @@ def nccl_job(blueprint: Blueprint, partition: Partition) -> NcclJob | None:
     alike: list[Nodeset] = [n for n in nodesets if n.machine_type == chosen.machine_type]
     networking = fabric_networking(blueprint, chosen.machine_type)
     proof = machines.nccl_proof(chosen.machine_type, networking)
+    nodes = min(JOB_NODES, sum(n.upper_bound for n in alike))
     return NcclJob(partition=partition.name, machine_type=chosen.machine_type,
                    networking=networking, nodesets=tuple(n.name for n in alike),
-                   gpus=chosen.gpus, nodes=min(JOB_NODES, sum(n.upper_bound for n in alike)),
-                   minutes=_minutes(partition), proof=proof,
-                   mounts=gpu_software.FABRIC_MOUNTS[networking])
+                   gpus=chosen.gpus, nodes=nodes, minutes=_minutes(partition), proof=proof,
+                   mounts=gpu_software.FABRIC_MOUNTS[networking],
+                   close=tuple(close_nodes(blueprint, partition, nodes)))
 
 
 def nccl_jobs(blueprint: Blueprint) -> list[NcclJob]:

@@ -67,12 +67,14 @@ def mlops_context(blueprint: Blueprint) -> dict[str, object]:
     guarded = not blueprint.security.users_get_node_credentials
     if guarded:  # users hold no node credentials: their helpers go through the broker
         config["broker"] = mlops_broker.SOCKET
+    # The topology commands (the per-block NCCL proof) are installed the same way.
+    commands = {**MLOPS_HELPERS, **topology.login_commands(blueprint)}
     modules = {f"{MLOPS_LIB}/{Path(m.__file__).name}": m
-               for m in (mlops_broker, *MLOPS_HELPERS.values())}
+               for m in (mlops_broker, *commands.values())}
     return {"modules": {path: node_programs.module_text(m, shebang=True)
                         for path, m in modules.items()},
             "commands": {command: f"{MLOPS_LIB}/{Path(m.__file__).name}"
-                         for command, m in MLOPS_HELPERS.items()},
+                         for command, m in commands.items()},
             "broker": {"program": f"{MLOPS_LIB}/{Path(mlops_broker.__file__).name}",
                        "socket": mlops_broker.SOCKET, "unit": MLOPS_UNIT} if guarded else None,
             "config_path": register_model.CONFIG,

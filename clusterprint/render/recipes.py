@@ -16,6 +16,7 @@ from clusterprint.blueprint.slurm_time import slurm_minutes, slurm_time_seconds
 from clusterprint.facts import catalog, gpu_software, machines
 from clusterprint.render.environment import render
 from clusterprint.render.nccl_job import fabric_networking, staged_job_path
+from clusterprint.render.topology import close_nodes
 
 #: The job's time limit where the partition allows it (gpu-recipes' A4 submit.slurm asks
 #: 24 hours); a longer run goes on through requeues, each resuming.
@@ -46,6 +47,8 @@ class RecipeRun:
     storage_root: str
     tensor_parallel: int
     pipeline_parallel: int
+    #: sbatch options that keep its nodes close in the network (render/topology.py)
+    close: tuple[str, ...] = ()
 
     @property
     def tasks_per_node(self) -> int:
@@ -95,7 +98,8 @@ def recipe_run(blueprint: Blueprint, job: RecipeJob) -> RecipeRun | None:
         image=gpu_software.NEMO_RL_IMAGE if recipe.method == "rl" else software.image,
         mounts=gpu_software.FABRIC_MOUNTS[networking], networking=networking,
         storage_root=storage_root(blueprint), tensor_parallel=tensor,
-        pipeline_parallel=max(1, min(recipe.pipeline_parallel, gpus // tensor)))
+        pipeline_parallel=max(1, min(recipe.pipeline_parallel, gpus // tensor)),
+        close=tuple(close_nodes(blueprint, partition, job.nodes)))
 
 
 def render_recipe(blueprint: Blueprint, run: RecipeRun) -> str:

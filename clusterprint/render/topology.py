@@ -27,12 +27,12 @@ lists, and RouteTree is "Incompatible with dynamic nodes" (slurm.conf.5 at slurm
 
 from __future__ import annotations
 
-import posixpath
 from dataclasses import dataclass
+from types import ModuleType
 
 from clusterprint.blueprint.model import Blueprint, Nodeset, Partition
 from clusterprint.facts.topology import PHYSICAL_TOPOLOGY_KEY, NetworkTopology
-from clusterprint.node import nvlink_blocks, topology
+from clusterprint.node import nccl_blocks, nvlink_blocks, topology
 from clusterprint.render import node_programs, remediation
 from clusterprint.render.environment import render
 from clusterprint.render.gpu_fabric import family_fabric
@@ -53,6 +53,8 @@ FOLDER = remediation.FOLDER
 PLACE_PROGRAM = f"{FOLDER}/topology.py"
 BLOCKS_PROGRAM = f"{FOLDER}/nvlink_blocks.py"
 BLOCKS_UNIT = "clusterprint-nvlink-blocks.service"
+#: The login node's command that runs a partition's NCCL proof once per block.
+NCCL_BLOCKS_COMMAND = "/usr/local/bin/clusterprint-nccl-blocks"
 
 
 def nodeset_topologies(blueprint: Blueprint, nodeset: Nodeset) -> tuple[NetworkTopology, ...]:
@@ -110,6 +112,30 @@ def render_topology_yaml(blueprint: Blueprint) -> str | None:
                   block_nodes=block_nodes(blueprint), flat=FLAT)
 
 
+#: How long a job that asks for one sub-block waits for one before it takes nodes under
+#: more: Slurm caps the wait at SchedulerParameters' max_switch_wait, 300 s by default
+#: (slurm.conf.5 at slurm-26-05-3-1), so a longer one would not be kept.
+SWITCH_WAIT = "5:00"
+
+
+def segment_size(nodes: int, block: int) -> int:
+    """The largest segment of at most a block's nodes that divides the job: Slurm refuses a
+    job whose node count its segment does not divide (sbatch.1 --segment)."""
+    return max(size for size in range(1, min(nodes, block) + 1) if nodes % size == 0)
+
+
+def close_nodes(blueprint: Blueprint, partition: Partition, nodes: int) -> list[str]:
+    """The sbatch options that keep a job of ``nodes`` nodes of ``partition`` close: its
+    nodes in segments inside NVLink domains on blocks; on a tree, one sub-block if one frees
+    up within SWITCH_WAIT, else the fewest Slurm finds; none on one node or without a tree."""
+    topology = partition_topology(blueprint, partition)
+    if nodes < 2 or topology not in (TREE, BLOCKS):
+        return []
+    if topology == BLOCKS:
+        return [f"--segment={segment_size(nodes, block_nodes(blueprint) or nodes)}"]
+    return [f"--switches=1@{SWITCH_WAIT}"]
+
+
 @dataclass(frozen=True)
 class Placement:
     """What a compute node runs to find its Topology= word (scripts/topology.sh.j2)."""
@@ -130,14 +156,20 @@ def placement(blueprint: Blueprint, nodeset: Nodeset) -> Placement | None:
 def topology_files(blueprint: Blueprint) -> dict[str, str]:
     """The programs by their paths under ``clusterprint render --out`` (``scripts/``, beside
     common.py): the placement where a nodeset joins the tree, the blocks' where one has
-    NVLink blocks."""
-    files = {}
-    if tree_nodesets(blueprint):
-        files[f"scripts/{posixpath.basename(PLACE_PROGRAM)}"] = node_programs.module_text(topology)
-    if block_nodesets(blueprint):
-        files[f"scripts/{posixpath.basename(BLOCKS_PROGRAM)}"] = node_programs.module_text(
-            nvlink_blocks)
-    return files
+    NVLink blocks, the login node's commands."""
+    modules = [*([topology] if tree_nodesets(blueprint) else []),
+               *([nvlink_blocks] if block_nodesets(blueprint) else []),
+               *login_commands(blueprint).values()]
+    return {f"scripts/{m.__name__.rsplit('.', 1)[-1]}.py": node_programs.module_text(m)
+            for m in modules}
+
+
+def login_commands(blueprint: Blueprint) -> dict[str, ModuleType]:
+    """The login node's topology commands by path, with the module each runs: the per-block
+    NCCL proof where some partition places its jobs by a topology."""
+    placed = any(partition_topology(blueprint, p) in (TREE, BLOCKS)
+                 for p in blueprint.slurm.partitions)
+    return {NCCL_BLOCKS_COMMAND: nccl_blocks} if placed else {}
 
 
 def blocks_context(blueprint: Blueprint) -> dict[str, object] | None:

@@ -23,12 +23,14 @@ from pathlib import Path
 import pytest
 
 from clusterprint.blueprint.model import Blueprint
-from clusterprint.node import nvlink_blocks, topology
+from clusterprint.node import nccl_blocks, nvlink_blocks, topology
 from clusterprint.render import topology as render_topology
+from clusterprint.render.nccl_job import nccl_job_path
 from tests.support.local_slurm import sbatch_test_only
 
 PLACE = Path(topology.__file__)
 BLOCKS_PROGRAM = Path(nvlink_blocks.__file__)
+NCCL_BLOCKS = Path(nccl_blocks.__file__)
 #: Two blocks of one cluster, a sub-block each, two hosts each; a third host in block 2.
 CLUSTER = "us-central1-cluster-jfhb"
 HOSTS = {
@@ -175,3 +177,37 @@ def test_a4x_nodes_share_a_block_with_their_nvlink_domain_only(local_slurm):
     before = cluster.run("scontrol", "show", "node", "-o")
     run_blocks_program(cluster)
     assert cluster.run("scontrol", "show", "node", "-o") == before
+
+
+def proofs_per_unit(cluster) -> dict[str, set[str]]:
+    """The per-block NCCL proof, as the login node's clusterprint-nccl-blocks submits it
+    (held, so that nothing runs): each job's name with the nodes it asks for."""
+    jobs = cluster.root / "jobs"
+    jobs.mkdir(exist_ok=True)
+    path = nccl_job_path("gpu")
+    (cluster.root / path).write_text(cluster.files[path])
+    said = cluster.run("python3", str(NCCL_BLOCKS), "gpu", "--jobs", str(jobs), "--", "--hold")
+    submitted = {}
+    for line in said.splitlines():
+        if ": job " in line:
+            job = line.split(": job ")[1].split()[0]
+            shown = dict(re.findall(r"(\w+)=(\S*)",
+                                    cluster.run("scontrol", "show", "job", job)))
+            submitted[shown["JobName"]] = hostnames(cluster, shown["ReqNodeList"])
+    return submitted
+
+
+def test_the_nccl_proof_runs_once_per_sub_block_and_per_nvlink_domain(local_slurm):
+    for machine_type in ("a3-ultragpu-8g", "a4x-highgpu-4g"):
+        cluster = local_slurm(cluster_of(machine_type))
+        for node, host in FIRST.items():
+            register(cluster, node, host)
+        register(cluster, "lost", None)
+        if machine_type.startswith("a4x"):
+            run_blocks_program(cluster)
+        units = {f"nccl-allreduce-gpu-{unit}": nodes
+                 for unit, nodes in (blocks(cluster) if machine_type.startswith("a4x")
+                                     else leaves(cluster)).items() if len(nodes) > 1}
+        assert sorted(units.values(), key=sorted) == [{"n1", "n2"}, {"n3", "n4"}]
+        # The node of a unit of its own has no neighbour to prove a link to: no job.
+        assert proofs_per_unit(cluster) == units, machine_type

@@ -99,7 +99,9 @@ def test_the_job_asks_for_whole_gpu_nodes_of_its_partition():
     assert sbatch_options(job) == {
         "job-name": "nccl-allreduce-a3mega", "partition": "a3mega", "nodes": "2",
         "ntasks-per-node": "8", "gpus-per-node": "8", "constraint": "a3mega", "exclusive": "",
-        "mem": "0", "time": str(JOB_MINUTES), "output": "%x-%j.out"}
+        "mem": "0", "time": str(JOB_MINUTES), "output": "%x-%j.out",
+        # Both nodes under one sub-block of the network tree, if one frees up in 5 minutes.
+        "switches": "1@5:00"}
     assert "readonly IMAGE='nvcr.io#nvidia/pytorch:24.04-py3'" in job
     assert "readonly THRESHOLD_GBPS=150\n" in job
     assert 'MOUNTS+=",/var/lib/tcpxo/lib64:/var/lib/tcpxo/lib64"' in job
