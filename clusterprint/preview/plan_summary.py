@@ -23,6 +23,8 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from clusterprint.facts import machines, prices
+from clusterprint.facts.topology import PHYSICAL_TOPOLOGY_KEY
+from clusterprint.render import topology
 from clusterprint.render.images import built_image, needed_images, nodeset_image, pinned_path
 
 if TYPE_CHECKING:
@@ -69,6 +71,7 @@ def summarize(blueprint: Blueprint) -> dict[str, Any]:
         "lustreGib": dict(sorted(lustre.items(), key=lambda kv: int(kv[0]))),
         "buckets": [{"bucket": b.bucket, "create": b.create} for b in bp.storage.buckets],
         "images": _images(bp),
+        "topology": None if managed else topology.plan_rows(bp),
         "cost": _cost(bp),
     }
 
@@ -253,6 +256,7 @@ def summary_text(summary: dict[str, Any]) -> str:
     lines += [f"  bucket      {b['bucket']} ({'created' if b['create'] else 'existing'})"
               for b in summary["buckets"]]
     lines += _images_text(summary.get("images"))
+    lines += _topology_text(summary.get("topology"))
     cost = summary["cost"]
     lines += ["", f"Estimated cost in {cost['region']} at list prices ({cost['currency']}), "
                   "an estimate:"]
@@ -287,6 +291,28 @@ def _images_text(images: dict[str, Any] | None) -> list[str]:
                      f"{image['builderMachineType']}")
     lines += [f"  {image['path']}  ({', '.join(image['bootedBy'])}): the blueprint's own, "
               "never built: it must exist" for image in images["named"]]
+    return lines
+
+
+def _topology_text(rows: list[dict[str, Any]] | None) -> list[str]:
+    """Per GPU nodeset, the topology Slurm places its jobs by and whether its nodes learn
+    their place at boot (nothing for a plan saved before the summary had it, or for a
+    cluster without GPU nodesets)."""
+    if not rows:
+        return []
+    lines = ["", f"Topology (each node reads its place at boot: metadata {PHYSICAL_TOPOLOGY_KEY})"]
+    for row in rows:
+        if not row["topologies"]:
+            lines.append(f"  nodeset {row['nodeset']}: none: {row['why']}")
+            continue
+        shown = ["tree fabric (cluster, block, sub-block; a tree assumes no block size)"]
+        if row["blockNodes"]:
+            shown.append(f"blocks nvlink of {row['blockNodes']} nodes (NVLink domains)")
+        known = ("known at boot (reserved blocks or compact placement)" if row["knownAtBoot"]
+                 else "may not be known at boot: Google documents a place only for VMs on "
+                      "reserved blocks or under compact placement; a node without one "
+                      "registers unplaced")
+        lines.append(f"  nodeset {row['nodeset']}: {' + '.join(shown)}; {known}")
     return lines
 
 

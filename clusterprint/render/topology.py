@@ -31,6 +31,7 @@ from dataclasses import dataclass
 from types import ModuleType
 
 from clusterprint.blueprint.model import Blueprint, Nodeset, Partition
+from clusterprint.facts import machines
 from clusterprint.facts.topology import PHYSICAL_TOPOLOGY_KEY, NetworkTopology
 from clusterprint.node import nccl_blocks, nvlink_blocks, topology
 from clusterprint.render import node_programs, remediation
@@ -110,6 +111,29 @@ def render_topology_yaml(blueprint: Blueprint) -> str | None:
     return render("slurm/topology.yaml.j2", cluster=blueprint.name, tree=TREE,
                   blocks=BLOCKS, block_names=block_names(blueprint),
                   block_nodes=block_nodes(blueprint), flat=FLAT)
+
+
+def known_at_boot(nodeset: Nodeset) -> bool:
+    """Whether Compute Engine documents a place for the nodeset's VMs: those on reserved
+    blocks and those under a compact placement policy (facts/topology.py's sources)."""
+    return nodeset.provisioning == "reservation" or nodeset.compact_policy
+
+
+def plan_rows(blueprint: Blueprint) -> list[dict[str, object]]:
+    """Per GPU nodeset, what Slurm is told of where its nodes are, for the plan summary."""
+    rows = []
+    for nodeset in (n for n in blueprint.slurm.nodesets if n.gpus):
+        found = nodeset_topologies(blueprint, nodeset)
+        family = machines.gpu_family(nodeset.machine_type)
+        rows.append({
+            "nodeset": nodeset.name,
+            "topologies": [TREE if t.kind == "tree" else BLOCKS for t in found],
+            "blockNodes": next((t.block_nodes for t in found if t.kind == "block"), None),
+            "knownAtBoot": known_at_boot(nodeset) if found else None,
+            "why": None if found else (
+                "the cluster builds no GPU network" if family and family.topology
+                else f"Google publishes no physical topology for {family.family}")})
+    return rows
 
 
 #: How long a job that asks for one sub-block waits for one before it takes nodes under

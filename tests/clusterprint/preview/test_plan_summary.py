@@ -381,3 +381,31 @@ def test_a_plan_saved_before_images_were_listed_still_prints(capsys, tmp_path):
     summary = json.loads(Path(saved(capsys, tmp_path, True)).read_text())["summary"]
     del summary["images"]
     assert "Images (" not in summary_text(summary) and "Summary" in summary_text(summary)
+
+
+def test_the_summary_says_per_gpu_nodeset_what_slurm_knows_of_its_place(capsys, tmp_path):
+    # a4: a reserved nodeset (its place is known at boot) and a spot one (not documented).
+    summary, text = planned(capsys, BLUEPRINTS / "a4.yaml")
+    assert summary["topology"] == [
+        {"nodeset": "a4", "topologies": ["fabric"], "blockNodes": None, "knownAtBoot": True,
+         "why": None},
+        {"nodeset": "a4spot", "topologies": ["fabric"], "blockNodes": None,
+         "knownAtBoot": False, "why": None}]
+    assert "  nodeset a4: tree fabric (cluster, block, sub-block; a tree assumes no block " \
+           "size); known at boot (reserved blocks or compact placement)\n" in text
+    assert "  nodeset a4spot: tree fabric" in text and "may not be known at boot" in text
+    # A4X: the NVLink blocks Slurm assumes, 18 nodes each; G2: no topology, and why.
+    a4x = tmp_path / "a4x.yaml"
+    raw = yaml.safe_load((BLUEPRINTS / "a4.yaml").read_text())
+    raw["name"], raw["recipes"] = "a4x", []
+    raw["slurm"]["nodesets"][0]["machine_type"] = "a4x-highgpu-4g"
+    raw["slurm"]["nodesets"][1]["machine_type"] = "g2-standard-8"
+    a4x.write_text(yaml.safe_dump(raw))
+    summary, text = planned(capsys, a4x)
+    assert [(r["topologies"], r["blockNodes"]) for r in summary["topology"]] == [
+        (["fabric", "nvlink"], 18), ([], None)]
+    assert "+ blocks nvlink of 18 nodes (NVLink domains)" in text
+    assert "  nodeset a4spot: none: Google publishes no physical topology for G2\n" in text
+    # No GPU nodeset, no section.
+    summary, text = planned(capsys, CPU_SMALL)
+    assert summary["topology"] == [] and "\nTopology" not in text
