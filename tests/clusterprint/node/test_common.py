@@ -355,6 +355,16 @@ def test_a_reason_without_a_stamp_ends_where_the_next_field_starts():
     assert (node.reason, node.topology) == ("maintenance", TOPOLOGY)
 
 
+def test_a_bracketed_address_inside_a_reason_is_not_its_stamp():
+    """Fails on 442806a: the stamp is the first `` [x@y]`` of the reason, no longer its last
+    before the next field, so the reason is cut there and the stamp is wrong."""
+    (node,) = common.parse_nodes(f"{HEAD} Reason=ask [ops@site] first [root@2026-12-01T10:31:53]"
+                                 f" Topology={TOPOLOGY}")
+    assert (node.reason, node.reason_stamp) == ("ask [ops@site] first",
+                                                "root@2026-12-01T10:31:53")
+    assert node.topology == TOPOLOGY
+
+
 def test_nodes_without_a_topology_have_none():
     nodes = common.parse_nodes(f"{LINE}\n{HEAD}\n{HEAD} Topology={TOPOLOGY}\n")
     assert [n.topology for n in nodes] == ["", "", TOPOLOGY]

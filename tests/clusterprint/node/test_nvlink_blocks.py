@@ -279,3 +279,12 @@ def test_the_program_runs_from_its_own_folder_with_common_py_beside_it(tmp_path:
     assert done.returncode == 0, done.stderr
     assert scontrol_log(tmp_path)[-1] == ["scontrol", "update", "NodeName=a4x-0002",
                                           f"Topology={S1},nvlink:nvl1"]
+
+
+def test_a_spread_domain_ends_in_the_block_most_of_its_nodes_are_in():
+    """Fails on 442806a: the first block by node name wins (n1's nvl1), not the one that
+    holds most of the domain, so three nodes move where one would do."""
+    nodes = [Placed("n1", S1, "nvl1"), Placed("n2", S1, "nvl2"), Placed("n3", S1, "nvl2"),
+             Placed("n4", S1, "nvl2")]
+    moves, left = assign(nodes)
+    assert (moves, left) == ([Move("n1", "nvl2", f"{S1},nvlink:nvl2")], [])

@@ -225,3 +225,26 @@ def test_the_longest_plain_node_name_is_taken(tmp_path):
     done = run("--tree", "fabric", "--node", node, "--value", str(value_file(tmp_path, "")))
     assert done.returncode == 0
     assert done.stdout == f"Topology=fabric:fabric:{topology.unplaced(node)}\n"
+
+
+# --- Line breaks (fail on 442806a: ``$`` in the id and name patterns matches before a
+# trailing newline, so ``"3e30\n"`` passes as an id and its newline reaches the word) --------
+
+LINE_BREAKS = hostile(["\n"]) | {
+    f"long {key}, a newline past the cut": {**VALUE, key: "a" * 17 + "\n"}
+    for key in ("block", "subBlock")}
+
+
+@pytest.mark.parametrize("data", LINE_BREAKS.values(), ids=LINE_BREAKS.keys())
+def test_a_line_break_anywhere_in_an_id_leaves_the_node_unplaced(tmp_path, data):
+    word, warning = word_of(tmp_path, data)
+    assert (word, bool(warning)) == (UNPLACED, True)
+
+
+@pytest.mark.parametrize("option", ["--node", "--tree"])
+def test_a_name_ending_in_a_line_break_is_bad_usage(tmp_path, option):
+    args = {"--tree": "fabric", "--node": "a4-x7k2"}
+    args[option] += "\n"
+    done = run(*[word for pair in args.items() for word in pair], "--value",
+               str(value_file(tmp_path, json.dumps(VALUE))))
+    assert (done.returncode, done.stdout) == (2, ""), done.stdout
