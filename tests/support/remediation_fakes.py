@@ -72,19 +72,26 @@ def write_config(path: Path, config: remediate.Config) -> Path:
 
 def fake_scontrol(folder: Path) -> dict[str, str]:
     """An environment whose ``scontrol`` prints ``folder/nodes.txt`` for ``show node`` and
-    appends every other command line, as JSON, to ``folder/scontrol.log``."""
+    ``folder/topology.txt`` for ``show topology``, and appends every other command line, as
+    JSON, to ``folder/scontrol.log``. While ``folder/scontrol.fails`` exists, every command
+    fails (exit 1) with its text on stderr, as scontrol does when slurmctld does not answer."""
     bin_dir = folder / "bin"
     bin_dir.mkdir(parents=True, exist_ok=True)
     script = bin_dir / "scontrol"
     script.write_text(
-        f"#!{sys.executable}\nimport json, sys\n"
+        f"#!{sys.executable}\nimport json, os, sys\n"
+        f"if os.path.exists({str(folder / 'scontrol.fails')!r}):\n"
+        f"    sys.exit(open({str(folder / 'scontrol.fails')!r}).read())\n"
         "if sys.argv[1:3] == ['show', 'node']:\n"
         f"    print(open({str(folder / 'nodes.txt')!r}).read())\n"
+        "elif sys.argv[1:3] == ['show', 'topology']:\n"
+        f"    print(open({str(folder / 'topology.txt')!r}).read())\n"
         "else:\n"
         f"    with open({str(folder / 'scontrol.log')!r}, 'a') as log:\n"
         "        log.write(json.dumps(['scontrol'] + sys.argv[1:]) + '\\n')\n")
     script.chmod(0o755)
     (folder / "nodes.txt").touch()
+    (folder / "topology.txt").touch()
     return {**os.environ, "PATH": f"{bin_dir}:{os.environ['PATH']}"}
 
 

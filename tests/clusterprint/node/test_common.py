@@ -328,6 +328,49 @@ def test_an_operators_reason_is_not_the_health_checks():
     assert node.drained and not node.checked_failed
 
 
+#: Slurm 26.05 prints Topology (and Comment, Extra, ...) after Reason, one space apart.
+TOPOLOGY = "fabric:fabric:c-x:b-3e30:s-1fc1,nvlink:nvl3"
+HEAD = LINE.split(" Reason=")[0]
+
+
+def test_parse_nodes_reads_the_topology_of_a_node_without_a_reason():
+    (node,) = common.parse_nodes(f"{HEAD} Topology={TOPOLOGY}")
+    assert node.topology == TOPOLOGY
+    assert (node.reason, node.reason_stamp) == ("", "")
+    assert node.slurmd_start == "2026-12-01T10:31:52" and node.features == ("a4", "gpu")
+
+
+def test_a_reason_with_its_stamp_then_more_fields_keeps_both_and_the_topology():
+    (node,) = common.parse_nodes(f"{LINE} Comment=rack-7 Extra=x Topology={TOPOLOGY}")
+    assert node.reason == "cp:gpu-ecc: 3 uncorrected errors on GPU 5; cp:disk: / has 2 GiB free"
+    assert node.reason_stamp == "root@2026-12-01T10:31:53"
+    assert node.topology == TOPOLOGY and node.checked_failed
+
+
+def test_a_reason_without_a_stamp_ends_where_the_next_field_starts():
+    (node,) = common.parse_nodes(f"{HEAD} Reason=maintenance window Topology={TOPOLOGY}")
+    assert (node.reason, node.reason_stamp, node.topology) == ("maintenance window", "",
+                                                               TOPOLOGY)
+    (node,) = common.parse_nodes(f"{HEAD} Reason=maintenance Comment= Topology={TOPOLOGY}")
+    assert (node.reason, node.topology) == ("maintenance", TOPOLOGY)
+
+
+def test_a_bracketed_address_inside_a_reason_is_not_its_stamp():
+    """Fails on 442806a: the stamp is the first `` [x@y]`` of the reason, no longer its last
+    before the next field, so the reason is cut there and the stamp is wrong."""
+    (node,) = common.parse_nodes(f"{HEAD} Reason=ask [ops@site] first [root@2026-12-01T10:31:53]"
+                                 f" Topology={TOPOLOGY}")
+    assert (node.reason, node.reason_stamp) == ("ask [ops@site] first",
+                                                "root@2026-12-01T10:31:53")
+    assert node.topology == TOPOLOGY
+
+
+def test_nodes_without_a_topology_have_none():
+    nodes = common.parse_nodes(f"{LINE}\n{HEAD}\n{HEAD} Topology={TOPOLOGY}\n")
+    assert [n.topology for n in nodes] == ["", "", TOPOLOGY]
+    assert nodes[0].reason_stamp == "root@2026-12-01T10:31:53"
+
+
 # --- As a process --------------------------------------------------------------------------
 
 def test_a_program_beside_it_imports_it_from_its_own_folder_outside_the_package(tmp_path):
