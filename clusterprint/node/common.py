@@ -398,7 +398,8 @@ def parse_nodes(text: str) -> list[SlurmNode]:
         if not line.startswith("NodeName="):
             continue
         head, _, reason = line.partition(" Reason=")
-        stamp = re.search(r" \[([^\]\s]*@[^\]\s]*)\]", reason)
+        # The stamp is the last [user@time]: a reason may hold one of its own.
+        stamp = next(reversed(list(re.finditer(r" \[([^\]\s]*@[^\]\s]*)\]", reason))), None)
         cut = stamp or _AFTER_REASON.search(reason)
         tail = reason[cut.end() if stamp else cut.start():] if cut else ""
         reason = (reason[:cut.start()] if cut else reason).strip()

@@ -27,6 +27,7 @@ from __future__ import annotations
 import argparse
 import re
 import sys
+from collections import Counter
 from collections.abc import Iterable
 from dataclasses import dataclass
 
@@ -54,7 +55,7 @@ class Placed:
 
 @dataclass(frozen=True)
 class Move:
-    """One node into one block."""
+    """One node into one block ("": out of every block)."""
 
     node: str
     block: str
@@ -85,33 +86,35 @@ def _natural(name: str) -> tuple:
 def assignments(nodes: Iterable[Placed], blocks: Iterable[str], block_topology: str
                 ) -> tuple[list[Move], list[str]]:
     """The moves that put every domain's nodes in one block of ``block_topology`` of their
-    own, and the domains left out because every block is taken (the errors to log)."""
+    own, and the domains left out because every block is taken (the errors to log).
+
+    A domain keeps the block most of its nodes are in, unless a domain with more nodes there
+    keeps it; the others get the blocks no domain keeps, empty ones first. A node of a domain
+    left out leaves any block it is in: no job may take it for a neighbour of another domain.
+    """
     nodes = sorted(nodes, key=lambda n: n.name)
     declared = sorted(set(blocks), key=_natural)
-    by_domain: dict[str, list[Placed]] = {}
-    for node in nodes:
-        by_domain.setdefault(domain(node), []).append(node)
-    holders: dict[str, set[str]] = {}
-    for node in nodes:
-        if node.block in declared:
-            holders.setdefault(node.block, set()).add(domain(node))
+    held = Counter((domain(n), n.block) for n in nodes if n.block in declared)
     chosen: dict[str, str] = {}
-    # A block where a domain's nodes are already, and no other domain's, stays its block;
-    # the domain with most nodes there keeps a block two domains share.
-    for block, domains in holders.items():
-        keeper = max(domains, key=lambda d: (sum(n.block == block for n in by_domain[d]), d))
-        if keeper not in chosen:
-            chosen[keeper] = block
-    free = [b for b in declared if b not in holders]
-    for name in sorted(by_domain):
+    for (name, block), _ in sorted(held.items(),
+                                   key=lambda kv: (-kv[1], kv[0][0], _natural(kv[0][1]))):
+        if name not in chosen and block not in chosen.values():
+            chosen[name] = block
+    in_use = {block for _, block in held}
+    free = sorted((b for b in declared if b not in chosen.values()),
+                  key=lambda b: (b in in_use, _natural(b)))
+    domains = sorted({domain(n) for n in nodes})
+    for name in domains:
         if name not in chosen and free:
             chosen[name] = free.pop(0)
-    moves = [Move(node.name, chosen[name],
-                  ",".join(p for p in (node.tree, f"{block_topology}:{chosen[name]}") if p))
-             for name, members in sorted(by_domain.items()) if name in chosen
-             for node in members if node.block != chosen[name]]
-    left = sorted(name for name in by_domain if name not in chosen)
-    return moves, left
+    moves = []
+    for node in nodes:
+        target = chosen.get(domain(node), "")
+        if (node.block if node.block in declared else "") != target:
+            topology = ",".join(p for p in (node.tree, target and f"{block_topology}:{target}")
+                                if p)
+            moves.append(Move(node.name, target, topology))
+    return moves, [name for name in domains if name not in chosen]
 
 
 def block_names(text: str) -> list[str]:
@@ -132,7 +135,9 @@ def one_pass(args: argparse.Namespace, log: common.Log) -> int:
         log(f"no empty block in {args.block} for {name}: its nodes stay out of every block",
             "ERROR", domain=name)
     for move in moves:
-        log(f"{move.node} into block {move.block}", node=move.node, topology=move.topology)
+        log(f"{move.node} into block {move.block}" if move.block else
+            f"{move.node} out of every block: its domain has none", node=move.node,
+            topology=move.topology)
         common.output(["scontrol", "update", f"NodeName={move.node}",
                        f"Topology={move.topology}"], TIMEOUT_S)
     return len(moves)

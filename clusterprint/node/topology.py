@@ -39,9 +39,9 @@ KEY = "physical_host_topology"
 #: What a part of the value may be: Google's ids are hexadecimal, its cluster names
 #: ``europe-west1-cluster-jfhb``; anything else could not be told apart from an attack on
 #: the unit file and the Topology= line it lands in.
-_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_-]{0,61}$")
+_ID = re.compile(r"[A-Za-z0-9][A-Za-z0-9_-]{0,61}")
 #: The node names (and tree names) this program takes: VM names and Slurm's.
-_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,62}$")
+_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,62}")
 #: Slurm's longest switch name (topology.yaml.5: "cannot be longer than 64 characters").
 SWITCH_MAX = 64
 #: Hex digits of a block or sub-block id kept in its switch name: 64 bits tell apart the
@@ -61,7 +61,7 @@ def _part(value: dict, *keys: str) -> str:
     for key in keys:
         if key in value:
             part = value[key]
-            if not isinstance(part, str) or not _ID.match(part):
+            if not isinstance(part, str) or not _ID.fullmatch(part):
                 raise Unplaced(f"{key} is {common.clip(repr(part), 80)}, not an id")
             return part
     raise Unplaced(f"the value has no {' or '.join(keys)}")
@@ -129,7 +129,7 @@ def main(argv: list[str]) -> int:
                         help=f"a file holding metadata {KEY} (empty: the VM has none)")
     args = parser.parse_args(argv)
     for option, value in (("--tree", args.tree), ("--node", args.node)):
-        if not _NAME.match(value):
+        if not _NAME.fullmatch(value):
             parser.error(f"{option} {value!r} is not a plain name")
     word, warning = topology_word(args.tree, args.node, args.value)
     if warning:

@@ -206,15 +206,16 @@ def test_one_pass_moves_the_nodes_of_the_nvlink_nodesets_into_their_blocks(tmp_p
     done = run_once(env)
     assert done.returncode == 0, done.stderr
     # nvl1 stays a4x-0001's sub-block's; the free blocks go in natural order to the other
-    # domains in name order (a node of its own is named node:<name>)
+    # domains in name order (a node of its own is named node:<name>); the moves are made in
+    # node order
     assert scontrol_log(tmp_path) == [
-        ["scontrol", "update", "NodeName=b-0001",
-         "Topology=fabric:fabric:unplaced-b-0001,nvlink:nvl2"],
         ["scontrol", "update", "NodeName=a4x-0002", f"Topology={S1},nvlink:nvl1"],
-        ["scontrol", "update", "NodeName=a4x-0003", f"Topology={S2},nvlink:nvl10"]]
-    assert messages(done.stderr, "INFO") == ["b-0001 into block nvl2",
-                                             "a4x-0002 into block nvl1",
-                                             "a4x-0003 into block nvl10"]
+        ["scontrol", "update", "NodeName=a4x-0003", f"Topology={S2},nvlink:nvl10"],
+        ["scontrol", "update", "NodeName=b-0001",
+         "Topology=fabric:fabric:unplaced-b-0001,nvlink:nvl2"]]
+    assert messages(done.stderr, "INFO") == ["a4x-0002 into block nvl1",
+                                             "a4x-0003 into block nvl10",
+                                             "b-0001 into block nvl2"]
 
 
 def test_a_pass_with_every_node_in_place_changes_nothing(tmp_path):
@@ -288,3 +289,14 @@ def test_a_spread_domain_ends_in_the_block_most_of_its_nodes_are_in():
              Placed("n4", S1, "nvl2")]
     moves, left = assign(nodes)
     assert (moves, left) == ([Move("n1", "nvl2", f"{S1},nvlink:nvl2")], [])
+
+
+def test_a_domain_left_without_a_block_leaves_the_one_it_shares():
+    # One block for two domains: s-1 (two nodes there) keeps it; s-2's node in it leaves it,
+    # or a --segment job could take it for an NVLink neighbour of s-1's nodes.
+    nodes = [nvlink_blocks.Placed("a", "fabric:fabric:c:b:s-1", "nvl1"),
+             nvlink_blocks.Placed("b", "fabric:fabric:c:b:s-1", "nvl1"),
+             nvlink_blocks.Placed("c", "fabric:fabric:c:b:s-2", "nvl1")]
+    moves, left = nvlink_blocks.assignments(nodes, ["nvl1"], "nvlink")
+    assert moves == [nvlink_blocks.Move("c", "", "fabric:fabric:c:b:s-2")]
+    assert left == ["s-2"]
