@@ -447,6 +447,7 @@ class LocalSlurm:
         machine would otherwise keep the place it had).
         """
         (self.root / f"spool-{name}").mkdir(exist_ok=True)
+        node_conf = self.placed(name, node_conf)
         before = self.slurmd_started(name)  # a node that is back is idle before it registers
         slurmd = self.daemon(f"slurmd-{name}.log", *launcher, "slurmd", "-D", "-Z",
                              *(["-b"] if rebooted else []), "-f",
@@ -456,6 +457,13 @@ class LocalSlurm:
                    and self.slurmd_started(name) != before,
                    f"node {name} registering idle", slurmd.log)
         return slurmd
+
+    def placed(self, name: str, node_conf: str) -> str:
+        """``node_conf`` with the place a GPU node's boot adds where the cluster has a tree
+        and the test gives none: unplaced, as a VM the metadata server places nowhere."""
+        if "topology.yaml" in self.files and "Gres=" in node_conf and "Topology=" not in node_conf:
+            return f"{node_conf} Topology=fabric:fabric:unplaced-{name}"
+        return node_conf
 
     def slurmd_started(self, name: str) -> str:
         """When the node's slurmd that last registered started, "" for an unknown node."""
@@ -472,7 +480,7 @@ class LocalSlurm:
         has the configuration slurmd knows no AuthInfo, so it asks munge at its compiled-in
         socket (/run/munge/munge.socket.2), where the root's /run has this session's munged.
         """
-        node_conf = self.compute_node_conf(nodeset)
+        node_conf = self.placed(name, self.compute_node_conf(nodeset))
         port = re.search(r"^SlurmctldPort=(\d+)$", self.conf.read_text(), re.MULTILINE)
         (self.root / f"spool-{name}").mkdir()
         env = {k: v for k, v in self.env.items() if k != "SLURM_CONF"}
