@@ -30,8 +30,12 @@ else:  # run as a file: common.py lies beside it
 #: holds them equal).
 JOBS = "/opt/clusterprint/jobs"
 TIMEOUT_S = 60.0
-#: sinfo's short states of a node that runs no new job.
-_OUT_OF_SERVICE = re.compile(r"down|drain|drng|fail|maint|boot|inval|unk|npc|pow", re.I)
+#: sinfo's short states (``%t``) of a node that takes a new job now: any other state (down,
+#: drained, failing, reserved, powering, rebooting, unknown...) or any flag but ``-``
+#: (planned by backfill) after it (``*`` not responding, ``~`` powered off, ``#`` powering
+#: up, ``!``/``%`` powering down, ``$`` maintenance, ``@``/``^`` reboot) is out of service:
+#: a proof on such a node would wait, or prove a node that is not the one in the block.
+_IN_SERVICE = re.compile(r"(idle|mix|alloc|comp|plnd)-?", re.I)
 
 
 @dataclass(frozen=True)
@@ -63,7 +67,7 @@ def in_service(sinfo: str) -> set[str]:
     """The nodes of ``sinfo -h -N -o '%N %t'`` that take new jobs."""
     return {name for name, state in (line.split()[:2] for line in sinfo.splitlines()
                                      if len(line.split()) >= 2)
-            if not _OUT_OF_SERVICE.search(state)}
+            if _IN_SERVICE.fullmatch(state)}
 
 
 def submission(partition: str, kind: str, unit: Unit, script: str,
@@ -92,7 +96,12 @@ def main(argv: list[str]) -> int:
     parser.add_argument("--dry-run", action="store_true")
     parser.add_argument("--jobs", default=JOBS, help=argparse.SUPPRESS)
     parser.add_argument("sbatch", nargs="*", help="options for every sbatch, after --")
-    args = parser.parse_args(argv)
+    # Split at the first -- by hand: argparse (3.11, CPython gh-59317) refuses a positional
+    # of nargs="*" that follows an option, as in "gpu --jobs DIR -- --hold".
+    ours, sbatch = (argv[:argv.index("--")], argv[argv.index("--") + 1:]) if "--" in argv \
+        else (argv, [])
+    args = parser.parse_args(ours)
+    args.sbatch = args.sbatch + sbatch
     if not re.fullmatch(r"[A-Za-z0-9_-]+", args.partition):
         parser.error(f"{args.partition!r} is not a partition name")
     script = f"{args.jobs}/nccl-allreduce-{args.partition}.sbatch"

@@ -11,8 +11,8 @@ clusterprint/node/topology.py), and this loop, every ``--interval`` seconds:
    (``scontrol show node -o``): each node of ``--nodesets`` with its Topology= string;
 2. decides, in a pure function over plain data (``assignments``), which block each
    sub-block gets: the block most of its nodes are in already, if no other sub-block's node
-   is there, else the first empty one. A node whose sub-block is not known (its tree leaf is
-   ``unplaced-<node>``) gets a block of its own: no job takes it for an NVLink neighbour;
+   is there, else the first empty one. A node whose sub-block is not known (its tree leaf is the
+   shared ``unplaced`` switch) gets a block of its own: no job takes it for an NVLink neighbour;
 3. logs each move, then makes it: ``scontrol update NodeName=N Topology=<tree>,<block>:X``
    (the tree part kept as the node registered it). A node that re-registers from another
    host brings only its new tree place, leaves its block, and is moved here.

@@ -15,16 +15,18 @@ That is the topology's name, then the switches from the root down: the root (nam
 topology, ``--tree``, and declared in topology.yaml) holds a switch per cluster, block and
 sub-block, which Slurm 26.05 creates as nodes name them; a node is a leaf of its
 sub-block's switch. A VM placed nowhere (no reservation, the attribute absent or empty), or
-placed with a value this program does not trust, is still a node: it becomes the one node of
-a switch of its own, ``unplaced-<node>``, right under the root, so jobs may use it but no
-job takes it for a neighbour of another node. That is a warning on stderr, never a failed
-boot. Exit status 0 with the word printed, 2 on bad usage.
+placed with a value this program does not trust, is still a node: it joins the one switch
+``unplaced`` right under the root, beside every other node whose place is not known. So a
+cluster outside a reservation (every node unplaced) schedules as if flat, and a job asking
+for one switch (``--switches=1@5:00``, the NCCL proof's and the recipes') starts at once on
+unplaced nodes rather than waiting out its limit; where some nodes are placed, the unplaced
+ones are simply one more group. That is a warning on stderr, never a failed boot. Exit
+status 0 with the word printed, 2 on bad usage.
 """
 
 from __future__ import annotations
 
 import argparse
-import hashlib
 import re
 import sys
 
@@ -40,14 +42,16 @@ KEY = "physical_host_topology"
 #: ``europe-west1-cluster-jfhb``; anything else could not be told apart from an attack on
 #: the unit file and the Topology= line it lands in.
 _ID = re.compile(r"[A-Za-z0-9][A-Za-z0-9_-]{0,61}")
+#: Slurm's longest switch name (topology.yaml.5: "cannot be longer than 64 characters"): an
+#: id of at most 62 characters and its ``c-`` prefix.
+SWITCH_MAX = 64
 #: The node names (and tree names) this program takes: VM names and Slurm's.
 _NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,62}")
-#: Slurm's longest switch name (topology.yaml.5: "cannot be longer than 64 characters").
-SWITCH_MAX = 64
 #: Hex digits of a block or sub-block id kept in its switch name: 64 bits tell apart the
 #: few blocks of one cluster as surely as the whole id.
 ID_DIGITS = 16
-UNPLACED = "unplaced-"
+#: The switch of every node whose place is not known.
+UNPLACED = "unplaced"
 #: The longest value read: Google's is about 150 bytes.
 VALUE_MAX = 4096
 
@@ -81,16 +85,6 @@ def switches(value: object) -> tuple[str, str, str]:
     return f"c-{cluster}", f"b-{block[:ID_DIGITS]}", f"s-{sub_block[:ID_DIGITS]}"
 
 
-def unplaced(node: str) -> str:
-    """The switch of its own a node gets when its place is not known: the node's name,
-    shortened with a hash of it where the whole would pass Slurm's limit."""
-    name = UNPLACED + node
-    if len(name) <= SWITCH_MAX:
-        return name
-    digest = hashlib.sha256(node.encode()).hexdigest()[:8]
-    return f"{name[:SWITCH_MAX - 9]}-{digest}"
-
-
 def read_value(path: str) -> object:
     """The attribute's JSON from the file the boot wrote; Unplaced when it is empty (the
     server has no such attribute), unreadable, too long or not JSON."""
@@ -114,9 +108,9 @@ def topology_word(tree: str, node: str, path: str) -> tuple[str, str | None]:
     try:
         switch_path = switches(read_value(path))
     except Unplaced as exc:
-        return f"Topology={tree}:{tree}:{unplaced(node)}", (
-            f"topology: {exc}; node {node} joins Slurm's {tree} tree as {unplaced(node)}, "
-            f"next to no other node")
+        return f"Topology={tree}:{tree}:{UNPLACED}", (
+            f"topology: {exc}; node {node} joins Slurm's {tree} tree under switch {UNPLACED}, "
+            f"with the other nodes whose place is not known")
     return f"Topology={tree}:{tree}:{':'.join(switch_path)}", None
 
 

@@ -129,18 +129,23 @@ def test_nodes_join_the_tree_where_they_are_and_move_with_their_vm(machine_type,
     assert placed_on(cluster, "-N3", "--switches=1@1:00") == {"n1", "n3", "n4"}
 
 
-def test_a_node_the_metadata_server_places_nowhere_is_a_neighbour_of_none(local_slurm):
+def test_nodes_the_metadata_server_places_nowhere_share_one_switch_and_stay_in_service(
+        local_slurm):
     cluster = local_slurm(cluster_of("a3-megagpu-8g"))
     register(cluster, "n1", "b1-h1")
     register(cluster, "n2", "b1-h2")
-    register(cluster, "lost", None)
-    assert leaves(cluster)[topology.unplaced("lost")] == {"lost"}
-    state = cluster.run("sinfo", "-h", "-N", "-n", "lost", "-o", "%T")
-    assert state.split() == ["idle"]
-    # In service for jobs of several nodes, never taken for a neighbour.
-    assert placed_on(cluster, "-N3") == {"n1", "n2", "lost"}
+    register(cluster, "lost1", None)
+    register(cluster, "lost2", None)
+    assert leaves(cluster)[topology.UNPLACED] == {"lost1", "lost2"}
+    state = cluster.run("sinfo", "-h", "-N", "-n", "lost1,lost2", "-o", "%T")
+    assert state.split() == ["idle", "idle"]
+    # In service for jobs of several nodes; a job asking for one switch may have the
+    # unplaced ones together (as on a cluster outside a reservation, where all are), never
+    # an unplaced node beside a placed one.
+    assert placed_on(cluster, "-N4") == {"n1", "n2", "lost1", "lost2"}
+    assert placed_on(cluster, "-N2", "--switches=1@1:00", "-x", "n1,n2") == {"lost1", "lost2"}
     refused = cluster.run_failing("sbatch", "--test-only", "-p", "gpu", "-N2",
-                                  "--switches=1", "-w", "lost,n1", "--wrap", "true")
+                                  "--switches=1", "-w", "lost1,n1", "--wrap", "true")
     assert "Requested node configuration is not available" in refused
 
 

@@ -447,7 +447,7 @@ class LocalSlurm:
         machine would otherwise keep the place it had).
         """
         (self.root / f"spool-{name}").mkdir(exist_ok=True)
-        node_conf = self.placed(name, node_conf)
+        node_conf = self.placed(node_conf)
         before = self.slurmd_started(name)  # a node that is back is idle before it registers
         slurmd = self.daemon(f"slurmd-{name}.log", *launcher, "slurmd", "-D", "-Z",
                              *(["-b"] if rebooted else []), "-f",
@@ -458,11 +458,11 @@ class LocalSlurm:
                    f"node {name} registering idle", slurmd.log)
         return slurmd
 
-    def placed(self, name: str, node_conf: str) -> str:
+    def placed(self, node_conf: str) -> str:
         """``node_conf`` with the place a GPU node's boot adds where the cluster has a tree
         and the test gives none: unplaced, as a VM the metadata server places nowhere."""
         if "topology.yaml" in self.files and "Gres=" in node_conf and "Topology=" not in node_conf:
-            return f"{node_conf} Topology=fabric:fabric:unplaced-{name}"
+            return f"{node_conf} Topology=fabric:fabric:unplaced"
         return node_conf
 
     def slurmd_started(self, name: str) -> str:
@@ -480,7 +480,7 @@ class LocalSlurm:
         has the configuration slurmd knows no AuthInfo, so it asks munge at its compiled-in
         socket (/run/munge/munge.socket.2), where the root's /run has this session's munged.
         """
-        node_conf = self.placed(name, self.compute_node_conf(nodeset))
+        node_conf = self.placed(self.compute_node_conf(nodeset))
         port = re.search(r"^SlurmctldPort=(\d+)$", self.conf.read_text(), re.MULTILINE)
         (self.root / f"spool-{name}").mkdir()
         env = {k: v for k, v in self.env.items() if k != "SLURM_CONF"}

@@ -110,8 +110,8 @@ def test_a_tie_in_a_shared_block_is_decided_the_same_way_every_pass():
 
 def test_a_node_outside_the_tree_or_unplaced_gets_a_block_of_its_own():
     nodes = [Placed("n1", S1, ""), Placed("n2", S1, ""),
-             Placed("u1", "fabric:fabric:unplaced-u1", ""),
-             Placed("u2", "fabric:fabric:unplaced-u2", ""),
+             Placed("u1", "fabric:fabric:unplaced", ""),
+             Placed("u2", "fabric:fabric:unplaced", ""),
              Placed("t1", "", ""), Placed("t2", "fabric:fabric:c-x:b-1", "")]
     after = blocks_of(settled(nodes))
     assert sorted(after.values(), key=sorted) == [{"n1", "n2"}, {"t1"}, {"t2"}, {"u1"}, {"u2"}]
@@ -131,10 +131,10 @@ def test_a_block_no_longer_declared_counts_as_no_block():
 
 def test_a_domain_without_a_free_block_is_reported_and_nothing_of_it_moves():
     nodes = [Placed("a1", S1, "nvl1"), Placed("b1", S2, ""), Placed("c1", S3, ""),
-             Placed("u1", "fabric:fabric:unplaced-u1", "")]
+             Placed("u1", "fabric:fabric:unplaced", "")]
     moves, left = assign(nodes, ["nvl1", "nvl2"])
     assert left == ["s-2", "s-3"]
-    assert moves == [Move("u1", "nvl2", "fabric:fabric:unplaced-u1,nvlink:nvl2")]
+    assert moves == [Move("u1", "nvl2", "fabric:fabric:unplaced,nvlink:nvl2")]
     moves, left = assign(nodes, [])
     assert moves == [] and len(left) == 4
 
@@ -200,7 +200,7 @@ def test_one_pass_moves_the_nodes_of_the_nvlink_nodesets_into_their_blocks(tmp_p
         nvlink_node("a4x-0001", f"{S1},nvlink:nvl1"),
         nvlink_node("a4x-0002", S1),
         nvlink_node("a4x-0003", S2),
-        nvlink_node("b-0001", "fabric:fabric:unplaced-b-0001", feature="a4xb"),
+        nvlink_node("b-0001", "fabric:fabric:unplaced", feature="a4xb"),
         nvlink_node("a4-0001", S3, feature="a4"),  # not an NVLink nodeset: left alone
     ]))
     done = run_once(env)
@@ -212,7 +212,7 @@ def test_one_pass_moves_the_nodes_of_the_nvlink_nodesets_into_their_blocks(tmp_p
         ["scontrol", "update", "NodeName=a4x-0002", f"Topology={S1},nvlink:nvl1"],
         ["scontrol", "update", "NodeName=a4x-0003", f"Topology={S2},nvlink:nvl10"],
         ["scontrol", "update", "NodeName=b-0001",
-         "Topology=fabric:fabric:unplaced-b-0001,nvlink:nvl2"]]
+         "Topology=fabric:fabric:unplaced,nvlink:nvl2"]]
     assert messages(done.stderr, "INFO") == ["a4x-0002 into block nvl1",
                                              "a4x-0003 into block nvl10",
                                              "b-0001 into block nvl2"]

@@ -190,7 +190,7 @@ def test_slurm_files_the_program_refuses_fail_the_boot_before_slurmctld(node, fi
     refused = journal.splitlines()[-2]
     assert messages(refused, "ERROR") == [
         "REFUSED the Slurm files of metadata clusterprint-slurm-config: unknown files "
-        "['x.conf']: only slurm.conf, gres.conf, cgroup.conf, plugstack.conf"]
+        "['x.conf']: only slurm.conf, gres.conf, cgroup.conf, plugstack.conf, topology.yaml"]
     assert journal.splitlines()[-1] == ("<3>FAILED: metadata clusterprint-slurm-config: the "
                                         "Slurm files were refused (the line before says why)")
     assert daemon_starts(node.calls()) == []
