@@ -89,13 +89,18 @@ def reservation_affinity(nodeset: Nodeset,
 
 
 class GpuNodeset(pulumi.ComponentResource):
-    """A nodeset's VMs as one instance template and one zonal instance group.
+    """A nodeset's VMs as one instance template and its zonal instance groups.
 
-    The resource count is the same for 4 nodes or 4,000: the group keeps ``count`` VMs
-    named ``{cluster}-{nodeset}-xxxx`` (``target_size``). ``max_count`` is a ceiling, not
-    a size: it counts toward slurm.conf's ``MaxNodeCount`` (the sum of every nodeset's
-    upper bound), the most nodes Slurm accepts. Nothing in clusterprint grows the group:
-    an operator (or a later autoscaler) may resize it up to ``max_count``, and the extra
+    A zonal group holds at most 2,000 VMs (``catalog.GROUP_VMS_MAX``, with its list of VMs
+    paginated), so a nodeset has one group per 2,000 nodes it may hold (``max_count``, else
+    ``count``): ``group``, ``group-2``... (``Nodeset.group_counts``), the first keeping the
+    name a one-group nodeset always had. Every group names its VMs
+    ``{cluster}-{nodeset}-xxxx`` and ``count`` fills them in order (``target_size``); Slurm
+    finds the nodes by their nodeset's feature, so the split is invisible to jobs. The
+    resource count grows with size only by one group per 2,000 nodes. ``max_count`` is a
+    ceiling, not a size: it counts toward slurm.conf's ``MaxNodeCount`` (the sum of every
+    nodeset's upper bound), the most nodes Slurm accepts. Nothing in clusterprint grows a
+    group: an operator may resize one up to its share of ``max_count``, and the extra
     VMs join Slurm on their own as dynamic nodes (slurmd -Z). A ``pulumi up`` that
     refreshes (``--refresh``, or ``options: refresh: always`` in Pulumi.yaml) sets the
     size back to ``count``; one that does not trusts its state, which still says
@@ -110,9 +115,9 @@ class GpuNodeset(pulumi.ComponentResource):
     check and the controller's remediation loop reboot or recreate nodes, rate-limited.
 
     Flex-start capacity comes only through a resize request (Compute docs "About resize
-    requests in a MIG"; slurm-gcp's mig_flex.py): the group starts at target size 0 (the
-    request's VMs are not recreated), and one
-    ``compute.ResizeRequest`` asks for ``count`` VMs for the longest run duration, 7 days;
+    requests in a MIG"; slurm-gcp's mig_flex.py): each group starts at target size 0 (the
+    request's VMs are not recreated), and one ``compute.ResizeRequest`` per group asks for
+    its share of ``count`` VMs for the longest run duration, 7 days;
     Compute Engine deletes them when it ends. A resize request cannot be updated
     (magic-modules ResizeRequest.yaml), so a changed ``count`` previews as a replaced
     request. With ``count`` 0 there is no request: an operator adds one up to
@@ -158,32 +163,41 @@ class GpuNodeset(pulumi.ComponentResource):
             metadata=template_metadata, tags=list(tags), labels=labels, opts=child)
         self.base_instance_name = naming.base_instance_name(cluster, nodeset.name)
         flex = nodeset.provisioning == "flex-start"
-        self.group = gcp.compute.InstanceGroupManager(
-            naming.child(name, naming.GROUP), project=project, zone=zone,
-            base_instance_name=self.base_instance_name,
-            versions=[gcp.compute.InstanceGroupManagerVersionArgs(
-                name="primary", instance_template=self.template.self_link_unique)],
-            target_size=0 if flex else nodeset.count,
-            update_policy=gcp.compute.InstanceGroupManagerUpdatePolicyArgs(
-                type="OPPORTUNISTIC", minimal_action="REPLACE"),
-            # The group never repairs a VM on its own: Slurm and the controller's
-            # remediation loop decide (a repair would race a reboot or a host-fault report).
-            instance_lifecycle_policy=(
-                gcp.compute.InstanceGroupManagerInstanceLifecyclePolicyArgs(
-                    default_action_on_failure="DO_NOTHING")),
-            wait_for_instances=False,
-            # The resize request, not Pulumi, sets a flex-start group's size: a refresh
-            # must not shrink it back to 0 under running nodes.
-            opts=pulumi.ResourceOptions(parent=self,
-                                        ignore_changes=["targetSize"] if flex else None))
-        #: The flex-start request for ``count`` VMs (None otherwise, or with count 0).
-        self.resize_request: gcp.compute.ResizeRequest | None = None
-        if nodeset.resize_requested:
-            self.resize_request = gcp.compute.ResizeRequest(
-                naming.child(name, naming.RESIZE), project=project, zone=zone,
-                instance_group_manager=self.group.name, resize_by=nodeset.count,
-                requested_run_duration=gcp.compute.ResizeRequestRequestedRunDurationArgs(
-                    seconds=str(FLEX_START_MAX_RUN_S)),
-                opts=child)
+        #: One group per GROUP_VMS_MAX VMs the nodeset may hold, all naming their VMs
+        #: ``{cluster}-{nodeset}-xxxx``: Slurm finds a nodeset's nodes by feature, so it
+        #: sees one nodeset however many groups hold it.
+        self.groups: list[gcp.compute.InstanceGroupManager] = []
+        #: The flex-start requests, one per group with VMs to ask for.
+        self.resize_requests: list[gcp.compute.ResizeRequest] = []
+        for index, count in enumerate(nodeset.group_counts):
+            group = gcp.compute.InstanceGroupManager(
+                naming.child(name, naming.numbered(naming.GROUP, index)), project=project,
+                zone=zone, base_instance_name=self.base_instance_name,
+                versions=[gcp.compute.InstanceGroupManagerVersionArgs(
+                    name="primary", instance_template=self.template.self_link_unique)],
+                target_size=0 if flex else count,
+                # Past 1,000 VMs a zonal group needs its list of VMs paginated.
+                list_managed_instances_results="PAGINATED",
+                update_policy=gcp.compute.InstanceGroupManagerUpdatePolicyArgs(
+                    type="OPPORTUNISTIC", minimal_action="REPLACE"),
+                # The group never repairs a VM on its own: Slurm and the controller's
+                # remediation loop decide (a repair would race a reboot or a host-fault
+                # report).
+                instance_lifecycle_policy=(
+                    gcp.compute.InstanceGroupManagerInstanceLifecyclePolicyArgs(
+                        default_action_on_failure="DO_NOTHING")),
+                wait_for_instances=False,
+                # The resize request, not Pulumi, sets a flex-start group's size: a refresh
+                # must not shrink it back to 0 under running nodes.
+                opts=pulumi.ResourceOptions(parent=self,
+                                            ignore_changes=["targetSize"] if flex else None))
+            self.groups.append(group)
+            if flex and count:
+                self.resize_requests.append(gcp.compute.ResizeRequest(
+                    naming.child(name, naming.numbered(naming.RESIZE, index)), project=project,
+                    zone=zone, instance_group_manager=group.name, resize_by=count,
+                    requested_run_duration=gcp.compute.ResizeRequestRequestedRunDurationArgs(
+                        seconds=str(FLEX_START_MAX_RUN_S)),
+                    opts=child))
         self.register_outputs({"template": self.template.self_link_unique,
-                               "group": self.group.self_link})
+                               "groups": [group.self_link for group in self.groups]})

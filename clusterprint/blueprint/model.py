@@ -313,15 +313,23 @@ class Nodeset(Strict):
         return self.max_count if self.max_count is not None else self.count
 
     @property
+    def group_counts(self) -> list[int]:
+        """The VMs kept in each of the nodeset's instance groups, in order.
+
+        A zonal group holds at most ``catalog.GROUP_VMS_MAX`` VMs, so a nodeset has one
+        group per that many nodes of its upper bound (room for every node it may hold, at
+        least one group), all with the nodeset's VM names; its ``count`` fills them in
+        order, so up to the limit there is one group, as there always was.
+        """
+        limit = catalog.GROUP_VMS_MAX
+        groups = max(1, -(-self.upper_bound // limit))
+        return [max(0, min(limit, self.count - index * limit)) for index in range(groups)]
+
+    @property
     def compact_policy(self) -> bool:
         """Whether clusterprint makes the nodeset a compact placement policy: a reservation
         places its own VMs and refuses one (rule slurm.reservation-placement)."""
         return self.placement == "compact" and self.provisioning != "reservation"
-
-    @property
-    def resize_requested(self) -> bool:
-        """Whether a flex-start resize request asks for the nodeset's ``count`` VMs."""
-        return self.provisioning == "flex-start" and self.count > 0
 
     @property
     def gpus(self) -> int:

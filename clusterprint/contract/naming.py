@@ -46,6 +46,13 @@ def child(parent: str, role: str) -> str:
     return f"{parent}-{role}"
 
 
+def numbered(role: str, index: int) -> str:
+    """The role of a nodeset's ``index``-th instance group (or its resize request): the
+    first keeps the plain role, so a nodeset that grows past one group replaces nothing it
+    had; the next are ``group-2``, ``group-3``..."""
+    return role if index == 0 else f"{role}-{index + 1}"
+
+
 def nodeset_component(cluster_component: str, nodeset: str) -> str:
     """A nodeset's GpuNodeset; its children are ``child(this, TEMPLATE)`` and so on."""
     return child(cluster_component, f"nodeset-{nodeset}")

@@ -18,6 +18,17 @@ MTU_MAX = 8896
 #: The MTU a blueprint gets when it uses no GPU family with its own recommendation.
 MTU_DEFAULT = 8896
 
+#: VMs one zonal managed instance group holds with ``listManagedInstancesResults:
+#: PAGINATED`` (Google's sample "Increase a managed instance group's (MIG's) size limit",
+#: read 2026-12-02: "from 1,000 VMs (default) to 2,000 VMs"; without pagination the limit
+#: is 1,000, "Basic scenarios for creating MIGs", Limitations). A larger nodeset is split
+#: over several groups of this size.
+GROUP_VMS_MAX = 2000
+#: VMs one call that names instances (createInstances, deleteInstances,
+#: recreateInstances) may list ("When updating a MIG, you can specify up to 1,000 VMs in a
+#: single request", the same Limitations).
+GROUP_REQUEST_VMS_MAX = 1000
+
 
 @dataclass(frozen=True)
 class CapacityBand:

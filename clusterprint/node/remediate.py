@@ -349,10 +349,11 @@ def unreadable_state(config: Config, why: str, now: Reading, spare: str = "") ->
 
 @dataclass(frozen=True)
 class Group:
-    """A nodeset's instance group as the API listed it: its name and VMs' statuses."""
+    """A nodeset's VMs as the API listed them, over all its instance groups (one per 2,000
+    VMs): each VM's status, and the group that holds it."""
 
-    name: str
     vms: dict[str, str]
+    holders: dict[str, str]
 
 
 @dataclass(frozen=True)
@@ -454,7 +455,7 @@ def decide(nodes: list[common.SlurmNode], groups: dict[str, Group | None], state
            now: Reading, config: Config) -> tuple[list[Action], State]:
     """What to do this pass, and the state once it is done; ``state`` is left as it was.
 
-    ``groups``: each nodeset's group, None where the API did not answer (then none of its
+    ``groups``: each nodeset's VMs, None where the API did not answer (then none of its
     VMs is recreated and no node deleted this pass)."""
     decided = _Pass(config, copy.deepcopy(state), now, groups)
     by_name = {node.name: node for node in nodes}
@@ -576,7 +577,7 @@ class _Pass:
     def recreate(self, node: common.SlurmNode, policy: NodesetPolicy, group: Group,
                  reason: str) -> None:
         self.track(node, policy, "recreate", reason)
-        self.actions.append(Recreate(group.name, node.name))
+        self.actions.append(Recreate(group.holders[node.name], node.name))
         self.note(f"recreating {node.name} through its instance group: {reason}",
                   node=node.name, action="recreate")
 
@@ -770,12 +771,15 @@ class Compute:
             raise ComputeError(f"an item without a string {key}")
         return value
 
-    def group(self, base_instance_name: str) -> str:
-        """The instance group whose VMs are named ``base_instance_name-xxxx``."""
-        for item in self._items("GET", "instanceGroupManagers", "items"):
-            if item.get("baseInstanceName") == base_instance_name:
-                return self._field(item, "name")
-        raise ComputeError(f"no instance group of {base_instance_name}-* VMs")
+    def groups(self, base_instance_name: str) -> list[str]:
+        """The instance groups whose VMs are named ``base_instance_name-xxxx`` (a nodeset
+        larger than one group has several), by name."""
+        found = sorted(self._field(item, "name")
+                       for item in self._items("GET", "instanceGroupManagers", "items")
+                       if item.get("baseInstanceName") == base_instance_name)
+        if not found:
+            raise ComputeError(f"no instance group of {base_instance_name}-* VMs")
+        return found
 
     def instances(self, group: str) -> dict[str, str]:
         """Every VM of the group, being created or not, by name: its status."""
@@ -858,7 +862,7 @@ class Remediator:
                  clock: Callable[[], Reading] = system_clock, log: common.Log = LOG) -> None:
         self.config, self.slurm, self.compute, self.clock = config, slurm, compute, clock
         self.log = log
-        self._groups: dict[str, str] = {}
+        self._groups: dict[str, list[str]] = {}
         self._alerted = ""
 
     def _state(self, now: Reading) -> tuple[State, bool]:
@@ -876,12 +880,18 @@ class Remediator:
             return unreadable_state(self.config, f"state file unreadable: {exc}", now), False
 
     def _group(self, policy: NodesetPolicy) -> Group | None:
-        """The group's VMs, or None when the API did not answer as expected."""
+        """The nodeset's VMs in all its groups, or None when the API did not answer as
+        expected (for any one group: a partial list would look like deleted VMs)."""
         try:
             if policy.name not in self._groups:
-                self._groups[policy.name] = self.compute.group(policy.base_instance_name)
-            name = self._groups[policy.name]
-            return Group(name, self.compute.instances(name))
+                self._groups[policy.name] = self.compute.groups(policy.base_instance_name)
+            vms: dict[str, str] = {}
+            holders: dict[str, str] = {}
+            for name in self._groups[policy.name]:
+                listed = self.compute.instances(name)
+                vms.update(listed)
+                holders.update(dict.fromkeys(listed, name))
+            return Group(vms, holders)
         except ComputeError as exc:
             self._groups.pop(policy.name, None)  # found again next pass: it may be new
             self.log(f"cannot list the VMs of nodeset {policy.name}: {exc}", "ERROR",

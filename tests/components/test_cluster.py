@@ -124,14 +124,27 @@ def test_a4_spot_nodeset_and_reserved_nodeset_differ_only_where_they_should(clou
 
 
 @pytest.mark.parametrize("name", ["a3mega", "a3ultra"])
-def test_resource_count_does_not_grow_with_nodes(cloud, name):
+def test_resource_count_does_not_grow_with_nodes_up_to_one_groups_limit(cloud, name):
     bp = reference_blueprint(name)
+    build(cloud, with_count(bp, 4))
+    small = sorted((r.typ, r.name) for r in cloud.resources)
+    build(cloud, with_count(bp, 2000))
+    large = sorted((r.typ, r.name) for r in cloud.resources[len(small):])
+    assert small and large == small
+    assert {g.inputs["targetSize"] for g in cloud.of_type(GROUP)} == {4, 2000}
+
+
+def test_past_the_limit_only_groups_are_added_and_the_first_keeps_its_name(cloud):
+    bp = reference_blueprint("a3mega")
     build(cloud, with_count(bp, 4))
     small = sorted((r.typ, r.name) for r in cloud.resources)
     build(cloud, with_count(bp, 4096))
     large = sorted((r.typ, r.name) for r in cloud.resources[len(small):])
-    assert small and large == small
-    assert {g.inputs["targetSize"] for g in cloud.of_type(GROUP)} == {4, 4096}
+    added = sorted(set(large) - set(small))
+    assert set(small) <= set(large)
+    assert [typ for typ, _ in added] == [GROUP, GROUP]
+    first = next(name for typ, name in small if typ == GROUP)
+    assert [name for _, name in added] == [f"{first}-2", f"{first}-3"]
 
 
 @pytest.mark.parametrize("name", REFERENCES)

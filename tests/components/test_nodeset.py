@@ -200,8 +200,42 @@ def test_a_named_image_is_booted_exactly_and_a_family_only_where_named(cloud, im
     assert nodeset(cloud, image=image)["disks"][0]["sourceImage"] == path
 
 
-@pytest.mark.parametrize("count", [4, 4096])
-def test_resources_do_not_grow_with_the_node_count(cloud, count):
+@pytest.mark.parametrize("count", [4, 2000])
+def test_up_to_one_groups_limit_resources_do_not_grow_with_the_node_count(cloud, count):
     nodeset(cloud, count=count, placement="compact")
     assert sorted(r.typ for r in cloud.resources) == sorted(
         ["clusterprint:index:GpuNodeset", POLICY, TEMPLATE, GROUP])
+    assert cloud.one(GROUP).name == "ns-group"
+
+
+@pytest.mark.parametrize(("count", "max_count", "sizes"), [
+    (2001, None, [2000, 1]),
+    (4096, None, [2000, 2000, 96]),
+    (16384, None, [2000] * 8 + [384]),
+    # Room for every node it may hold: the groups past count start empty.
+    (10, 4001, [10, 0, 0]),
+    (2500, 2500, [2000, 500]),
+])
+def test_a_nodeset_past_one_groups_limit_is_split_over_groups_of_one_name(
+        cloud, count, max_count, sizes):
+    nodeset(cloud, count=count, max_count=max_count)
+    # Registered in any order: in the order of their names' numbers.
+    groups = sorted(cloud.of_type(GROUP), key=lambda g: int(g.name.rsplit("-", 1)[1])
+                    if g.name[-1].isdigit() else 1)
+    assert [g.name for g in groups] == ["ns-group"] + [f"ns-group-{i}"
+                                                       for i in range(2, len(sizes) + 1)]
+    assert [g.inputs["targetSize"] for g in groups] == sizes
+    # One VM name pattern, one template: Slurm sees one nodeset.
+    assert {g.inputs["baseInstanceName"] for g in groups} == {"c1-ns"}
+    assert len({str(g.inputs["versions"]) for g in groups}) == 1
+    assert all(g.inputs["listManagedInstancesResults"] == "PAGINATED" for g in groups)
+    assert all(g.parent == "ns" for g in groups) and len(cloud.of_type(TEMPLATE)) == 1
+
+
+def test_a_split_flex_start_nodeset_asks_each_group_for_its_share(cloud):
+    nodeset(cloud, provisioning="flex-start", count=2100, max_count=4500)
+    assert sorted(g.inputs["targetSize"] for g in cloud.of_type(GROUP)) == [0, 0, 0]
+    requests = sorted(cloud.of_type(RESIZE), key=lambda r: r.name)
+    assert [(r.name, r.inputs["resizeBy"], r.inputs["instanceGroupManager"])
+            for r in requests] == [("ns-resize", 2000, "ns-group-auto"),
+                                   ("ns-resize-2", 100, "ns-group-2-auto")]

@@ -64,11 +64,13 @@ class DerivedName:
 
 def nodeset_children(nodeset: Nodeset) -> dict[str, str]:
     """The roles of a nodeset's GpuNodeset children, each in words."""
-    children = {naming.TEMPLATE: "instance template", naming.GROUP: "instance group"}
+    children = {naming.TEMPLATE: "instance template"}
     if nodeset.compact_policy:
         children[naming.PLACEMENT] = "placement policy"
-    if nodeset.resize_requested:
-        children[naming.RESIZE] = "resize request"
+    for index, count in enumerate(nodeset.group_counts):
+        children[naming.numbered(naming.GROUP, index)] = "instance group"
+        if nodeset.provisioning == "flex-start" and count:
+            children[naming.numbered(naming.RESIZE, index)] = "resize request"
     return children
 
 

@@ -54,7 +54,7 @@ def names(count: int, nodeset: str = "a4") -> list[str]:
 
 
 def vms(*nodes: str, status: str = "RUNNING") -> dict[str, remediate.Group]:
-    return {"a4": remediate.Group(GROUP, {n: status for n in nodes})}
+    return {"a4": remediate.Group({n: status for n in nodes}, dict.fromkeys(nodes, GROUP))}
 
 
 def parsed(*lines: str) -> list[common.SlurmNode]:
@@ -378,6 +378,40 @@ def test_a_pass_over_many_drained_nodes_makes_calls_by_the_actions_not_the_nodes
     assert [c.verb for c in fake.calls] == ["instanceGroupManagers"] + [
         "listManagedInstances"] * 3 + ["recreateInstances"]
     assert len(fake.verbs("recreateInstances")[0].body["instances"]) == 4
+
+
+def test_a_nodeset_over_several_groups_is_listed_whole_and_recreated_through_each_holder(
+        fake, tmp_path):
+    """A nodeset past one group's limit has groups of one VM name: every group's VMs are
+    the nodeset's, and each VM is recreated through the group that holds it."""
+    second = GROUP.replace("group", "group-2")
+    fake.groups = {GROUP: ("c-a4", {n: "RUNNING" for n in names(4)}),
+                   "other-group": ("c-b", {"c-b-0001": "RUNNING"}),
+                   second: ("c-a4", {n: "RUNNING" for n in names(8)[4:]})}
+    config = config_for("replace", nodes=8, state=tmp_path / "s.json", api=fake.config())
+    drained = ["a4-a4-0002", "a4-a4-0007"]
+    remediator(config, FakeSlurm([node_line(n) for n in drained]), [at(0)]).run_once()
+    assert {c.path.split("/")[-2]: c.body["instances"]
+            for c in fake.verbs("recreateInstances")} == {
+        GROUP: ["zones/z/instances/a4-a4-0002"], second: ["zones/z/instances/a4-a4-0007"]}
+    assert not [c for c in fake.calls if "other-group" in c.path]
+
+
+def test_a_nodeset_whose_second_group_does_not_answer_deletes_no_node(fake, tmp_path):
+    """A list that misses one group would make that group's nodes look deleted."""
+    second = GROUP.replace("group", "group-2")
+    fake.groups[second] = ("c-a4", {"a4-a4-0009": "RUNNING"})
+    fake.answers["listManagedInstances"] = lambda call: (
+        (500, b"{}") if second in call.path else (200, json.dumps({"managedInstances": [
+            {"instance": f"zones/z/instances/{n}", "instanceStatus": "RUNNING"}
+            for n in names(8)]}).encode()))
+    config = config_for("replace", nodes=9, state=tmp_path / "s.json", api=fake.config())
+    down = node_line("a4-a4-0009", state="DOWN+DYNAMIC_NORM", reason="Not responding")
+    slurm = FakeSlurm([down])
+    journal = Journal()
+    remediator(config, slurm, [at(0)], journal).run_once()
+    assert not [c for c in slurm.changes() if c[:2] == ["scontrol", "delete"]]
+    assert any("cannot list the VMs of nodeset a4" in m for m in journal.severities("ERROR"))
 
 
 # --- Faults: a slow API, a killed pass -----------------------------------------------------
@@ -1109,7 +1143,7 @@ def test_listing_a_group_pages_through_it_with_posts_and_counts_each_call(fake):
     fake.groups[GROUP] = ("c-a4", statuses)
     fake.page_size = 2
     compute = compute_of(config_for("replace", api=fake.config()))
-    assert compute.group("c-a4") == GROUP
+    assert compute.groups("c-a4") == [GROUP]
     assert compute.instances(GROUP) == statuses
     prefix = "/compute/v1/projects/p/zones/z/"
     assert [(c.method, c.path) for c in fake.calls] == [

@@ -170,16 +170,31 @@ def test_the_default_output_is_a_tree_with_key_inputs(capsys):
     assert "perUnitStorageThroughput=500" in text
 
 
-def test_node_count_does_not_change_the_resource_count(tmp_path, capsys):
+def planned_with(tmp_path, capsys, count: int) -> list[dict]:
+    """The a3mega reference's planned resources with its nodeset at ``count`` nodes."""
     text = (ROOT / "blueprints" / "a3mega.yaml").read_text()
-    large = tmp_path / "large.yaml"
-    large.write_text(text.replace("count: 16\n      max_count: 16",
-                                  "count: 4096\n      max_count: 4096"))
+    path = tmp_path / f"a3mega-{count}.yaml"
+    path.write_text(text.replace("count: 16\n      max_count: 16",
+                                 f"count: {count}\n      max_count: {count}"))
+    return json.loads(plan_cli(capsys, str(path), "--json"))["resources"]
+
+
+def test_node_count_does_not_change_the_resource_count_up_to_one_group(tmp_path, capsys):
     small = json.loads(plan_cli(capsys, str(ROOT / "blueprints" / "a3mega.yaml"), "--json"))
-    big = json.loads(plan_cli(capsys, str(large), "--json"))
-    assert len(big["resources"]) == len(small["resources"])
-    group = next(r for r in big["resources"] if r["name"] == "a3mega-nodeset-a3mega-group")
-    assert group["inputs"]["targetSize"] == 4096
+    big = planned_with(tmp_path, capsys, 2000)
+    assert len(big) == len(small["resources"])
+    group = next(r for r in big if r["name"] == "a3mega-nodeset-a3mega-group")
+    assert group["inputs"]["targetSize"] == 2000
+
+
+def test_a_nodeset_past_one_group_plans_one_more_group_per_2000_nodes(tmp_path, capsys):
+    small = planned_with(tmp_path, capsys, 16)
+    big = planned_with(tmp_path, capsys, 4096)
+    added = {r["name"] for r in big} - {r["name"] for r in small}
+    assert sorted(added) == ["a3mega-nodeset-a3mega-group-2", "a3mega-nodeset-a3mega-group-3"]
+    sizes = {r["name"].rsplit("-nodeset-", 1)[1]: r["inputs"]["targetSize"] for r in big
+             if r["type"].endswith("InstanceGroupManager")}
+    assert sizes == {"a3mega-group": 2000, "a3mega-group-2": 2000, "a3mega-group-3": 96}
 
 
 @pytest.mark.parametrize("name", REFERENCE)
