@@ -38,7 +38,12 @@ from tests.support.boot_sandbox import (
 from tests.support.local_slurm import node_conf_of
 from tests.support.node_log import messages
 from tests.support.paths import STDLIB_ONLY, blueprint_path, reference_blueprints
-from tests.support.topology_blueprints import a4x_cluster, cpu_only, mixed_partition
+from tests.support.topology_blueprints import (
+    a4x_cluster,
+    cpu_only,
+    mixed_partition,
+    without_gpu_network,
+)
 
 
 @pytest.fixture
@@ -997,3 +1002,42 @@ def test_every_file_that_holds_a_secret_is_only_its_owners_to_read(node, files):
                     "disk/etc-slurm/slurmdbd.conf"}
     for place in held:
         assert stat.S_IMODE((node.root / place).stat().st_mode) & 0o077 == 0, place
+
+
+def test_a_controller_whose_cluster_leaves_the_tree_drops_topology_yaml_on_its_next_boot(
+        node, a4):
+    # A stale topology.yaml would keep slurmctld placing jobs by a tree the cluster left.
+    ready(node, "a4")
+    node.booted_from(a4, "controller")
+    assert node.file("/etc/slurm/topology.yaml").exists()
+    node.calls()
+    flat = rendered_files(without_gpu_network())
+    node.booted_from(flat, "controller")
+    assert not node.file("/etc/slurm/topology.yaml").exists()
+    assert "removed /etc/slurm/topology.yaml: the new value has no topology.yaml" in (
+        node.journal())
+    assert node.file("/etc/slurm/slurm.conf").read_text() == flat["slurm.conf"]
+    assert "systemctl restart slurmctld" in node.calls()
+
+
+@pytest.mark.parametrize("name", ["a4", "a4x"])
+def test_the_login_node_installs_the_per_block_nccl_proof_command(node, a4, name):
+    files = a4 if name == "a4" else rendered_files(a4x_cluster())
+    ready(node, "a4")
+    node.booted_from(files, "login")
+    command = node.file(topology.NCCL_BLOCKS_COMMAND)
+    assert os.readlink(command) == f"{MLOPS_LIB}/nccl_blocks.py"
+    program = node.file(f"{MLOPS_LIB}/nccl_blocks.py")
+    assert program.read_text() == "#!/usr/bin/python3\n" + files["scripts/nccl_blocks.py"]
+    assert stat.S_IMODE(program.stat().st_mode) == 0o755
+    # The command runs on the node's Python alone, beside the common.py it imports.
+    done = subprocess.run([*STDLIB_ONLY, str(program), "--help"], capture_output=True,
+                          text=True, timeout=30)
+    assert done.returncode == 0 and "clusterprint-nccl-blocks" in done.stdout, done.stderr
+
+
+def test_a_cluster_with_no_topology_installs_no_per_block_proof(node, files):
+    (node.fake / "secret" / "1").write_text("key from the controller")
+    node.booted_from(files, "login")
+    assert not os.path.lexists(node.file(topology.NCCL_BLOCKS_COMMAND))
+    assert not node.file(f"{MLOPS_LIB}/nccl_blocks.py").exists()
