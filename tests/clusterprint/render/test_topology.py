@@ -210,6 +210,13 @@ def test_on_nvlink_blocks_every_job_asks_for_segments_inside_one_domain():
         recipe_path("gemma-2b-sft"): {"segment": "8"}}
 
 
+def test_a_job_of_a4_and_a4x_nodes_together_asks_the_tree_which_holds_them_all():
+    # --segment works on blocks only: asked of the tree, Slurm would refuse the job.
+    jobs = staged_jobs(tree_and_blocks())
+    assert close_options(jobs[nccl_job_path("both")]) == {"switches": "1@5:00"}
+    assert close_options(jobs[nccl_job_path("a4spot")]) == {"segment": "2"}
+
+
 def test_a_job_of_a_flat_partition_asks_for_no_place():
     jobs = staged_jobs(mixed_partition())
     assert close_options(jobs[nccl_job_path("mixed")]) == {}
