@@ -15,27 +15,32 @@ from clusterprint.blueprint.validate import check_text, load_checked
 from clusterprint.render import node_scripts, rendered_files
 from tests.support.blueprint_texts import blueprint_text
 from tests.support.paths import blueprint_path, reference_blueprints
+from tests.support.topology_blueprints import a4x_cluster
 
 BLUEPRINTS = reference_blueprints()
-SCRIPTS = [(path, name) for path in BLUEPRINTS
-           for name in rendered_files(load_checked(str(path))) if name.endswith(".sh")]
+#: The rendered files of every reference blueprint, and of an A4X cluster (none of them is
+#: A4X): its controller's script alone starts the NVLink blocks service.
+RENDERED = {**{path.stem: rendered_files(load_checked(str(path))) for path in BLUEPRINTS},
+            "a4x": rendered_files(a4x_cluster())}
+SCRIPTS = [(blueprint, name) for blueprint, files in RENDERED.items()
+           for name in files if name.endswith(".sh")]
 
 
 @pytest.fixture(scope="module")
 def script_dir(tmp_path_factory) -> Path:
-    """Every reference blueprint's scripts on disk, one folder per blueprint."""
+    """Every rendered blueprint's scripts on disk, one folder per blueprint."""
     root = tmp_path_factory.mktemp("scripts")
-    for path in BLUEPRINTS:
-        for name, text in rendered_files(load_checked(str(path))).items():
-            target = root / path.stem / name
+    for blueprint, files in RENDERED.items():
+        for name, text in files.items():
+            target = root / blueprint / name
             target.parent.mkdir(parents=True, exist_ok=True)
             target.write_text(text)
     return root
 
 
-@pytest.mark.parametrize(("path", "name"), SCRIPTS, ids=lambda x: getattr(x, "stem", x))
-def test_script_parses_and_passes_shellcheck(path, name, script_dir):
-    script = script_dir / path.stem / name
+@pytest.mark.parametrize(("blueprint", "name"), SCRIPTS)
+def test_script_parses_and_passes_shellcheck(blueprint, name, script_dir):
+    script = script_dir / blueprint / name
     parsed = subprocess.run(["bash", "-n", str(script)], capture_output=True, text=True)
     assert parsed.returncode == 0, parsed.stderr
     assert shutil.which("shellcheck"), "install shellcheck (make system-packages)"
@@ -55,6 +60,12 @@ def test_the_controller_script_of_each_accounting_passes_shellcheck(tmp_path, ov
     checked = subprocess.run(["shellcheck", "--severity=style", "--shell=bash", str(script)],
                              capture_output=True, text=True)
     assert checked.returncode == 0, checked.stdout
+
+
+def test_the_a4x_cluster_checked_here_is_the_one_that_starts_the_nvlink_blocks_service():
+    # Else the A4X scripts above would check nothing the reference blueprints do not.
+    assert [b for b, files in RENDERED.items()
+            if "\nstart_nvlink_blocks\n" in files["scripts/controller.sh"]] == ["a4x"]
 
 
 def test_scripts_suppress_no_shellcheck_warning(script_dir):
@@ -179,9 +190,9 @@ INSTALL_STEPS = ("install_slurm() {", "apt_get", "apt_install", "download_once",
 
 
 def test_no_boot_script_installs_anything_and_every_image_script_does():
-    for path in BLUEPRINTS:
-        for name, text in rendered_files(load_checked(str(path))).items():
+    for blueprint, files in RENDERED.items():
+        for name, text in files.items():
             if name.startswith("scripts/") and name.endswith(".sh"):
-                assert not [s for s in INSTALL_STEPS if s in text], (path.stem, name)
+                assert not [s for s in INSTALL_STEPS if s in text], (blueprint, name)
             if name.startswith("images/"):
-                assert "install_slurm() {" in text and "apt_install" in text, (path.stem, name)
+                assert "install_slurm() {" in text and "apt_install" in text, (blueprint, name)

@@ -23,8 +23,9 @@ import pytest
 from clusterprint.blueprint.validate import check_text, load_checked
 from clusterprint.contract import node_metadata
 from clusterprint.facts import slurm
+from clusterprint.facts.topology import PHYSICAL_TOPOLOGY_KEY
 from clusterprint.node import common, mlops_broker, register_model, tensorboard_upload
-from clusterprint.render import config_sync, healthcheck, images, rendered_files
+from clusterprint.render import config_sync, healthcheck, images, rendered_files, topology
 from tests.support.boot_sandbox import (
     IMAGE_NAME,
     STATE_DEVICE,
@@ -32,9 +33,17 @@ from tests.support.boot_sandbox import (
     daemon_starts,
     installing_at_boot,
     ready,
+    storage_ready,
 )
+from tests.support.local_slurm import node_conf_of
 from tests.support.node_log import messages
-from tests.support.paths import blueprint_path, reference_blueprints
+from tests.support.paths import STDLIB_ONLY, blueprint_path, reference_blueprints
+from tests.support.topology_blueprints import (
+    a4x_cluster,
+    cpu_only,
+    mixed_partition,
+    without_gpu_network,
+)
 
 
 @pytest.fixture
@@ -721,6 +730,115 @@ def test_a_gpu_node_installs_the_health_check_and_its_prolog(node, a4):
         assert ("wrote " + healthcheck.PROLOG in gpu_node.journal()) is (boot == "first boot")
 
 
+#: Where the metadata server places a VM (Google's "View VM topology" sample's shape), and
+#: the Topology= word its slurmd must register with: 16 hex digits of each id.
+PLACE = {"cluster": "europe-west1-cluster-jfhb", "block": "3e3056e2a1b4c5d6e7f80912",
+         "subBlock": "1fc18636aa0b1c2d3e4f5a6b", "host": "2326a1b2c3d4e5f6"}
+PLACED = "Topology=fabric:fabric:c-europe-west1-cluster-jfhb:b-3e3056e2a1b4c5d6:s-1fc18636aa0b1c2d"
+UNPLACED = "Topology=fabric:fabric:unplaced"
+SLURMD_DROPIN = "/etc/systemd/system/slurmd.service.d/clusterprint.conf"
+
+
+def registers_with(node: Node) -> str:
+    """What slurmd's --conf holds on the node, as the boot wrote its unit."""
+    (conf,) = re.findall(r'^ExecStart=\S+ -D -s -Z --conf-server \S+ --conf "([^"]*)"$',
+                         node.file(SLURMD_DROPIN).read_text(), re.MULTILINE)
+    return conf
+
+
+def test_a_tree_node_registers_where_the_metadata_server_places_it_at_every_boot(node, a4):
+    ready(node, "a4").metadata(PHYSICAL_TOPOLOGY_KEY, json.dumps(PLACE))
+    node.booted_from(a4, "compute-a4")
+    assert registers_with(node) == f"{node_conf_of(a4['scripts/compute-a4.sh'])} {PLACED}"
+    assert f"topology: slurmd registers with {PLACED}" in node.journal()
+    assert "<4>topology:" not in node.journal()
+    # The program, beside the health check's common.py that it imports.
+    program = node.file(topology.PLACE_PROGRAM)
+    assert program.read_text() == a4["scripts/topology.py"]
+    assert program.with_name("common.py").read_text() == a4["scripts/common.py"]
+    assert "systemctl restart slurmd" in node.calls()
+    # A reboot on the same host keeps the place and the running slurmd's unit.
+    node.booted_from(a4, "compute-a4")
+    assert registers_with(node).endswith(f" {PLACED}")
+    assert "systemctl restart slurmd" not in node.calls()
+    # A VM Compute Engine moved to another sub-block registers there on its next boot.
+    node.metadata(PHYSICAL_TOPOLOGY_KEY, json.dumps({**PLACE, "subBlock": "77" * 12}))
+    node.booted_from(a4, "compute-a4")
+    assert registers_with(node).endswith(":s-7777777777777777")
+    assert "systemctl restart slurmd" in node.calls()
+
+
+@pytest.mark.parametrize("value", [
+    pytest.param(None, id="absent"),
+    pytest.param("", id="empty"),
+    pytest.param("{not json", id="not-json"),
+    pytest.param(json.dumps({k: v for k, v in PLACE.items() if k != "subBlock"}),
+                 id="no-sub-block"),
+    pytest.param(json.dumps({**PLACE, "block": 'a" ExecStart=/bin/sh -c id'}), id="hostile"),
+])
+def test_a_node_placed_nowhere_still_boots_and_registers_unplaced_with_a_warning(
+        node, a4, value):
+    ready(node, "a4")
+    if value is not None:
+        node.metadata(PHYSICAL_TOPOLOGY_KEY, value)
+    node.booted_from(a4, "compute-a4")
+    assert registers_with(node) == f"{node_conf_of(a4['scripts/compute-a4.sh'])} {UNPLACED}"
+    (warning,) = [line for line in node.journal().splitlines()
+                  if line.startswith("<4>topology: ")]
+    assert warning.endswith(" joins Slurm's fabric tree under switch unplaced, with the other "
+                            "nodes whose place is not known")
+    assert "ExecStart=/bin/sh" not in node.file(SLURMD_DROPIN).read_text()
+    assert "systemctl restart slurmd" in node.calls()
+
+
+@pytest.mark.parametrize("name", ["cpu-small", "mixed"])
+def test_a_cpu_node_registers_with_no_topology_and_never_asks_for_its_place(node, name):
+    files = rendered_files(cpu_only() if name == "cpu-small" else mixed_partition())
+    storage_ready(node, "cpu-small" if name == "cpu-small" else "a4")
+    node.metadata(PHYSICAL_TOPOLOGY_KEY, json.dumps(PLACE))
+    node.booted_from(files, "compute-cpu")
+    # A node of a cluster that has a tree (mixed) too: its partitions place it flat.
+    assert registers_with(node) == "Feature=cpu"
+    assert [c for c in node.calls() if PHYSICAL_TOPOLOGY_KEY in c] == []
+    assert not node.file(topology.PLACE_PROGRAM).exists()
+
+
+def test_an_a4x_controller_installs_and_enables_the_nvlink_blocks_service(node):
+    files = rendered_files(a4x_cluster())
+    ready(node, "a4")
+    node.booted_from(files, "controller")
+    program = node.file(topology.BLOCKS_PROGRAM)
+    assert program.read_text() == files["scripts/nvlink_blocks.py"]
+    assert program.with_name("common.py").read_text() == files["scripts/common.py"]
+    # It runs from there on the node's Python alone: its import of common.py resolves.
+    done = subprocess.run([*STDLIB_ONLY, str(program), "--help"], capture_output=True,
+                          text=True, timeout=30)
+    assert done.returncode == 0, done.stderr
+    unit = node.file(f"/etc/systemd/system/{topology.BLOCKS_UNIT}").read_text()
+    assert (f"\nExecStart=/usr/bin/python3 {topology.BLOCKS_PROGRAM} --tree fabric --block "
+            "nvlink --nodesets a4,a4spot\n") in unit
+    assert "\nAfter=slurmctld.service\n" in unit and "\nRestart=always\n" in unit
+    # slurmctld reads the blocks it fills from topology.yaml, delivered with slurm.conf.
+    assert node.file("/etc/slurm/topology.yaml").read_text() == files["topology.yaml"]
+    calls = node.calls()
+    assert f"systemctl enable {topology.BLOCKS_UNIT}" in calls
+    assert calls.index("systemctl restart slurmctld") < calls.index(
+        f"systemctl restart {topology.BLOCKS_UNIT}")
+    # The next boot changes nothing: the service is started, not restarted.
+    node.booted_from(files, "controller")
+    calls = node.calls()
+    assert f"systemctl start {topology.BLOCKS_UNIT}" in calls
+    assert f"systemctl restart {topology.BLOCKS_UNIT}" not in calls
+
+
+def test_a_tree_clusters_controller_runs_no_nvlink_blocks_service(node, a4):
+    ready(node, "a4")
+    node.booted_from(a4, "controller")
+    assert node.file("/etc/slurm/topology.yaml").read_text() == a4["topology.yaml"]
+    assert not node.file(topology.BLOCKS_PROGRAM).exists()
+    assert [c for c in node.calls() if topology.BLOCKS_UNIT in c] == []
+
+
 HELPERS = {"/usr/local/bin/clusterprint-tensorboard-upload": tensorboard_upload,
            "/usr/local/bin/clusterprint-register-model": register_model}
 VENV = "/opt/clusterprint/venv"
@@ -884,3 +1002,42 @@ def test_every_file_that_holds_a_secret_is_only_its_owners_to_read(node, files):
                     "disk/etc-slurm/slurmdbd.conf"}
     for place in held:
         assert stat.S_IMODE((node.root / place).stat().st_mode) & 0o077 == 0, place
+
+
+def test_a_controller_whose_cluster_leaves_the_tree_drops_topology_yaml_on_its_next_boot(
+        node, a4):
+    # A stale topology.yaml would keep slurmctld placing jobs by a tree the cluster left.
+    ready(node, "a4")
+    node.booted_from(a4, "controller")
+    assert node.file("/etc/slurm/topology.yaml").exists()
+    node.calls()
+    flat = rendered_files(without_gpu_network())
+    node.booted_from(flat, "controller")
+    assert not node.file("/etc/slurm/topology.yaml").exists()
+    assert "removed /etc/slurm/topology.yaml: the new value has no topology.yaml" in (
+        node.journal())
+    assert node.file("/etc/slurm/slurm.conf").read_text() == flat["slurm.conf"]
+    assert "systemctl restart slurmctld" in node.calls()
+
+
+@pytest.mark.parametrize("name", ["a4", "a4x"])
+def test_the_login_node_installs_the_per_block_nccl_proof_command(node, a4, name):
+    files = a4 if name == "a4" else rendered_files(a4x_cluster())
+    ready(node, "a4")
+    node.booted_from(files, "login")
+    command = node.file(topology.NCCL_BLOCKS_COMMAND)
+    assert os.readlink(command) == f"{MLOPS_LIB}/nccl_blocks.py"
+    program = node.file(f"{MLOPS_LIB}/nccl_blocks.py")
+    assert program.read_text() == "#!/usr/bin/python3\n" + files["scripts/nccl_blocks.py"]
+    assert stat.S_IMODE(program.stat().st_mode) == 0o755
+    # The command runs on the node's Python alone, beside the common.py it imports.
+    done = subprocess.run([*STDLIB_ONLY, str(program), "--help"], capture_output=True,
+                          text=True, timeout=30)
+    assert done.returncode == 0 and "clusterprint-nccl-blocks" in done.stdout, done.stderr
+
+
+def test_a_cluster_with_no_topology_installs_no_per_block_proof(node, files):
+    (node.fake / "secret" / "1").write_text("key from the controller")
+    node.booted_from(files, "login")
+    assert not os.path.lexists(node.file(topology.NCCL_BLOCKS_COMMAND))
+    assert not node.file(f"{MLOPS_LIB}/nccl_blocks.py").exists()
