@@ -1,5 +1,6 @@
 """What every node program shares: one line per reason and log entry, bounded JSON, atomic
-files under a lock, commands with a timeout, the metadata server, Slurm's node lines.
+files under a lock, commands with a timeout, the metadata server, Slurm's node lines, and
+the controller programs' Compute API client.
 
 The health check, the remediation loop and config-sync each carried their own copy of
 these, with different limits (a reason cut at 250 characters in one and 256 in another);
@@ -17,6 +18,7 @@ from __future__ import annotations
 
 import contextlib
 import fcntl
+import http.client
 import json
 import os
 import re
@@ -26,6 +28,7 @@ import sys
 import tempfile
 import time
 import urllib.error
+import urllib.parse
 import urllib.request
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
@@ -340,6 +343,135 @@ def access_token(url: str, timeout: float) -> Token:
 
 
 # --- Slurm's nodes -----------------------------------------------------------------------
+
+#: The controller's programs call the Compute API with the VM's own token.
+METADATA_TOKEN_URL = f"{METADATA_ROOT}instance/service-accounts/default/token"
+COMPUTE_API = "https://compute.googleapis.com/compute/v1"
+#: A list of more pages than this is an API fault (a loop of page tokens), not a group.
+PAGES_MAX = 100
+#: An answer larger than this is not one a program asked for.
+ANSWER_MAX_BYTES = 32 * 1024 * 1024
+
+
+class ComputeError(Exception):
+    """A Compute API call failed: the program logs it (a loop tries again next pass). ``refused``:
+    the API answered an error status, so the call did nothing (a timeout may have acted)."""
+
+    def __init__(self, message: str, refused: bool = False) -> None:
+        super().__init__(clip(message, 400))
+        self.refused = refused
+
+
+class Compute:
+    """The Compute API calls the controller's programs make (the remediation loop, power
+    saving), with the metadata server's token; every answer is checked, so an unexpected
+    one is a ComputeError, never a traceback."""
+
+    def __init__(self, project: str, zone: str, api: str = COMPUTE_API,
+                 token_url: str = METADATA_TOKEN_URL, timeout: float = 30.0) -> None:
+        self.project, self.zone, self.timeout = project, zone, timeout
+        self.api, self.token_url = api.rstrip("/"), token_url
+        self._token: Token | None = None
+        #: calls made, for the benchmark and the log
+        self.calls = 0
+
+    def _bearer(self) -> str:
+        if self._token is None or self._token.renew_at <= time.monotonic():
+            try:
+                self._token = access_token(self.token_url, self.timeout)
+            except MetadataError as exc:
+                raise ComputeError(f"no access token: {exc}") from None
+        return self._token.value
+
+    def call(self, method: str, path: str, body: dict | None = None) -> dict:
+        """The answer's JSON object; the whole call within ``timeout`` seconds (a server
+        that answers a byte at a time is cut off too)."""
+        what = f"{method} {path.split('?')[0]}"
+        url = f"{self.api}/projects/{self.project}/zones/{self.zone}/{path}"
+        data = json.dumps(body).encode() if body is not None else None
+        request = urllib.request.Request(url, data=data, method=method, headers={
+            "Authorization": f"Bearer {self._bearer()}", "Content-Type": "application/json"})
+        deadline = time.monotonic() + self.timeout
+        self.calls += 1
+        try:
+            with urllib.request.urlopen(request, timeout=self.timeout) as answer:
+                raw = b""
+                while chunk := answer.read(65536):
+                    raw += chunk
+                    if len(raw) > ANSWER_MAX_BYTES or time.monotonic() > deadline:
+                        raise ComputeError(f"{what}: the answer is too large or too slow")
+        except urllib.error.HTTPError as exc:
+            try:
+                said = exc.read(300).decode("utf-8", "replace")
+            except (OSError, ValueError, AttributeError, http.client.HTTPException):
+                said = ""
+            raise ComputeError(f"{what}: HTTP {exc.code}: {said}", refused=True) from None
+        except (OSError, ValueError, http.client.HTTPException) as exc:
+            # URLError, a timeout, a reset connection, a bad status line, an answer cut short
+            raise ComputeError(f"{what}: {exc}") from None
+        try:
+            return expect(load_json(raw, f"{what}'s answer"), dict,
+                                 f"{what}'s answer")
+        except BadJSON as exc:
+            raise ComputeError(str(exc)) from None
+
+    def _items(self, method: str, path: str, key: str) -> Iterator[dict]:
+        """Every item of a list, page by page; a page token seen before or more than
+        PAGES_MAX pages is an error, not a loop."""
+        seen, token = set(), ""
+        for _ in range(PAGES_MAX):
+            page = self.call(method, path + (f"?pageToken={urllib.parse.quote(token)}"
+                                             if token else ""))
+            try:
+                for item in expect(page.get(key, []), list, f"{path}: {key}"):
+                    yield expect(item, dict, f"{path}: an item of {key}")
+                token = expect(page.get("nextPageToken", ""), str, "nextPageToken")
+            except BadJSON as exc:
+                raise ComputeError(str(exc)) from None
+            if not token:
+                return
+            if token in seen:
+                raise ComputeError(f"{path}: nextPageToken {clip(token, 40)} repeats")
+            seen.add(token)
+        raise ComputeError(f"{path}: more than {PAGES_MAX} pages")
+
+    @staticmethod
+    def _field(item: dict, key: str, default: str | None = None) -> str:
+        value = item.get(key, default)
+        if not isinstance(value, str):
+            raise ComputeError(f"an item without a string {key}")
+        return value
+
+    def groups(self, base_instance_name: str) -> list[str]:
+        """The instance groups whose VMs are named ``base_instance_name-xxxx`` (a nodeset
+        larger than one group has several), by name."""
+        found = sorted(self._field(item, "name")
+                       for item in self._items("GET", "instanceGroupManagers", "items")
+                       if item.get("baseInstanceName") == base_instance_name)
+        if not found:
+            raise ComputeError(f"no instance group of {base_instance_name}-* VMs")
+        return found
+
+    def instances(self, group: str) -> dict[str, str]:
+        """Every VM of the group, being created or not, by name: its status."""
+        return {self._field(item, "instance").rsplit("/", 1)[-1]:
+                self._field(item, "instanceStatus", "")
+                for item in self._items("POST", f"instanceGroupManagers/{group}/"
+                                        "listManagedInstances", "managedInstances")}
+
+    def reset(self, instance: str) -> None:
+        self.call("POST", f"instances/{instance}/reset")
+
+    def recreate(self, group: str, instances: list[str]) -> None:
+        self.call("POST", f"instanceGroupManagers/{group}/recreateInstances",
+                  {"instances": [f"zones/{self.zone}/instances/{i}" for i in instances]})
+
+    def report_faulty(self, instance: str, behavior: str, description: str) -> None:
+        self.call("POST", f"instances/{instance}/reportHostAsFaulty",
+                  {"disruptionSchedule": "IMMEDIATE",
+                   "faultReasons": [{"behavior": behavior,
+                                     "description": clip(description)}]})
+
 
 @dataclass(frozen=True)
 class SlurmNode:

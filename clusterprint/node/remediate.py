@@ -46,16 +46,12 @@ from __future__ import annotations
 
 import argparse
 import copy
-import http.client
 import json
 import math
 import os
 import sys
 import time
-import urllib.error
-import urllib.parse
-import urllib.request
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from dataclasses import MISSING, asdict, dataclass, field, fields, replace
 from pathlib import Path
 
@@ -75,12 +71,6 @@ NOT_HOST_FAULTS = (f"{PREFIX}gpu-tools",)
 GPU_FAULT_BEHAVIOR = "UNRECOVERABLE_GPU_ERROR"
 #: The window the rate limit counts actions in.
 HOUR_S = 3600
-METADATA_TOKEN_URL = f"{common.METADATA_ROOT}instance/service-accounts/default/token"
-COMPUTE_API = "https://compute.googleapis.com/compute/v1"
-#: A list of more pages than this is an API fault (a loop of page tokens), not a group.
-PAGES_MAX = 100
-#: An answer larger than this is not one the loop asked for.
-ANSWER_MAX_BYTES = 32 * 1024 * 1024
 #: Nodes named in one recreateInstances call or scontrol command: a longer list is split.
 BATCH_MAX = 500
 #: This boot's id: stamps of the same boot compare their monotonic clocks.
@@ -221,8 +211,8 @@ class Config(Record):
     interval_s: int = 60
     #: Seconds one Compute API or metadata call may take.
     http_timeout_s: float = 30.0
-    api: str = COMPUTE_API
-    token_url: str = METADATA_TOKEN_URL
+    api: str = common.COMPUTE_API
+    token_url: str = common.METADATA_TOKEN_URL
 
     def __post_init__(self) -> None:
         if not 0 <= self.max_share_per_hour <= 1:
@@ -683,128 +673,9 @@ class Slurm:
         self.run(["scontrol", "delete", f"nodename={','.join(nodes)}"])
 
 
-class ComputeError(Exception):
-    """A Compute API call failed: the loop logs it and tries again next pass. ``refused``:
-    the API answered an error status, so the call did nothing (a timeout may have acted)."""
-
-    def __init__(self, message: str, refused: bool = False) -> None:
-        super().__init__(common.clip(message, 400))
-        self.refused = refused
-
-
-class Compute:
-    """The Compute API calls the loop makes, with the metadata server's token; every
-    answer is checked, so an unexpected one is a ComputeError, never a traceback."""
-
-    def __init__(self, project: str, zone: str, api: str = COMPUTE_API,
-                 token_url: str = METADATA_TOKEN_URL, timeout: float = 30.0) -> None:
-        self.project, self.zone, self.timeout = project, zone, timeout
-        self.api, self.token_url = api.rstrip("/"), token_url
-        self._token: common.Token | None = None
-        #: calls made, for the benchmark and the log
-        self.calls = 0
-
-    def _bearer(self) -> str:
-        if self._token is None or self._token.renew_at <= time.monotonic():
-            try:
-                self._token = common.access_token(self.token_url, self.timeout)
-            except common.MetadataError as exc:
-                raise ComputeError(f"no access token: {exc}") from None
-        return self._token.value
-
-    def call(self, method: str, path: str, body: dict | None = None) -> dict:
-        """The answer's JSON object; the whole call within ``timeout`` seconds (a server
-        that answers a byte at a time is cut off too)."""
-        what = f"{method} {path.split('?')[0]}"
-        url = f"{self.api}/projects/{self.project}/zones/{self.zone}/{path}"
-        data = json.dumps(body).encode() if body is not None else None
-        request = urllib.request.Request(url, data=data, method=method, headers={
-            "Authorization": f"Bearer {self._bearer()}", "Content-Type": "application/json"})
-        deadline = time.monotonic() + self.timeout
-        self.calls += 1
-        try:
-            with urllib.request.urlopen(request, timeout=self.timeout) as answer:
-                raw = b""
-                while chunk := answer.read(65536):
-                    raw += chunk
-                    if len(raw) > ANSWER_MAX_BYTES or time.monotonic() > deadline:
-                        raise ComputeError(f"{what}: the answer is too large or too slow")
-        except urllib.error.HTTPError as exc:
-            try:
-                said = exc.read(300).decode("utf-8", "replace")
-            except (OSError, ValueError, AttributeError, http.client.HTTPException):
-                said = ""
-            raise ComputeError(f"{what}: HTTP {exc.code}: {said}", refused=True) from None
-        except (OSError, ValueError, http.client.HTTPException) as exc:
-            # URLError, a timeout, a reset connection, a bad status line, an answer cut short
-            raise ComputeError(f"{what}: {exc}") from None
-        try:
-            return common.expect(common.load_json(raw, f"{what}'s answer"), dict,
-                                 f"{what}'s answer")
-        except common.BadJSON as exc:
-            raise ComputeError(str(exc)) from None
-
-    def _items(self, method: str, path: str, key: str) -> Iterator[dict]:
-        """Every item of a list, page by page; a page token seen before or more than
-        PAGES_MAX pages is an error, not a loop."""
-        seen, token = set(), ""
-        for _ in range(PAGES_MAX):
-            page = self.call(method, path + (f"?pageToken={urllib.parse.quote(token)}"
-                                             if token else ""))
-            try:
-                for item in common.expect(page.get(key, []), list, f"{path}: {key}"):
-                    yield common.expect(item, dict, f"{path}: an item of {key}")
-                token = common.expect(page.get("nextPageToken", ""), str, "nextPageToken")
-            except common.BadJSON as exc:
-                raise ComputeError(str(exc)) from None
-            if not token:
-                return
-            if token in seen:
-                raise ComputeError(f"{path}: nextPageToken {common.clip(token, 40)} repeats")
-            seen.add(token)
-        raise ComputeError(f"{path}: more than {PAGES_MAX} pages")
-
-    @staticmethod
-    def _field(item: dict, key: str, default: str | None = None) -> str:
-        value = item.get(key, default)
-        if not isinstance(value, str):
-            raise ComputeError(f"an item without a string {key}")
-        return value
-
-    def groups(self, base_instance_name: str) -> list[str]:
-        """The instance groups whose VMs are named ``base_instance_name-xxxx`` (a nodeset
-        larger than one group has several), by name."""
-        found = sorted(self._field(item, "name")
-                       for item in self._items("GET", "instanceGroupManagers", "items")
-                       if item.get("baseInstanceName") == base_instance_name)
-        if not found:
-            raise ComputeError(f"no instance group of {base_instance_name}-* VMs")
-        return found
-
-    def instances(self, group: str) -> dict[str, str]:
-        """Every VM of the group, being created or not, by name: its status."""
-        return {self._field(item, "instance").rsplit("/", 1)[-1]:
-                self._field(item, "instanceStatus", "")
-                for item in self._items("POST", f"instanceGroupManagers/{group}/"
-                                        "listManagedInstances", "managedInstances")}
-
-    def reset(self, instance: str) -> None:
-        self.call("POST", f"instances/{instance}/reset")
-
-    def recreate(self, group: str, instances: list[str]) -> None:
-        self.call("POST", f"instanceGroupManagers/{group}/recreateInstances",
-                  {"instances": [f"zones/{self.zone}/instances/{i}" for i in instances]})
-
-    def report_faulty(self, instance: str, description: str) -> None:
-        self.call("POST", f"instances/{instance}/reportHostAsFaulty",
-                  {"disruptionSchedule": "IMMEDIATE",
-                   "faultReasons": [{"behavior": GPU_FAULT_BEHAVIOR,
-                                     "description": common.clip(description)}]})
-
-
 # --- Acting ---------------------------------------------------------------------------------
 
-def apply(actions: list[Action], slurm: Slurm, compute: Compute,
+def apply(actions: list[Action], slurm: Slurm, compute: common.Compute,
           log: common.Log = LOG) -> set[str]:
     """Carry the actions out, like ones together: one scontrol command per state and
     reason, one recreateInstances per group. Returns the nodes whose call was refused
@@ -819,8 +690,8 @@ def apply(actions: list[Action], slurm: Slurm, compute: Compute,
                 if isinstance(action, Reset):
                     compute.reset(action.node)
                 else:
-                    compute.report_faulty(action.node, action.description)
-            except ComputeError as exc:
+                    compute.report_faulty(action.node, GPU_FAULT_BEHAVIOR, action.description)
+            except common.ComputeError as exc:
                 log(f"{type(action).__name__.lower()} of {action.node} failed: {exc}",
                     "ERROR", node=action.node)
                 refused |= {action.node} if exc.refused else set()
@@ -833,7 +704,7 @@ def apply(actions: list[Action], slurm: Slurm, compute: Compute,
             part = nodes[start:start + BATCH_MAX]
             try:
                 _batch(kind, args, part, slurm, compute)
-            except (ComputeError, common.CommandFailed) as exc:
+            except (common.ComputeError, common.CommandFailed) as exc:
                 log(f"{kind.__name__.lower()} of {','.join(part)} failed: {exc}", "ERROR",
                     nodes=",".join(part))
                 # scontrol reboot refused does nothing; one that timed out shows REBOOT_*.
@@ -842,7 +713,7 @@ def apply(actions: list[Action], slurm: Slurm, compute: Compute,
     return refused
 
 
-def _batch(kind: type, args: list, nodes: list[str], slurm: Slurm, compute: Compute) -> None:
+def _batch(kind: type, args: list, nodes: list[str], slurm: Slurm, compute: common.Compute) -> None:
     if kind is Recreate:
         compute.recreate(args[0], nodes)
     elif kind is Reboot:
@@ -858,7 +729,7 @@ def _batch(kind: type, args: list, nodes: list[str], slurm: Slurm, compute: Comp
 class Remediator:
     """Passes of the loop: Slurm, Compute, the clock and the log are injected."""
 
-    def __init__(self, config: Config, slurm: Slurm, compute: Compute,
+    def __init__(self, config: Config, slurm: Slurm, compute: common.Compute,
                  clock: Callable[[], Reading] = system_clock, log: common.Log = LOG) -> None:
         self.config, self.slurm, self.compute, self.clock = config, slurm, compute, clock
         self.log = log
@@ -892,7 +763,7 @@ class Remediator:
                 vms.update(listed)
                 holders.update(dict.fromkeys(listed, name))
             return Group(vms, holders)
-        except ComputeError as exc:
+        except common.ComputeError as exc:
             self._groups.pop(policy.name, None)  # found again next pass: it may be new
             self.log(f"cannot list the VMs of nodeset {policy.name}: {exc}", "ERROR",
                      nodeset=policy.name)
@@ -952,14 +823,14 @@ def metadata_project(token_url: str, timeout: float) -> str:
     return common.metadata_get(url, timeout).body.decode("utf-8", "replace").strip()
 
 
-def reboot_program(compute: Compute, nodelist: str) -> int:
+def reboot_program(compute: common.Compute, nodelist: str) -> int:
     """RebootProgram (reboot_from_controller): slurmctld passes ``node1,node2,...``."""
     failed = 0
     for node in filter(None, nodelist.split(",")):
         try:
             compute.reset(node)
             LOG(f"reset the VM of {node}", node=node, action="reset")
-        except ComputeError as exc:
+        except common.ComputeError as exc:
             failed += 1
             LOG(f"cannot reset the VM of {node}: {exc}", "ERROR", node=node)
     return 1 if failed else 0
@@ -983,7 +854,7 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     try:
         config = Config.load(args.config)
-        compute = Compute(config.project or metadata_project(config.token_url,
+        compute = common.Compute(config.project or metadata_project(config.token_url,
                                                              config.http_timeout_s),
                           config.zone, config.api, config.token_url, config.http_timeout_s)
     except (common.BadJSON, common.MetadataError) as exc:

@@ -63,7 +63,7 @@ def one_pass(case: str, share: float) -> dict[str, float]:
                                 state=Path(tmp) / "state.json", api=fake.config())
             slurm = FakeSlurm([node_line(n, state=state, reason="" if "DOWN" in state else ECC)
                                for n in names])
-            compute = remediate.Compute("p", "z", config.api, config.token_url)
+            compute = common.Compute("p", "z", config.api, config.token_url)
             with open(os.devnull, "w") as quiet:
                 loop = remediate.Remediator(config, slurm, compute,
                                             log=common.Log("remediate", quiet))

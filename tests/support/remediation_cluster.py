@@ -81,7 +81,7 @@ class Remediation:
         """A fresh loop (as after a restart) on the state file, with this clock."""
         config = remediate.Config.load(str(self.config_path))
         slurm = remediate.Slurm(lambda argv: self.cluster.run(*argv))
-        compute = remediate.Compute(config.project, config.zone, config.api, config.token_url,
+        compute = common.Compute(config.project, config.zone, config.api, config.token_url,
                                     config.http_timeout_s)
         # One boot: the test's clock is the boot's monotonic clock and the wall clock.
         return remediate.Remediator(config, slurm, compute,

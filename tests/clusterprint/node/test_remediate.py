@@ -330,8 +330,8 @@ def fake():
     api.stop()
 
 
-def compute_of(config: remediate.Config) -> remediate.Compute:
-    return remediate.Compute("p", "z", config.api, config.token_url, config.http_timeout_s)
+def compute_of(config: remediate.Config) -> common.Compute:
+    return common.Compute("p", "z", config.api, config.token_url, config.http_timeout_s)
 
 
 class Journal(common.Log):
@@ -1131,7 +1131,7 @@ def test_only_calls_the_api_refused_are_tried_again(fake):
 def test_a_reboot_asks_slurm_for_a_reboot_as_soon_as_the_jobs_end_then_resume():
     slurm = FakeSlurm([])
     remediate.apply([remediate.Reboot(n, "cp:x; cp:reboot: issued") for n in names(2)],
-                    slurm, remediate.Compute("p", "z"), Journal())
+                    slurm, common.Compute("p", "z"), Journal())
     assert slurm.changes() == [["scontrol", "reboot", "ASAP", "nextstate=RESUME",
                                 "reason=cp:x; cp:reboot: issued", "a4-a4-0001,a4-a4-0002"]]
 
@@ -1175,7 +1175,7 @@ def test_a_group_whose_answer_is_larger_than_a_read_is_read_whole(fake):
 
 def compute_error(fake: FakeCompute, verb: str, answer: object, call: Callable) -> str:
     fake.answers[verb] = answer
-    with pytest.raises(remediate.ComputeError) as caught:
+    with pytest.raises(common.ComputeError) as caught:
         call(compute_of(config_for("replace", api=fake.config())))
     return str(caught.value)
 
