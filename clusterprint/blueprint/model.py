@@ -278,9 +278,12 @@ class Nodeset(Strict):
     count: int = Field(ge=0, le=16384, description="Nodes kept up (static).")
     max_count: int | None = Field(
         None, ge=1, le=16384,
-        description="Upper bound for dynamic nodes (Slurm's MaxNodeCount counts it): resize the "
-                    "instance group up to it and the extra VMs join Slurm on their own; "
-                    "`pulumi up --refresh` sets the group back to `count`. Default `count`.")
+        description="Upper bound for the nodeset's nodes (Slurm's MaxNodeCount counts it). On "
+                    "on-demand and spot nodesets the nodes above `count` are elastic: Slurm "
+                    "creates their VMs when jobs need them and deletes them after "
+                    "`suspend_time_s` idle. On reservation and flex-start nodesets it is a "
+                    "ceiling: resize the instance group up to it and the extra VMs join "
+                    "Slurm on their own. Default `count`.")
     provisioning: Provisioning = Field(
         "on-demand",
         description="How Compute Engine supplies the VMs: on-demand (the default); spot "
@@ -306,11 +309,25 @@ class Nodeset(Strict):
         description="Type and size of each VM's boot disk. Default: pd-balanced (or "
                     "hyperdisk-balanced where the machine family needs it), 200 GB.")
     image: Image | None = Field(None, description="Default: the clusterprint Slurm image.")
+    suspend_time_s: int = Field(
+        300, ge=10, le=7 * 24 * 3600,
+        description="Seconds an elastic node (one between count and max_count, on an "
+                    "on-demand or spot nodeset) stays idle before Slurm powers it down and "
+                    "its VM is deleted. Static nodes (count) are never powered down.")
 
     @property
     def upper_bound(self) -> int:
         """The most nodes this nodeset can hold: Slurm sizes MaxNodeCount from it."""
         return self.max_count if self.max_count is not None else self.count
+
+    @property
+    def elastic(self) -> int:
+        """The nodes Slurm creates when jobs need them and deletes when idle (power
+        saving): those above ``count`` on on-demand and spot nodesets. A reservation's and
+        a flex-start nodeset's ``max_count`` stays a ceiling an operator resizes up to."""
+        if self.provisioning not in ("on-demand", "spot"):
+            return 0
+        return self.upper_bound - self.count
 
     @property
     def group_counts(self) -> list[int]:

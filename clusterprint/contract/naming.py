@@ -83,6 +83,25 @@ def base_instance_name(cluster: str, nodeset: str) -> str:
     return f"{cluster}-{nodeset}"
 
 
+#: Digits of an elastic node's number: enough for a nodeset's most nodes (16,384).
+ELASTIC_DIGITS = 5
+
+
+def elastic_nodes(cluster: str, nodeset: str, count: int) -> str:
+    """The names of a nodeset's ``count`` elastic nodes, as a Slurm hostlist:
+    ``{cluster}-{nodeset}-e[00001-00012]``. Slurm must know them before their VMs exist
+    (power saving resumes a node it knows), so unlike the static VMs' random four
+    characters they are fixed; the ``e`` and the fifth character keep the two kinds of name
+    apart. Empty for none."""
+    if count < 1:
+        return ""
+    base = f"{base_instance_name(cluster, nodeset)}-e"
+    last = f"{count:0{ELASTIC_DIGITS}d}"
+    if count == 1:
+        return base + last
+    return f"{base}[{1:0{ELASTIC_DIGITS}d}-{last}]"
+
+
 def service_account_id(cluster: str, role: str) -> str:
     """The account id of one node role's service account."""
     return f"{cluster}-{role}"

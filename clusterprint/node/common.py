@@ -317,6 +317,12 @@ def metadata_get(url: str, timeout: float) -> Answer:
         raise MetadataError(f"metadata server: {clip(exc, 120)}") from None
 
 
+def metadata_project(token_url: str, timeout: float) -> str:
+    """The VM's own project, from the metadata server that hands out its token."""
+    url = token_url.split("/instance/", 1)[0] + "/project/project-id"
+    return metadata_get(url, timeout).body.decode("utf-8", "replace").strip()
+
+
 @dataclass(frozen=True)
 class Token:
     """An access token and when (time.monotonic()) to fetch a new one."""
@@ -452,12 +458,51 @@ class Compute:
             raise ComputeError(f"no instance group of {base_instance_name}-* VMs")
         return found
 
+    def managed(self, group: str) -> Iterator[dict]:
+        """listManagedInstances' entries of the group, page by page."""
+        return self._items("POST", f"instanceGroupManagers/{group}/listManagedInstances",
+                           "managedInstances")
+
     def instances(self, group: str) -> dict[str, str]:
         """Every VM of the group, being created or not, by name: its status."""
         return {self._field(item, "instance").rsplit("/", 1)[-1]:
-                self._field(item, "instanceStatus", "")
-                for item in self._items("POST", f"instanceGroupManagers/{group}/"
-                                        "listManagedInstances", "managedInstances")}
+                self._field(item, "instanceStatus", "") for item in self.managed(group)}
+
+    def create_errors(self, group: str) -> dict[str, dict[str, str]]:
+        """Every VM of the group by name, with the code and message of the last failed
+        try to create it (empty where none failed or it exists): a group retries a failed
+        create for ever, and says why only here (listManagedInstances' ``lastAttempt``)."""
+        found: dict[str, dict[str, str]] = {}
+        for item in self.managed(group):
+            name = self._field(item, "name", self._field(item, "instance", "").rsplit("/")[-1])
+            errors = item.get("lastAttempt", {}).get("errors", {}).get("errors", []) \
+                if isinstance(item.get("lastAttempt"), dict) else []
+            first = errors[0] if isinstance(errors, list) and errors and \
+                isinstance(errors[0], dict) else {}
+            found[name] = ({"code": one_line(first.get("code", "")),
+                            "message": one_line(first.get("message", ""))}
+                           if first and not item.get("instanceStatus") else {})
+        return found
+
+    def create(self, group: str, names: list[str]) -> None:
+        """VMs of these names in the group (createInstances): the call only schedules
+        them; a stockout or a quota shows later, in ``create_errors``."""
+        self.call("POST", f"instanceGroupManagers/{group}/createInstances",
+                  {"instances": [{"name": name} for name in names]})
+
+    def delete(self, group: str, names: list[str]) -> None:
+        """These VMs out of the group and deleted (deleteInstances, by name: a VM still
+        queued for creation has no URL); a name the group no longer holds is skipped."""
+        self.call("POST", f"instanceGroupManagers/{group}/deleteInstances",
+                  {"instances": names, "skipInstancesOnValidationError": True})
+
+    def machine_type(self, name: str) -> tuple[int, int]:
+        """The vCPUs and MiB of memory of a machine type in this zone."""
+        answer = self.call("GET", f"machineTypes/{name}")
+        cpus, memory = answer.get("guestCpus"), answer.get("memoryMb")
+        if not isinstance(cpus, int) or not isinstance(memory, int) or cpus < 1 or memory < 1:
+            raise ComputeError(f"machine type {name}: no guestCpus and memoryMb")
+        return cpus, memory
 
     def reset(self, instance: str) -> None:
         self.call("POST", f"instances/{instance}/reset")

@@ -479,6 +479,10 @@ class _Pass:
         return elapsed(stamp, self.now)
 
     def node(self, node: common.SlurmNode, policy: NodesetPolicy) -> None:
+        if "CLOUD" in node.state:
+            # An elastic node is power saving's (capacity.py): a powered-down one has no VM
+            # by design, a failing one is deleted when Slurm powers it down idle.
+            return
         group = self.groups.get(policy.name)
         track = self.state.nodes.get(node.name)
         if (node.down and group is not None and node.name not in group.vms
@@ -817,12 +821,6 @@ class Remediator:
         self.log(f"nodeset {nodeset} left protected mode", nodeset=nodeset, action="reset")
 
 
-def metadata_project(token_url: str, timeout: float) -> str:
-    """The controller's own project, from the metadata server that hands out its token."""
-    url = token_url.split("/instance/", 1)[0] + "/project/project-id"
-    return common.metadata_get(url, timeout).body.decode("utf-8", "replace").strip()
-
-
 def reboot_program(compute: common.Compute, nodelist: str) -> int:
     """RebootProgram (reboot_from_controller): slurmctld passes ``node1,node2,...``."""
     failed = 0
@@ -854,7 +852,7 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     try:
         config = Config.load(args.config)
-        compute = common.Compute(config.project or metadata_project(config.token_url,
+        compute = common.Compute(config.project or common.metadata_project(config.token_url,
                                                              config.http_timeout_s),
                           config.zone, config.api, config.token_url, config.http_timeout_s)
     except (common.BadJSON, common.MetadataError) as exc:

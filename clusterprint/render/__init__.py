@@ -13,6 +13,7 @@ from dataclasses import dataclass
 
 from clusterprint.blueprint.model import Blueprint
 from clusterprint.render import metadata_guard
+from clusterprint.render.capacity import capacity_files
 from clusterprint.render.config_sync import ROLE_FILES, slurm_config_value
 from clusterprint.render.healthcheck import healthcheck_files
 from clusterprint.render.images import needed_images
@@ -77,5 +78,6 @@ def rendered_files(blueprint: Blueprint) -> dict[str, str]:
     files.update(healthcheck_files(blueprint))
     files.update(remediation_files(blueprint))
     files.update(topology_files(blueprint))
+    files.update(capacity_files(blueprint))
     files.update({image.script_path: image.script for image in needed_images(blueprint)})
     return files

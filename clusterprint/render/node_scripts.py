@@ -15,6 +15,7 @@ from clusterprint.blueprint.model import Blueprint, Nodeset
 from clusterprint.contract import node_metadata
 from clusterprint.node import mlops_broker, register_model, tensorboard_upload
 from clusterprint.render import (
+    capacity,
     config_sync,
     gpu_node,
     healthcheck,
@@ -106,6 +107,7 @@ def render_controller_script(blueprint: Blueprint, slurm_files: dict[str, str]) 
                   storage_user=STORAGE_USER, database=accounting_database(blueprint),
                   config_sync=config_sync.script_context("controller", MLOPS_LIB),
                   blocks=topology.blocks_context(blueprint),
+                  capacity=capacity.script_context(blueprint),
                   **_common(blueprint, "controller",
                             boot_context(controller_parts(blueprint))))
 
@@ -130,7 +132,8 @@ def render_compute_script(blueprint: Blueprint, nodeset: Nodeset) -> str:
     builds that GPU network), the health check, then slurmd as a dynamic node of ``nodeset``."""
     return render("scripts/compute.sh.j2", nodeset=nodeset.name, gpus=nodeset.gpus,
                   fabric=fabric_context(blueprint, nodeset),
-                  node_conf=dynamic_node_conf(nodeset), conf_server=conf_server(blueprint),
+                  node_conf=dynamic_node_conf(nodeset, capacity.power_saving(blueprint)),
+                  conf_server=conf_server(blueprint),
                   node=gpu_node.gpu_node(nodeset.machine_type) if nodeset.gpus else None,
                   healthcheck=healthcheck.script_context(blueprint, nodeset),
                   topology=topology.placement(blueprint, nodeset),

@@ -74,10 +74,13 @@ def script_context(blueprint: Blueprint) -> dict[str, object]:
 #: What the loop reads: its groups (found by their VMs' base name: Pulumi auto-names the
 #: groups) and their VMs. A list is granted on the project and cannot be narrowed to
 #: names, so these two read-only permissions go unconditioned.
-READ_PERMISSIONS = ("compute.instanceGroupManagers.get", "compute.instanceGroupManagers.list")
+READ_PERMISSIONS = ("compute.instanceGroupManagers.get", "compute.instanceGroupManagers.list",
+                    # power saving creates elastic nodes with their machine type's CPUs
+                    "compute.machineTypes.get")
 #: RebootProgram's VM reset (every cluster: `scontrol reboot` by hand uses it too).
 REBOOT_PERMISSIONS = ("compute.instances.reset",)
-#: recreateInstances on a group; the group, not the caller, deletes and creates the VM.
+#: recreateInstances, createInstances and deleteInstances on a group (remediation's
+#: replace, power saving); the group, not the caller, deletes and creates the VMs.
 REPLACE_PERMISSIONS = ("compute.instanceGroupManagers.update",)
 REPORT_PERMISSIONS = ("compute.instances.reportHostAsFaulty",)
 
@@ -86,7 +89,7 @@ def act_permissions(blueprint: Blueprint) -> tuple[str, ...]:
     """What the loop and the RebootProgram change, granted on the cluster's own names only."""
     checks = blueprint.slurm.health_checks
     permissions = REBOOT_PERMISSIONS
-    if checks.on_failure == "replace":
+    if checks.on_failure == "replace" or any(n.elastic for n in blueprint.slurm.nodesets):
         permissions += REPLACE_PERMISSIONS
         if any(reports_faulty_host(n) for n in blueprint.slurm.nodesets):
             permissions += REPORT_PERMISSIONS

@@ -9,6 +9,7 @@ from __future__ import annotations
 from clusterprint.blueprint.model import Blueprint, Nodeset, Partition
 from clusterprint.contract import node_metadata
 from clusterprint.facts import gpu_software, machines
+from clusterprint.render import capacity
 from clusterprint.render.environment import render
 from clusterprint.render.healthcheck import slurm_conf_lines
 from clusterprint.render.remediation import REBOOT_PROGRAM, REPLACE_TIMEOUT_S
@@ -51,16 +52,21 @@ def conf_server(blueprint: Blueprint) -> str:
     return f"{node_metadata.controller_hostname(blueprint.name)}:{SLURMCTLD_PORT}"
 
 
-def dynamic_node_conf(nodeset: Nodeset) -> str:
+def dynamic_node_conf(nodeset: Nodeset, power_saving: bool = False) -> str:
     """The ``slurmd -Z --conf`` line a node of ``nodeset`` registers with.
 
     The feature puts the node in its NodeSet (and so in its partitions); GPU nodesets
     declare their GPUs typed (``Gres=gpu:h100:8``), which the gpu/nvidia plugin backs with the
-    devices, files and CPU affinity the NVIDIA driver shows on the node.
+    devices, files and CPU affinity the NVIDIA driver shows on the node. In a cluster with
+    power saving a static node is never powered down (``SuspendTime=INFINITE``); an elastic
+    node's registration changes nothing of the node power saving created, so the same line
+    serves both.
     """
     parts = [f"Feature={nodeset.name}"]
     if nodeset.gpus:
         parts.append(f"Gres=gpu:{machines.gres_type(nodeset.machine_type)}:{nodeset.gpus}")
+    if power_saving:
+        parts.append(capacity.STATIC)
     return " ".join(parts)
 
 
@@ -114,7 +120,8 @@ def render_slurm_conf(blueprint: Blueprint) -> str:
                   accounting=slurm.accounting.enabled, slurmdbd_port=SLURMDBD_PORT,
                   nodesets=slurm.nodesets, partitions=partitions,
                   health_checks=slurm_conf_lines(blueprint),
-                  reboot_program=REBOOT_PROGRAM, resume_timeout=REPLACE_TIMEOUT_S)
+                  reboot_program=REBOOT_PROGRAM, resume_timeout=REPLACE_TIMEOUT_S,
+                  power_saving=capacity.slurm_conf_lines(blueprint))
 
 
 def render_slurmdbd_conf(blueprint: Blueprint) -> str:
@@ -130,7 +137,8 @@ def render_slurmdbd_conf(blueprint: Blueprint) -> str:
 
 def render_gres_conf(blueprint: Blueprint) -> str:
     """gres.conf: gpu/nvidia finds every GPU node's devices, whatever GPUs its nodeset has."""
-    return render("slurm/gres.conf.j2", cluster=blueprint.name)
+    return render("slurm/gres.conf.j2", cluster=blueprint.name,
+                  elastic=capacity.gres_lines(blueprint))
 
 
 def render_cgroup_conf(blueprint: Blueprint) -> str:

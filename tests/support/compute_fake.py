@@ -1,9 +1,12 @@
-"""A fake Compute API on 127.0.0.1 for the remediation loop: it records every call.
+"""A fake Compute API on 127.0.0.1 for the controller's programs: it records every call.
 
-It answers the metadata server's token request and the Compute calls the loop makes (list
-groups, listManagedInstances a page at a time, instances.reset, recreateInstances,
-reportHostAsFaulty) in the REST API's shapes, keeps each group's VMs, and runs a test's
-callback where a real VM would reboot or be recreated (restarting that node's slurmd).
+It answers the metadata server's token request and the Compute calls the remediation loop
+and power saving make (list groups, listManagedInstances a page at a time, instances.reset,
+recreateInstances, reportHostAsFaulty, createInstances, deleteInstances) in the REST API's
+shapes, keeps each group's VMs, and runs a test's callback where a real VM would boot,
+reboot, be recreated or deleted (starting, restarting or stopping that node's slurmd).
+A create the test makes fail (``create_errors``: a stockout, a quota) leaves the VM as the
+API does: CREATING, with no status, the error in its ``lastAttempt``, retried for ever.
 A test can make a verb slow (it acts, then answers late) or answer what the API should
 not (HTML, a wrong shape, a page token that repeats).
 """
@@ -58,6 +61,15 @@ class FakeCompute:
     page_size: int = 500
     on_reset: Callable[[str], None] | None = None
     on_recreate: Callable[[str], None] | None = None
+    #: a VM created (its slurmd may start) and a VM deleted (its slurmd stops)
+    on_create: Callable[[str], None] | None = None
+    on_delete: Callable[[str], None] | None = None
+    #: (code, message) every create fails with while set: the VM stays CREATING
+    create_errors: tuple[str, str] | None = None
+    #: machine type -> (vCPUs, MiB of memory) machineTypes.get answers
+    machine_types: dict[str, tuple[int, int]] = field(default_factory=dict)
+    #: the last create error of each VM still CREATING
+    failed: dict[str, tuple[str, str]] = field(default_factory=dict)
     #: token requests answered
     tokens: int = 0
 
@@ -105,6 +117,39 @@ class FakeCompute:
         status, body = self._act(call, method, path)
         return send_json(handler, status, body)
 
+    def _managed(self, vm: str, status: str) -> dict:
+        """A listManagedInstances entry: a VM still being created has no status yet and,
+        after a failed try, the try's error."""
+        entry = {"name": vm, "instance": f"https://www.googleapis.com/compute/v1/projects/"
+                                         f"{self.project}/zones/{self.zone}/instances/{vm}",
+                 "currentAction": "CREATING" if status == "" else "NONE"}
+        if status:
+            entry["instanceStatus"] = status
+        if vm in self.failed:
+            code, message = self.failed[vm]
+            entry["lastAttempt"] = {"errors": {"errors": [{"code": code, "message": message}]}}
+        return entry
+
+    def _create(self, group: str, vm: str) -> None:
+        """A VM of the group: running at once (and its callback run), or, while creates
+        fail, CREATING with the error."""
+        if self.create_errors:
+            self.groups[group][1][vm] = ""
+            self.failed[vm] = self.create_errors
+            return
+        self.groups[group][1][vm] = "RUNNING"
+        self.failed.pop(vm, None)
+        if self.on_create:
+            self.on_create(vm)
+
+    def retry_creates(self) -> None:
+        """What the group does on its own while a create fails: try again, now with the
+        current ``create_errors``."""
+        for group, (_, vms) in self.groups.items():
+            for vm, status in list(vms.items()):
+                if status == "":
+                    self._create(group, vm)
+
     def _instead(self, call: Call) -> tuple[int, bytes]:
         answer = self.answers[call.verb if call.path != "/token" else "token"]
         return answer(call) if callable(answer) else answer
@@ -116,14 +161,15 @@ class FakeCompute:
         if rest == "instanceGroupManagers" and method == "GET":
             return 200, {"items": [
                 {"name": g, "baseInstanceName": base} for g, (base, _) in self.groups.items()]}
+        if rest.startswith("machineTypes/") and method == "GET":
+            cpus, memory = self.machine_types[rest.split("/", 1)[1]]
+            return 200, {"name": rest.split("/", 1)[1], "guestCpus": cpus, "memoryMb": memory}
         match = re.fullmatch(r"instanceGroupManagers/([^/]+)/(\w+)", rest)
         if match and match[2] == "listManagedInstances":
             vms = list(self.groups[match[1]][1].items())
             start = int(query.removeprefix("pageToken=") or 0)
             page = {"managedInstances": [
-                {"instance": f"https://www.googleapis.com/compute/v1/projects/{self.project}/"
-                             f"zones/{self.zone}/instances/{vm}", "instanceStatus": status,
-                 "currentAction": "NONE"} for vm, status in vms[start:start + self.page_size]]}
+                self._managed(vm, status) for vm, status in vms[start:start + self.page_size]]}
             if start + self.page_size < len(vms):
                 page["nextPageToken"] = str(start + self.page_size)
             return 200, page
@@ -133,6 +179,18 @@ class FakeCompute:
                 assert vm in self.groups[match[1]][1], vm
                 if self.on_recreate:
                     self.on_recreate(vm)
+            return 200, {"kind": "compute#operation", "status": "DONE"}
+        if match and match[2] == "createInstances":
+            for instance in call.body["instances"]:
+                self._create(match[1], instance["name"])
+            return 200, {"kind": "compute#operation", "status": "DONE"}
+        if match and match[2] == "deleteInstances":
+            for instance in call.body["instances"]:
+                vm = instance.rsplit("/", 1)[-1]
+                if self.groups[match[1]][1].pop(vm, None) is not None or vm in self.failed:
+                    self.failed.pop(vm, None)
+                    if self.on_delete:
+                        self.on_delete(vm)
             return 200, {"kind": "compute#operation", "status": "DONE"}
         match = re.fullmatch(r"instances/([^/]+)/(\w+)", rest)
         if match and match[2] == "reset":

@@ -1,0 +1,403 @@
+"""Power saving on the controller: elastic nodes get a VM when jobs need them and lose it idle.
+
+A nodeset's nodes above ``count`` (on-demand and spot: clusterprint/blueprint/model.py
+``Nodeset.elastic``) have fixed names, ``{cluster}-{nodeset}-e00001`` and on. Slurm must know
+a node before it can power it up, so after slurmctld starts the controller runs ``declare``:
+each elastic node Slurm does not know yet is created powered down (``scontrol create ...
+State=CLOUD``, shown ``idle~``), with its nodeset's feature, GPUs, the machine type's CPUs
+and memory (from the Compute API) and its own SuspendTime. Then slurmctld calls, as
+SlurmUser, with a hostlist:
+
+- ``resume HOSTLIST`` (ResumeProgram): creates each node's VM in one of the nodeset's
+  instance groups with room (``createInstances``, by name); the VM boots, its slurmd
+  registers under that name and the job starts.
+- ``suspend HOSTLIST`` (SuspendProgram): deletes the VMs of idle nodes (``deleteInstances``);
+  a name without a VM (Slurm also powers down a node it has just been given) is skipped.
+- ``resume-fail HOSTLIST`` (ResumeFailProgram): a VM did not register within ResumeTimeout:
+  its VM is deleted and the node backs off like a failed create.
+
+A group takes a create and retries it for ever when capacity is short, saying why only in
+its list of VMs. So ``watch`` (a service, every ``--interval`` seconds) reads the groups of
+nodesets with VMs being created: a create that failed with a stockout, a quota or an
+exhausted reservation is stopped (the VM deleted), and its node is powered down at once
+(``POWER_DOWN_FORCE``, which requeues the job) with a reason ``cp:capacity: <kind>: <code>:
+<message>`` that ``sinfo -R`` shows. The node then stays DOWN with that reason for
+``backoff_s`` and returns to service (``idle~``) for the next try: never down for ever, never
+a create-and-fail loop. A resume of a node still backing off is refused the same way without
+an API call.
+
+Static nodes register themselves with ``SuspendTime=INFINITE`` (clusterprint/render/
+slurm_config.py) and are never passed here. Every change is recorded in the state file under
+its lock before the API or scontrol is called. Standard library only, with the node programs'
+common.py beside it. Exit 0, 1 when Slurm or the API failed, 2 on bad usage.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import time
+from dataclasses import dataclass, field
+
+if __package__:
+    from clusterprint.node import common
+else:  # run as a file: common.py lies beside it
+    import common
+
+LOG = common.Log("capacity")
+SCONTROL_TIMEOUT_S = 60
+#: The reason of every node power saving takes out of service (the remediation loop leaves
+#: elastic nodes to power saving).
+REASON = f"{common.PREFIX}capacity"
+#: Create errors that mean the zone, the project or the reservation has no room now, by kind
+#: (codes: listManagedInstances' lastAttempt.errors; Google's "Troubleshoot resource
+#: availability errors" page; Kubernetes cluster-autoscaler's GCE client reads the same).
+STOCKOUT_CODES = frozenset({"ZONE_RESOURCE_POOL_EXHAUSTED", "RESOURCE_POOL_EXHAUSTED",
+                            "ZONE_RESOURCE_POOL_EXHAUSTED_WITH_DETAILS",
+                            "INSUFFICIENT_CAPACITY"})
+#: Share of a machine type's memory a created node declares (slurmd registers what its
+#: kernel leaves, a few percent less; slurm_config.KERNEL_SHARE).
+KERNEL_SHARE = 0.9
+
+
+def kind_of(code: str, message: str) -> str:
+    """Why a create failed, in a word: stockout, quota, reservation, or error."""
+    if code in STOCKOUT_CODES:
+        return "stockout"
+    if "QUOTA" in code.upper():
+        return "quota"
+    if "reservation" in message.lower():
+        return "reservation"
+    return "error"
+
+
+@dataclass(frozen=True)
+class Nodeset:
+    """One nodeset's elastic nodes: ``prefix`` and a number of ELASTIC digits, 1..count."""
+
+    name: str
+    base_instance_name: str
+    prefix: str
+    count: int
+    digits: int
+    machine_type: str
+    features: str
+    gres: str
+    topology: str
+    suspend_time_s: int
+
+    def names(self) -> list[str]:
+        return [f"{self.prefix}{i:0{self.digits}d}" for i in range(1, self.count + 1)]
+
+    def holds(self, node: str) -> bool:
+        number = node[len(self.prefix):]
+        return (node.startswith(self.prefix) and len(number) == self.digits
+                and number.isdigit() and 1 <= int(number) <= self.count)
+
+
+@dataclass(frozen=True)
+class Config:
+    """What the controller's power saving acts on; rendered by clusterprint/render/
+    capacity.py."""
+
+    zone: str
+    state_file: str
+    nodesets: dict[str, Nodeset]
+    project: str = ""
+    backoff_s: int = 600
+    group_vms_max: int = 2000
+    request_vms_max: int = 1000
+    api: str = common.COMPUTE_API
+    token_url: str = common.METADATA_TOKEN_URL
+    http_timeout_s: float = 30.0
+
+    @classmethod
+    def load(cls, path: str) -> Config:
+        with open(path, "rb") as file:
+            raw = common.expect(common.load_json(file.read(), path), dict, path)
+        try:
+            nodesets = {name: Nodeset(name=name, **common.expect(value, dict, name))
+                        for name, value in common.expect(raw.pop("nodesets"), dict,
+                                                         "nodesets").items()}
+            return cls(nodesets=nodesets, **raw)
+        except (KeyError, TypeError) as exc:
+            raise common.BadJSON(f"{path}: {exc}") from None
+
+    def nodeset_of(self, node: str) -> Nodeset | None:
+        return next((n for n in self.nodesets.values() if n.holds(node)), None)
+
+
+@dataclass
+class State:
+    """Nodes backing off (``{node: {"until": epoch, "reason": text}}``) and VMs being
+    created (``{node: epoch}``)."""
+
+    backoff: dict[str, dict] = field(default_factory=dict)
+    creating: dict[str, float] = field(default_factory=dict)
+
+    @classmethod
+    def load(cls, path: str) -> State:
+        try:
+            with open(path, "rb") as file:
+                raw = common.expect(common.load_json(file.read(), path), dict, path)
+        except FileNotFoundError:
+            return cls()
+        return cls(backoff=common.expect(raw.get("backoff", {}), dict, "backoff"),
+                   creating=common.expect(raw.get("creating", {}), dict, "creating"))
+
+    def save(self, path: str) -> None:
+        common.atomic_write(path, json.dumps({"backoff": self.backoff,
+                                              "creating": self.creating}, indent=1) + "\n")
+
+
+class Slurm:
+    """The scontrol commands power saving runs."""
+
+    def __init__(self, run=None) -> None:
+        self.run = run or (lambda argv: common.output(argv, SCONTROL_TIMEOUT_S))
+
+    def hostnames(self, hostlist: str) -> list[str]:
+        return self.run(["scontrol", "show", "hostnames", hostlist]).split()
+
+    def nodes(self) -> list[common.SlurmNode]:
+        return common.parse_nodes(self.run(["scontrol", "show", "node", "-o"]))
+
+    def update(self, nodes: list[str], *settings: str) -> None:
+        self.run(["scontrol", "update", f"nodename={','.join(nodes)}", *settings])
+
+    def create(self, line: list[str]) -> None:
+        self.run(["scontrol", "create", *line])
+
+
+class Capacity:
+    """The programs' steps over one config, Slurm, the Compute API, a clock and a log."""
+
+    def __init__(self, config: Config, slurm: Slurm, compute: common.Compute,
+                 clock=time.time, log: common.Log = LOG) -> None:
+        self.config, self.slurm, self.compute = config, slurm, compute
+        self.clock, self.log = clock, log
+
+    # --- declare ---------------------------------------------------------------------------
+
+    def declare(self) -> None:
+        """Every elastic node Slurm does not know, created powered down."""
+        known = {node.name for node in self.slurm.nodes()}
+        for nodeset in self.config.nodesets.values():
+            missing = [name for name in nodeset.names() if name not in known]
+            if not missing:
+                continue
+            cpus, memory = self.compute.machine_type(nodeset.machine_type)
+            line = [f"NodeName={','.join(missing)}", "State=CLOUD",
+                    f"Features={nodeset.features}", f"CPUs={cpus}",
+                    f"RealMemory={int(memory * KERNEL_SHARE)}",
+                    f"SuspendTime={nodeset.suspend_time_s}"]
+            line += [f"Gres={nodeset.gres}"] if nodeset.gres else []
+            line += [f"Topology={nodeset.topology}"] if nodeset.topology else []
+            self.slurm.create(line)
+            self.log(f"declared {len(missing)} elastic node(s) of nodeset {nodeset.name}",
+                     nodeset=nodeset.name)
+
+    # --- resume, suspend, resume-fail ------------------------------------------------------
+
+    def _by_nodeset(self, hostlist: str) -> dict[str, list[str]]:
+        found: dict[str, list[str]] = {}
+        for node in self.slurm.hostnames(hostlist):
+            nodeset = self.config.nodeset_of(node)
+            if nodeset is None:
+                self.log(f"{node} is no elastic node: left alone", "ERROR", node=node)
+            else:
+                found.setdefault(nodeset.name, []).append(node)
+        return found
+
+    def _members(self, nodeset: Nodeset) -> dict[str, dict[str, str]]:
+        """Each group of the nodeset with its VMs' create errors (see Compute)."""
+        return {group: self.compute.create_errors(group)
+                for group in self.compute.groups(nodeset.base_instance_name)}
+
+    def resume(self, hostlist: str) -> int:
+        failed = 0
+        with common.locked(self.config.state_file):
+            state = State.load(self.config.state_file)
+            for name, nodes in self._by_nodeset(hostlist).items():
+                nodeset = self.config.nodesets[name]
+                waiting = [n for n in nodes if n in state.backoff]
+                if waiting:
+                    self._power_down(waiting, state.backoff[waiting[0]]["reason"])
+                nodes = [n for n in nodes if n not in state.backoff]
+                if nodes:
+                    failed += self._create(nodeset, nodes, state)
+            state.save(self.config.state_file)
+        return 1 if failed else 0
+
+    def _create(self, nodeset: Nodeset, nodes: list[str], state: State) -> int:
+        try:
+            members = self._members(nodeset)
+            held = {vm for vms in members.values() for vm in vms}
+            new = [n for n in nodes if n not in held]
+            now = self.clock()
+            for node in nodes:
+                state.creating[node] = now
+            # Counted first: a create that times out after the API took it still happened.
+            state.save(self.config.state_file)
+            for group, vms in sorted(members.items()):
+                room = max(0, self.config.group_vms_max - len(vms))
+                batch, new = new[:room], new[room:]
+                for start in range(0, len(batch), self.config.request_vms_max):
+                    self.compute.create(group, batch[start:start + self.config.request_vms_max])
+            if new:
+                raise common.ComputeError(f"no group of nodeset {nodeset.name} has room "
+                                          f"for {len(new)} more VM(s)")
+            self.log(f"creating the VMs of {','.join(nodes)}", nodeset=nodeset.name,
+                     action="resume")
+            return 0
+        except common.ComputeError as exc:
+            self._back_off(nodes, state, f"{REASON}: error: {exc}")
+            return 1
+
+    def _delete(self, nodeset: Nodeset, nodes: list[str]) -> None:
+        for group, vms in sorted(self._members(nodeset).items()):
+            mine = [n for n in nodes if n in vms]
+            for start in range(0, len(mine), self.config.request_vms_max):
+                self.compute.delete(group, mine[start:start + self.config.request_vms_max])
+
+    def suspend(self, hostlist: str) -> int:
+        failed = 0
+        with common.locked(self.config.state_file):
+            state = State.load(self.config.state_file)
+            for name, nodes in self._by_nodeset(hostlist).items():
+                try:
+                    self._delete(self.config.nodesets[name], nodes)
+                except common.ComputeError as exc:
+                    self.log(f"deleting the VMs of {','.join(nodes)} failed: {exc}", "ERROR")
+                    failed += 1
+                for node in nodes:
+                    state.creating.pop(node, None)
+            state.save(self.config.state_file)
+        return 1 if failed else 0
+
+    def resume_fail(self, hostlist: str) -> int:
+        with common.locked(self.config.state_file):
+            state = State.load(self.config.state_file)
+            for name, nodes in self._by_nodeset(hostlist).items():
+                try:
+                    self._delete(self.config.nodesets[name], nodes)
+                except common.ComputeError as exc:
+                    self.log(f"deleting the VMs of {','.join(nodes)} failed: {exc}", "ERROR")
+                self._back_off(nodes, state, f"{REASON}: timeout: no VM registered within "
+                                             "ResumeTimeout", power_down=False)
+            state.save(self.config.state_file)
+        return 0
+
+    def _back_off(self, nodes: list[str], state: State, reason: str,
+                  power_down: bool = True) -> None:
+        reason = common.clip(reason)
+        until = self.clock() + self.config.backoff_s
+        for node in nodes:
+            state.backoff[node] = {"until": until, "reason": reason}
+            state.creating.pop(node, None)
+        state.save(self.config.state_file)
+        self.log(f"{','.join(nodes)}: {reason}; next try in {self.config.backoff_s} s",
+                 "WARNING", nodes=",".join(nodes), action="backoff")
+        if power_down:
+            self._power_down(nodes, reason)
+        else:
+            self.slurm.update(nodes, "state=down", f"reason={reason}")
+
+    def _power_down(self, nodes: list[str], reason: str) -> None:
+        """Powered down at once: Slurm requeues the job the node was for."""
+        self.slurm.update(nodes, "state=power_down_force", f"reason={reason}")
+
+    # --- watch -----------------------------------------------------------------------------
+
+    def watch(self) -> None:
+        """One pass: stop failed creates, hold backing-off nodes down, return them."""
+        with common.locked(self.config.state_file):
+            state = State.load(self.config.state_file)
+            self._failed_creates(state)
+            self._returns(state)
+            state.save(self.config.state_file)
+
+    def _failed_creates(self, state: State) -> None:
+        for nodeset in self.config.nodesets.values():
+            creating = [n for n in state.creating if nodeset.holds(n)]
+            if not creating:
+                continue
+            try:
+                members = self._members(nodeset)
+            except common.ComputeError as exc:
+                self.log(f"cannot list the VMs of nodeset {nodeset.name}: {exc}", "ERROR")
+                continue
+            errors = {vm: error for vms in members.values() for vm, error in vms.items()}
+            by_reason: dict[str, list[str]] = {}
+            for node in creating:
+                error = errors.get(node)
+                if error is None or not error:
+                    if node in errors:  # created: its slurmd registers
+                        state.creating.pop(node)
+                    continue
+                kind = kind_of(error["code"], error["message"])
+                reason = f"{REASON}: {kind}: {error['code']}: {error['message']}"
+                by_reason.setdefault(common.clip(reason), []).append(node)
+            for reason, nodes in by_reason.items():
+                try:
+                    self._delete(nodeset, nodes)
+                except common.ComputeError as exc:
+                    self.log(f"stopping the creates of {','.join(nodes)} failed: {exc}",
+                             "ERROR")
+                    continue
+                self._back_off(nodes, state, reason)
+
+    def _returns(self, state: State) -> None:
+        now = self.clock()
+        nodes = {node.name: node for node in self.slurm.nodes()}
+        for name, held in list(state.backoff.items()):
+            node = nodes.get(name)
+            if node is None:
+                state.backoff.pop(name)
+            elif held["until"] <= now:
+                state.backoff.pop(name)
+                state.save(self.config.state_file)
+                self.slurm.update([name], "state=resume")
+                self.log(f"{name}: back in service for the next try", node=name,
+                         action="return")
+            elif "POWERED_DOWN" in node.state and not node.down:
+                self.slurm.update([name], "state=down", f"reason={held['reason']}")
+
+
+def main(argv: list[str]) -> int:
+    parser = argparse.ArgumentParser(prog="capacity.py", description=__doc__.splitlines()[0])
+    parser.add_argument("--config", required=True)
+    parser.add_argument("step", choices=("declare", "resume", "suspend", "resume-fail",
+                                         "watch"))
+    parser.add_argument("hostlist", nargs="?", default="")
+    parser.add_argument("--once", action="store_true", help="watch: one pass")
+    parser.add_argument("--interval", type=float, default=30.0)
+    args = parser.parse_args(argv)
+    if (args.step in ("resume", "suspend", "resume-fail")) != bool(args.hostlist):
+        parser.error(f"{args.step} takes {'a' if args.hostlist == '' else 'no'} hostlist")
+    try:
+        config = Config.load(args.config)
+    except (OSError, common.BadJSON) as exc:
+        LOG(f"config {args.config}: {exc}", "ERROR")
+        return 1
+    compute = common.Compute(config.project or common.metadata_project(config.token_url,
+                                                                       config.http_timeout_s),
+                             config.zone, config.api, config.token_url, config.http_timeout_s)
+    capacity = Capacity(config, Slurm(), compute)
+    steps = {"resume": capacity.resume, "suspend": capacity.suspend,
+             "resume-fail": capacity.resume_fail}
+    try:
+        if args.step == "declare":
+            capacity.declare()
+            return 0
+        if args.step == "watch":
+            return common.repeat(capacity.watch, args.once, args.interval, LOG)
+        return steps[args.step](args.hostlist)
+    except (common.CommandFailed, common.ComputeError, OSError) as exc:
+        LOG(f"{args.step} failed: {exc}", "ERROR")
+        return 1
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))
