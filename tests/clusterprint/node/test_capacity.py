@@ -242,6 +242,16 @@ def test_a_broken_config_is_refused_in_one_line_and_touches_nothing(fake, tmp_pa
     assert fake.calls == [] and scontrol_log(tmp_path) == []
 
 
+def test_a_config_value_of_the_wrong_type_is_refused_in_one_line(fake, tmp_path):
+    """A hand-edited count of "6" must be said about the config, as the remediation loop's
+    config is, not be found later as a traceback in slurmctld's log."""
+    config = written(tmp_path, fake)
+    config.write_text(nodeset_changed(count="6")(json.loads(config.read_text())))
+    done = run_program(tmp_path, config, "resume", hostlist(1))
+    assert done.returncode == 1 and "Traceback" not in done.stderr
+    assert len(done.stderr.splitlines()) == 1 and "count" in done.stderr
+
+
 def test_a_missing_config_is_an_error_exit(tmp_path):
     done = run_program(tmp_path, tmp_path / "nowhere.json", "declare")
     assert done.returncode == 1 and "nowhere.json" in done.stderr
@@ -589,6 +599,23 @@ def test_a_create_that_failed_once_and_then_succeeded_is_left_alone(fake, tmp_pa
     steps.watch()
     assert deletes(fake) == [] and slurm.changes() == []
     assert state_of(config) == capacity.State()
+
+
+def test_a_vm_still_being_created_stays_watched_until_its_create_fails(fake, tmp_path):
+    """A group takes a create and tries it a while later: until then listManagedInstances
+    shows the VM CREATING with no status and no error. That is not a created VM: when the
+    try fails with a stockout, the next pass must still stop it and back the node off."""
+    config = config_for(tmp_path, fake)
+    fake.groups[GROUP][1][elastic(1)[0]] = ""  # taken, not yet tried
+    capacity.State(creating={elastic(1)[0]: T0}).save(config.state_file)
+    slurm = FakeSlurm()
+    steps = power_saving(config, slurm)
+    steps.watch()
+    assert state_of(config).creating == {elastic(1)[0]: T0}
+    fake.failed[elastic(1)[0]] = STOCKOUT  # the try failed
+    steps.watch()
+    assert deletes(fake) == [(GROUP, elastic(1))]
+    assert slurm.changes() == [power_down(elastic(1), stockout_reason())]
 
 
 def test_a_pass_that_cannot_list_the_groups_keeps_the_creates_for_the_next(fake, tmp_path):
