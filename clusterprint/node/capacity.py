@@ -2,8 +2,8 @@
 
 A nodeset's nodes above ``count`` (on-demand and spot: clusterprint/blueprint/model.py
 ``Nodeset.elastic``) have fixed names, ``{cluster}-{nodeset}-e00001`` and on. Slurm must know
-a node before it can power it up, so after slurmctld starts the controller runs ``declare``:
-each elastic node Slurm does not know yet is created powered down (``scontrol create ...
+a node before it can power it up, so ``declare`` (every pass of ``watch``, and by hand) creates
+each elastic node Slurm does not know yet powered down (``scontrol create ...
 State=CLOUD``, shown ``idle~``), with its nodeset's feature, GPUs, the machine type's CPUs
 and memory (from the Compute API) and its own SuspendTime. Then slurmctld calls, as
 SlurmUser, with a hostlist:
@@ -38,7 +38,7 @@ import argparse
 import json
 import sys
 import time
-from dataclasses import dataclass, field
+from dataclasses import MISSING, dataclass, field, fields
 
 if __package__:
     from clusterprint.node import common
@@ -114,18 +114,41 @@ class Config:
 
     @classmethod
     def load(cls, path: str) -> Config:
+        """The config file, every value of the type its field says; BadJSON naming the
+        first that is not (a config that crashed a program would do so in slurmctld's log,
+        on every resume)."""
         with open(path, "rb") as file:
-            raw = common.expect(common.load_json(file.read(), path), dict, path)
-        try:
-            nodesets = {name: Nodeset(name=name, **common.expect(value, dict, name))
-                        for name, value in common.expect(raw.pop("nodesets"), dict,
-                                                         "nodesets").items()}
-            return cls(nodesets=nodesets, **raw)
-        except (KeyError, TypeError) as exc:
-            raise common.BadJSON(f"{path}: {exc}") from None
+            raw = dict(common.expect(common.load_json(file.read(), path), dict, path))
+        nodesets = common.expect(raw.pop("nodesets", None), dict, f"{path}: nodesets")
+        return _typed(cls, {**raw, "nodesets": {
+            name: _typed(Nodeset, {**common.expect(value, dict, f"{path}: nodeset {name}"),
+                                   "name": name}, f"{path}: nodeset {name}")
+            for name, value in nodesets.items()}}, path)
 
     def nodeset_of(self, node: str) -> Nodeset | None:
         return next((n for n in self.nodesets.values() if n.holds(node)), None)
+
+
+#: What each field's annotation takes (the nodesets are checked one by one).
+_TYPES = {"str": str, "int": int, "float": (int, float), "dict[str, Nodeset]": dict}
+
+
+def _typed(cls: type, raw: dict, what: str):
+    """``cls`` of ``raw``, whose keys are its fields and whose values are of their types."""
+    known = {f.name: f for f in fields(cls)}
+    unknown = sorted(set(raw) - set(known))
+    if unknown:
+        raise common.BadJSON(f"{what}: unknown key {common.clip(unknown[0], 60)}")
+    for name, spec in known.items():
+        if name not in raw:
+            if spec.default is MISSING:
+                raise common.BadJSON(f"{what}: no {name}")
+            continue
+        value = raw[name]
+        if isinstance(value, bool) or not isinstance(value, _TYPES[spec.type]):
+            raise common.BadJSON(f"{what}: {name} is {common.clip(repr(value), 60)}, "
+                                 f"not {spec.type}")
+    return cls(**raw)
 
 
 @dataclass
@@ -210,9 +233,9 @@ class Capacity:
                 found.setdefault(nodeset.name, []).append(node)
         return found
 
-    def _members(self, nodeset: Nodeset) -> dict[str, dict[str, str]]:
-        """Each group of the nodeset with its VMs' create errors (see Compute)."""
-        return {group: self.compute.create_errors(group)
+    def _members(self, nodeset: Nodeset) -> dict[str, dict[str, dict[str, str]]]:
+        """Each group of the nodeset with its VMs (``common.Compute.creations``)."""
+        return {group: self.compute.creations(group)
                 for group in self.compute.groups(nodeset.base_instance_name)}
 
     def resume(self, hostlist: str) -> int:
@@ -311,7 +334,12 @@ class Capacity:
     # --- watch -----------------------------------------------------------------------------
 
     def watch(self) -> None:
-        """One pass: stop failed creates, hold backing-off nodes down, return them."""
+        """One pass: declare what Slurm lacks (after a restart of slurmctld, or a larger
+        max_count), stop failed creates, hold backing-off nodes down, return them."""
+        try:
+            self.declare()
+        except common.ComputeError as exc:
+            self.log(f"cannot declare the elastic nodes: {exc}", "ERROR")
         with common.locked(self.config.state_file):
             state = State.load(self.config.state_file)
             self._failed_creates(state)
@@ -328,16 +356,17 @@ class Capacity:
             except common.ComputeError as exc:
                 self.log(f"cannot list the VMs of nodeset {nodeset.name}: {exc}", "ERROR")
                 continue
-            errors = {vm: error for vms in members.values() for vm, error in vms.items()}
+            vms = {vm: seen for listed in members.values() for vm, seen in listed.items()}
             by_reason: dict[str, list[str]] = {}
             for node in creating:
-                error = errors.get(node)
-                if error is None or not error:
-                    if node in errors:  # created: its slurmd registers
-                        state.creating.pop(node)
+                seen = vms.get(node)
+                if seen is None or not (seen["status"] or seen["code"]):
+                    continue  # not listed yet, or not tried yet: the next pass looks again
+                if seen["status"]:  # created: its slurmd registers
+                    state.creating.pop(node)
                     continue
-                kind = kind_of(error["code"], error["message"])
-                reason = f"{REASON}: {kind}: {error['code']}: {error['message']}"
+                kind = kind_of(seen["code"], seen["message"])
+                reason = f"{REASON}: {kind}: {seen['code']}: {seen['message']}"
                 by_reason.setdefault(common.clip(reason), []).append(node)
             for reason, nodes in by_reason.items():
                 try:

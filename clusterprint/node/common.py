@@ -368,6 +368,15 @@ class ComputeError(Exception):
         self.refused = refused
 
 
+def _last_error(item: dict) -> dict:
+    """The first error of a managed VM's last attempt, ``{}`` for none."""
+    attempt = item.get("lastAttempt")
+    errors = attempt.get("errors") if isinstance(attempt, dict) else None
+    listed = errors.get("errors") if isinstance(errors, dict) else None
+    first = listed[0] if isinstance(listed, list) and listed else None
+    return first if isinstance(first, dict) else {}
+
+
 class Compute:
     """The Compute API calls the controller's programs make (the remediation loop, power
     saving), with the metadata server's token; every answer is checked, so an unexpected
@@ -468,20 +477,18 @@ class Compute:
         return {self._field(item, "instance").rsplit("/", 1)[-1]:
                 self._field(item, "instanceStatus", "") for item in self.managed(group)}
 
-    def create_errors(self, group: str) -> dict[str, dict[str, str]]:
-        """Every VM of the group by name, with the code and message of the last failed
-        try to create it (empty where none failed or it exists): a group retries a failed
-        create for ever, and says why only here (listManagedInstances' ``lastAttempt``)."""
-        found: dict[str, dict[str, str]] = {}
+    def creations(self, group: str) -> dict[str, dict[str, str]]:
+        """Every VM of the group by name: its ``status`` (empty while it is still being
+        created) and the ``code`` and ``message`` of the last failed try to create it
+        (empty where none failed). A group retries a failed create for ever and says why
+        only here (listManagedInstances' ``lastAttempt``)."""
+        found = {}
         for item in self.managed(group):
             name = self._field(item, "name", self._field(item, "instance", "").rsplit("/")[-1])
-            errors = item.get("lastAttempt", {}).get("errors", {}).get("errors", []) \
-                if isinstance(item.get("lastAttempt"), dict) else []
-            first = errors[0] if isinstance(errors, list) and errors and \
-                isinstance(errors[0], dict) else {}
-            found[name] = ({"code": one_line(first.get("code", "")),
-                            "message": one_line(first.get("message", ""))}
-                           if first and not item.get("instanceStatus") else {})
+            status = self._field(item, "instanceStatus", "")
+            error = _last_error(item) if not status else {}
+            found[name] = {"status": status, "code": one_line(error.get("code", "")),
+                           "message": one_line(error.get("message", ""))}
         return found
 
     def create(self, group: str, names: list[str]) -> None:

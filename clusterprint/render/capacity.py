@@ -94,14 +94,16 @@ def slurm_conf_lines(blueprint: Blueprint) -> list[str]:
 
 
 def gres_lines(blueprint: Blueprint) -> list[str]:
-    """gres.conf's lines for the elastic nodes' GPUs, by name (AutoDetect off for them)."""
+    """gres.conf's lines for the elastic nodes, by name: AutoDetect off for them (a CPU
+    node's too), their GPUs named."""
     lines = []
     for nodeset in elastic_nodesets(blueprint):
+        line = f"NodeName={naming.elastic_nodes(blueprint.name, nodeset.name, nodeset.elastic)}"
+        line += " AutoDetect=off"
         if nodeset.gpus:
-            names = naming.elastic_nodes(blueprint.name, nodeset.name, nodeset.elastic)
-            lines.append(f"NodeName={names} AutoDetect=off Name=gpu "
-                         f"Type={machines.gres_type(nodeset.machine_type)} "
-                         f"File=/dev/nvidia[0-{nodeset.gpus - 1}]")
+            line += (f" Name=gpu Type={machines.gres_type(nodeset.machine_type)}"
+                     f" File=/dev/nvidia[0-{nodeset.gpus - 1}]")
+        lines.append(line)
     return lines
 
 

@@ -91,8 +91,9 @@ def act_permissions(blueprint: Blueprint) -> tuple[str, ...]:
     permissions = REBOOT_PERMISSIONS
     if checks.on_failure == "replace" or any(n.elastic for n in blueprint.slurm.nodesets):
         permissions += REPLACE_PERMISSIONS
-        if any(reports_faulty_host(n) for n in blueprint.slurm.nodesets):
-            permissions += REPORT_PERMISSIONS
+    if checks.on_failure == "replace" and any(reports_faulty_host(n)
+                                              for n in blueprint.slurm.nodesets):
+        permissions += REPORT_PERMISSIONS
     return permissions
 
 

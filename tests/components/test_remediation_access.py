@@ -51,12 +51,15 @@ ACTED_ON = (f'resource.name.startsWith("{ZONE}/instances/a4-a4-") || '
             f'resource.name.startsWith("{ZONE}/instanceGroupManagers/a4-nodeset-a4-group-") || '
             f'resource.name.startsWith("{ZONE}/instances/a4-a4spot-") || '
             f'resource.name.startsWith("{ZONE}/instanceGroupManagers/a4-nodeset-a4spot-group-")')
-READ = (["compute.instanceGroupManagers.get", "compute.instanceGroupManagers.list"], None)
+READ = (["compute.instanceGroupManagers.get", "compute.instanceGroupManagers.list",
+         "compute.machineTypes.get"], None)
+#: a4's spot nodeset has elastic nodes: power saving creates and deletes their VMs.
+ELASTIC = "compute.instanceGroupManagers.update"
 
 
 @pytest.mark.parametrize(("checks", "bound", "act"), [
-    ({"on_failure": "drain"}, False, ["compute.instances.reset"]),
-    ({"on_failure": "reboot"}, True, ["compute.instances.reset"]),
+    ({"on_failure": "drain"}, False, [ELASTIC, "compute.instances.reset"]),
+    ({"on_failure": "reboot"}, True, [ELASTIC, "compute.instances.reset"]),
     ({"on_failure": "replace"}, False,
      ["compute.instanceGroupManagers.update", "compute.instances.reset"]),
     ({"on_failure": "replace"}, True,

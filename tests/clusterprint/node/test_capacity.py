@@ -54,8 +54,15 @@ class FakeSlurm(capacity.Slurm):
     """``scontrol show node -o`` from lines, ``show hostnames`` of a comma list; every
     command recorded."""
 
-    def __init__(self, lines: list[str] | None = None) -> None:
+    def __init__(self, lines: list[str] | None = None, declared: bool = True) -> None:
+        """``declared``: Slurm also knows every elastic node the lines leave out, powered
+        down, as once power saving has declared them (each watch pass declares first)."""
         self.lines, self.commands = lines or [], []
+        if declared:
+            given = {line.split()[0].removeprefix("NodeName=") for line in self.lines}
+            self.lines = self.lines + [
+                node_line(n, state="IDLE+CLOUD+POWERED_DOWN", reason="", feature="a4spot")
+                for n in elastic(1, 2, 3, 4, 5, 6) if n not in given]
         super().__init__(self._run)
 
     def _run(self, argv: list[str]) -> str:
@@ -285,7 +292,7 @@ def test_declare_creates_the_elastic_nodes_slurm_does_not_know_powered_down(fake
     ``scontrol create`` for the other four, with the nodeset's GPUs and topology."""
     config = config_for(tmp_path, fake)
     slurm = FakeSlurm([node_line(n, state="IDLE", reason="", feature="a4spot")
-                       for n in STATIC + elastic(1, 2)])
+                       for n in STATIC + elastic(1, 2)], declared=False)
     power_saving(config, slurm).declare()
     assert slurm.changes() == [created_line(elastic(3, 4, 5, 6))
                                + ["Gres=gpu:b200:8", "Topology=fabric:fabric:unplaced"]]
@@ -309,7 +316,7 @@ def test_declare_makes_one_create_per_nodeset_and_names_gres_and_topology_only_w
     raw = json.loads(rendered.config_text(BLUEPRINT))
     fake.machine_types["c2-standard-8"] = (8, 32768)
     config = config_for(tmp_path, fake, nodesets={**raw["nodesets"], "cpu": cpu})
-    slurm = FakeSlurm()
+    slurm = FakeSlurm(declared=False)
     power_saving(config, slurm).declare()
     assert slurm.changes() == [
         created_line(elastic(1, 2, 3, 4, 5, 6))
@@ -608,7 +615,7 @@ def test_a_vm_still_being_created_stays_watched_until_its_create_fails(fake, tmp
     config = config_for(tmp_path, fake)
     fake.groups[GROUP][1][elastic(1)[0]] = ""  # taken, not yet tried
     capacity.State(creating={elastic(1)[0]: T0}).save(config.state_file)
-    slurm = FakeSlurm()
+    slurm = FakeSlurm(powering_up(1))
     steps = power_saving(config, slurm)
     steps.watch()
     assert state_of(config).creating == {elastic(1)[0]: T0}
@@ -676,7 +683,8 @@ def test_a_stockout_backs_off_then_the_node_is_tried_again(fake, tmp_path):
     fake.create_errors = STOCKOUT
     steps.resume(hostlist(1))
     steps.watch()
-    slurm.lines = [node_line(elastic(1)[0], state="IDLE+CLOUD+POWERED_DOWN", reason="")]
+    slurm.lines = FakeSlurm([node_line(elastic(1)[0], state="IDLE+CLOUD+POWERED_DOWN",
+                                       reason="")]).lines
     now[0] = T0 + 30
     steps.watch()
     now[0] = T0 + config.backoff_s
@@ -692,9 +700,11 @@ def test_a_stockout_backs_off_then_the_node_is_tried_again(fake, tmp_path):
 def test_a_node_slurm_no_longer_knows_leaves_the_back_off(fake, tmp_path):
     config = config_for(tmp_path, fake)
     backing_off(config)
-    slurm = FakeSlurm([node_line(STATIC[0], state="IDLE", reason="")])
+    slurm = FakeSlurm([node_line(STATIC[0], state="IDLE", reason="")], declared=False)
     power_saving(config, slurm, now=[T0 + 60]).watch()
-    assert state_of(config) == capacity.State() and slurm.changes() == []
+    # Gone from Slurm (deleted by hand): declared again, powered down, and not held.
+    assert state_of(config) == capacity.State()
+    assert [c[:2] for c in slurm.changes()] == [["scontrol", "create"]]
 
 
 # --- watch as the service runs it ----------------------------------------------------------
@@ -721,8 +731,8 @@ def test_watch_once_as_a_process_stops_a_stockout_and_powers_the_node_down(fake,
     config = written(tmp_path, fake)
     fake.create_errors = STOCKOUT
     assert run_program(tmp_path, config, "resume", hostlist(1), env=env).returncode == 0
-    (tmp_path / "nodes.txt").write_text(node_line(elastic(1)[0], state="IDLE+CLOUD",
-                                                  reason=""))
+    (tmp_path / "nodes.txt").write_text("\n".join(
+        FakeSlurm([node_line(elastic(1)[0], state="IDLE+CLOUD", reason="")]).lines))
     done = run_program(tmp_path, config, "watch", "--once", env=env)
     assert done.returncode == 0, done.stderr
     assert deletes(fake) == [(GROUP, elastic(1))]

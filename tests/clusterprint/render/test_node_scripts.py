@@ -82,14 +82,19 @@ def scripts_of(blueprint_name: str) -> dict[str, str]:
 
 def test_gpu_nodes_register_with_their_feature_and_gpus():
     files = scripts_of("a4")
-    assert "readonly NODE_CONF='Feature=a4 Gres=gpu:b200:8'" in files["scripts/compute-a4.sh"]
-    assert ("readonly NODE_CONF='Feature=a4spot Gres=gpu:b200:8'"
+    # a4spot has elastic nodes: a static node is never powered down.
+    assert ("readonly NODE_CONF='Feature=a4 Gres=gpu:b200:8 SuspendTime=INFINITE'"
+            in files["scripts/compute-a4.sh"])
+    assert ("readonly NODE_CONF='Feature=a4spot Gres=gpu:b200:8 SuspendTime=INFINITE'"
             in files["scripts/compute-a4spot.sh"])
+    assert ("readonly NODE_CONF='Feature=a3mega Gres=gpu:h100:8'"
+            in scripts_of("a3mega")["scripts/compute-a3mega.sh"])
     assert "readonly CONF_SERVER=a4-controller:6817" in files["scripts/compute-a4.sh"]
 
 
 def test_cpu_nodes_register_without_gres():
-    assert "readonly NODE_CONF=Feature=cpu\n" in scripts_of("cpu-small")["scripts/compute-cpu.sh"]
+    assert ("readonly NODE_CONF='Feature=cpu SuspendTime=INFINITE'\n"
+            in scripts_of("cpu-small")["scripts/compute-cpu.sh"])
 
 
 def test_the_slurm_files_reach_the_controller_and_login_nodes_as_metadata_only():

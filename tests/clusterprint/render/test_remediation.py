@@ -75,5 +75,5 @@ def test_hosts_are_reported_only_for_reservation_bound_a3_ultra_and_a4_replacing
 def test_slurm_conf_reboots_from_the_controller_on_one_parameters_line():
     conf = files_of("cpu-small")["slurm.conf"].splitlines()
     assert [line for line in conf if line.startswith("SlurmctldParameters=")] == [
-        "SlurmctldParameters=enable_configless,reboot_from_controller"]
+        "SlurmctldParameters=enable_configless,reboot_from_controller,idle_on_node_suspend"]
     assert f"RebootProgram={remediation.REBOOT_PROGRAM}" in conf

@@ -23,7 +23,8 @@ def test_a4_slurm_conf_names_cluster_controller_nodesets_and_partitions():
     assert "ClusterName=a4" in conf
     assert "SlurmctldHost=a4-controller" in conf
     # One line: slurmctld reads only the last SlurmctldParameters.
-    assert "SlurmctldParameters=enable_configless,reboot_from_controller" in conf
+    assert ("SlurmctldParameters=enable_configless,reboot_from_controller,idle_on_node_suspend"
+            in conf)
     assert "RebootProgram=/etc/slurm/clusterprint/reboot-vm" in conf
     assert "SelectType=select/cons_tres" in conf
     assert "GresTypes=gpu" in conf
@@ -70,13 +71,24 @@ def cluster_of(*machine_types: str) -> Blueprint:
 def test_one_gres_conf_serves_every_cluster_shape():
     # gpu/nvidia finds each node's own GPUs, so no File= line ties gres.conf to one GPU count: a
     # CPU nodeset beside GPU ones, or 4 and 8 GPUs, get the same file as a uniform cluster.
-    for blueprint in (load_checked(blueprint_path("a4")),
+    for blueprint in (load_checked(blueprint_path("a3mega")),
                       cluster_of("a4-highgpu-8g", "n2-standard-4"),
                       cluster_of("a3-highgpu-4g", "a3-highgpu-8g"),
                       cluster_of("n2-standard-4")):
         files = rendered_files(blueprint)
         assert lines(files["gres.conf"]) == ["AutoDetect=nvidia"], blueprint.name
         assert "ConstrainDevices=yes" in lines(files["cgroup.conf"])
+
+
+def test_elastic_nodes_name_their_gpus_because_slurm_creates_no_autodetected_node():
+    # a4spot: count 2, max_count 8 on spot: six elastic nodes with fixed names.
+    files = rendered_files(load_checked(blueprint_path("a4")))
+    assert lines(files["gres.conf"]) == [
+        "AutoDetect=nvidia",
+        "NodeName=a4-a4spot-e[00001-00006] AutoDetect=off Name=gpu Type=b200 "
+        "File=/dev/nvidia[0-7]"]
+    cpu = rendered_files(load_checked(blueprint_path("cpu-small")))
+    assert lines(cpu["gres.conf"])[1:] == ["NodeName=cpu-small-cpu-e[00001-00002] AutoDetect=off"]
 
 
 def node_conf(script: str) -> str:
