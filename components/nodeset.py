@@ -170,27 +170,11 @@ class GpuNodeset(pulumi.ComponentResource):
         #: The flex-start requests, one per group with VMs to ask for.
         self.resize_requests: list[gcp.compute.ResizeRequest] = []
         for index, count in enumerate(nodeset.group_counts):
-            group = gcp.compute.InstanceGroupManager(
-                naming.child(name, naming.numbered(naming.GROUP, index)), project=project,
-                zone=zone, base_instance_name=self.base_instance_name,
-                versions=[gcp.compute.InstanceGroupManagerVersionArgs(
-                    name="primary", instance_template=self.template.self_link_unique)],
-                target_size=0 if flex else count,
-                # Past 1,000 VMs a zonal group needs its list of VMs paginated.
-                list_managed_instances_results="PAGINATED",
-                update_policy=gcp.compute.InstanceGroupManagerUpdatePolicyArgs(
-                    type="OPPORTUNISTIC", minimal_action="REPLACE"),
-                # The group never repairs a VM on its own: Slurm and the controller's
-                # remediation loop decide (a repair would race a reboot or a host-fault
-                # report).
-                instance_lifecycle_policy=(
-                    gcp.compute.InstanceGroupManagerInstanceLifecyclePolicyArgs(
-                        default_action_on_failure="DO_NOTHING")),
-                wait_for_instances=False,
-                # The resize request, not Pulumi, sets a flex-start group's size: a refresh
-                # must not shrink it back to 0 under running nodes.
-                opts=pulumi.ResourceOptions(parent=self,
-                                            ignore_changes=["targetSize"] if flex else None))
+            # The resize request, not Pulumi, sets a flex-start group's size: a refresh
+            # must not shrink it back to 0 under running nodes.
+            group = self._group(naming.child(name, naming.numbered(naming.GROUP, index)),
+                                project, zone, self.base_instance_name,
+                                0 if flex else count, own_size=flex)
             self.groups.append(group)
             if flex and count:
                 self.resize_requests.append(gcp.compute.ResizeRequest(
@@ -199,5 +183,37 @@ class GpuNodeset(pulumi.ComponentResource):
                     requested_run_duration=gcp.compute.ResizeRequestRequestedRunDurationArgs(
                         seconds=str(FLEX_START_MAX_RUN_S)),
                     opts=child))
+        #: The groups of the elastic nodes (above count on on-demand and spot nodesets):
+        #: the controller's power saving creates and deletes their VMs by name, so they
+        #: start empty and Pulumi never sets their size.
+        self.elastic_groups = [
+            self._group(naming.child(name, naming.numbered(naming.ELASTIC_GROUP, index)),
+                        project, zone,
+                        naming.elastic_base_instance_name(cluster, nodeset.name), 0,
+                        own_size=True)
+            for index in range(nodeset.elastic_groups)]
         self.register_outputs({"template": self.template.self_link_unique,
-                               "groups": [group.self_link for group in self.groups]})
+                               "groups": [group.self_link for group in self.groups],
+                               "elastic_groups": [g.self_link for g in self.elastic_groups]})
+
+    def _group(self, logical: str, project: str, zone: str, base_instance_name: str,
+               target_size: int, own_size: bool) -> gcp.compute.InstanceGroupManager:
+        """One zonal group of the nodeset's template. ``own_size``: something else than
+        Pulumi (a resize request, power saving) sets its size, which Pulumi then leaves."""
+        return gcp.compute.InstanceGroupManager(
+            logical, project=project, zone=zone, base_instance_name=base_instance_name,
+            versions=[gcp.compute.InstanceGroupManagerVersionArgs(
+                name="primary", instance_template=self.template.self_link_unique)],
+            target_size=target_size,
+            # Past 1,000 VMs a zonal group needs its list of VMs paginated.
+            list_managed_instances_results="PAGINATED",
+            update_policy=gcp.compute.InstanceGroupManagerUpdatePolicyArgs(
+                type="OPPORTUNISTIC", minimal_action="REPLACE"),
+            # The group never repairs a VM on its own: Slurm and the controller's
+            # remediation loop decide (a repair would race a reboot or a host-fault report).
+            instance_lifecycle_policy=(
+                gcp.compute.InstanceGroupManagerInstanceLifecyclePolicyArgs(
+                    default_action_on_failure="DO_NOTHING")),
+            wait_for_instances=False,
+            opts=pulumi.ResourceOptions(parent=self,
+                                        ignore_changes=["targetSize"] if own_size else None))

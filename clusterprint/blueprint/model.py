@@ -330,16 +330,25 @@ class Nodeset(Strict):
         return self.upper_bound - self.count
 
     @property
+    def elastic_groups(self) -> int:
+        """The groups that hold the elastic nodes' VMs: power saving creates and deletes
+        them by name, so Pulumi never sets these groups' size (a refresh would shrink them
+        under running jobs)."""
+        return -(-self.elastic // catalog.GROUP_VMS_MAX)
+
+    @property
     def group_counts(self) -> list[int]:
         """The VMs kept in each of the nodeset's instance groups, in order.
 
         A zonal group holds at most ``catalog.GROUP_VMS_MAX`` VMs, so a nodeset has one
         group per that many nodes of its upper bound (room for every node it may hold, at
         least one group), all with the nodeset's VM names; its ``count`` fills them in
-        order, so up to the limit there is one group, as there always was.
+        order, so up to the limit there is one group, as there always was. Elastic nodes
+        have groups of their own (``elastic_groups``): these hold the static nodes only.
         """
         limit = catalog.GROUP_VMS_MAX
-        groups = max(1, -(-self.upper_bound // limit))
+        held = self.count if self.elastic else self.upper_bound
+        groups = max(1, -(-held // limit))
         return [max(0, min(limit, self.count - index * limit)) for index in range(groups)]
 
     @property

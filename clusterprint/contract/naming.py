@@ -29,6 +29,8 @@ PLACEMENT = "placement"
 TEMPLATE = "template"
 GROUP = "group"
 RESIZE = "resize"
+#: The groups of a nodeset's elastic nodes.
+ELASTIC_GROUP = "elastic"
 #: Service account ids are ``{cluster}-{role}``.
 COMPUTE_ACCOUNT = "compute"
 LOGIN_ACCOUNT = "login"
@@ -95,11 +97,17 @@ def elastic_nodes(cluster: str, nodeset: str, count: int) -> str:
     apart. Empty for none."""
     if count < 1:
         return ""
-    base = f"{base_instance_name(cluster, nodeset)}-e"
+    base = elastic_base_instance_name(cluster, nodeset)
     last = f"{count:0{ELASTIC_DIGITS}d}"
     if count == 1:
         return base + last
     return f"{base}[{1:0{ELASTIC_DIGITS}d}-{last}]"
+
+
+def elastic_base_instance_name(cluster: str, nodeset: str) -> str:
+    """The base name of the groups of a nodeset's elastic nodes: kept apart from the static
+    groups', so the remediation loop and a static group's size never reach them."""
+    return f"{base_instance_name(cluster, nodeset)}-e"
 
 
 def service_account_id(cluster: str, role: str) -> str:

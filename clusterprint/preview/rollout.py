@@ -24,10 +24,11 @@ A VM that is itself replaced, or a group created or replaced, comes up with ever
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Literal
 
-from clusterprint.contract import node_metadata
+from clusterprint.contract import naming, node_metadata
 
 if TYPE_CHECKING:
     from clusterprint.preview.diff import InputChange, ResourceChange
@@ -143,6 +144,12 @@ def _group_rollout(change: ResourceChange, inputs: dict[str, Any],
     group = (f"$(gcloud compute instance-groups managed list --filter='name~^{change.name}-' "
              f"--format='value(name)')")
     new = f"its template boots {_moved(image)}; " if image is not None else ""
+    if re.search(rf"-{naming.ELASTIC_GROUP}(-\d+)?$", change.name):
+        return Rollout(
+            "recreate", change.name, via,
+            f"{new}its elastic VMs take the new template as power saving creates them; a "
+            "running one keeps the old until Slurm powers it down idle (`scontrol power down "
+            "NODE` to hasten it)")
     return Rollout(
         "recreate", change.name, via,
         f"{new}its running VMs keep the old instance template until they are recreated (the "

@@ -52,7 +52,7 @@ def power_saving(blueprint: Blueprint) -> bool:
 
 
 def elastic_prefix(blueprint: Blueprint, nodeset: Nodeset) -> str:
-    return f"{naming.base_instance_name(blueprint.name, nodeset.name)}-e"
+    return naming.elastic_base_instance_name(blueprint.name, nodeset.name)
 
 
 def created_topology(blueprint: Blueprint, nodeset: Nodeset) -> str:
@@ -69,7 +69,8 @@ def capacity_config(blueprint: Blueprint) -> capacity.Config:
         project=blueprint.project or "", zone=blueprint.zone, state_file=STATE,
         group_vms_max=catalog.GROUP_VMS_MAX, request_vms_max=catalog.GROUP_REQUEST_VMS_MAX,
         nodesets={n.name: capacity.Nodeset(
-            name=n.name, base_instance_name=naming.base_instance_name(blueprint.name, n.name),
+            name=n.name,
+            base_instance_name=naming.elastic_base_instance_name(blueprint.name, n.name),
             prefix=elastic_prefix(blueprint, n), count=n.elastic,
             digits=naming.ELASTIC_DIGITS, machine_type=n.machine_type, features=n.name,
             gres=(f"gpu:{machines.gres_type(n.machine_type)}:{n.gpus}" if n.gpus else ""),

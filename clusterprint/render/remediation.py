@@ -99,7 +99,8 @@ def act_permissions(blueprint: Blueprint) -> tuple[str, ...]:
 
 def acted_on(blueprint: Blueprint, project: str) -> tuple[str, ...]:
     """The resource name prefixes the acting grant is held to: each nodeset's VMs and its
-    group (``<cluster>-nodeset-<nodeset>-group-`` and Pulumi's random suffix)."""
+    groups (``<cluster>-nodeset-<nodeset>-group-`` and Pulumi's random suffix; ``-elastic-``
+    for power saving's)."""
     zone = f"projects/{project}/zones/{blueprint.zone}"
     prefixes = []
     for nodeset in blueprint.slurm.nodesets:
@@ -108,4 +109,8 @@ def acted_on(blueprint: Blueprint, project: str) -> tuple[str, ...]:
         group = naming.child(naming.nodeset_component(blueprint.name, nodeset.name),
                              naming.GROUP)
         prefixes.append(f"{zone}/instanceGroupManagers/{group}-")
+        if nodeset.elastic:
+            elastic = naming.child(naming.nodeset_component(blueprint.name, nodeset.name),
+                                   naming.ELASTIC_GROUP)
+            prefixes.append(f"{zone}/instanceGroupManagers/{elastic}-")
     return tuple(prefixes)

@@ -50,7 +50,8 @@ def remediation_grants(cloud) -> dict[str, tuple[list[str], str | None]]:
 ACTED_ON = (f'resource.name.startsWith("{ZONE}/instances/a4-a4-") || '
             f'resource.name.startsWith("{ZONE}/instanceGroupManagers/a4-nodeset-a4-group-") || '
             f'resource.name.startsWith("{ZONE}/instances/a4-a4spot-") || '
-            f'resource.name.startsWith("{ZONE}/instanceGroupManagers/a4-nodeset-a4spot-group-")')
+            f'resource.name.startsWith("{ZONE}/instanceGroupManagers/a4-nodeset-a4spot-group-") || '
+            f'resource.name.startsWith("{ZONE}/instanceGroupManagers/a4-nodeset-a4spot-elastic-")')
 READ = (["compute.instanceGroupManagers.get", "compute.instanceGroupManagers.list",
          "compute.machineTypes.get"], None)
 #: a4's spot nodeset has elastic nodes: power saving creates and deletes their VMs.

@@ -19,6 +19,7 @@ import time
 import pytest
 
 from clusterprint.blueprint.validate import check_text
+from clusterprint.contract import naming
 from clusterprint.node import capacity, common
 from clusterprint.render import capacity as render_capacity
 from tests.support.compute_fake import FakeCompute
@@ -53,8 +54,8 @@ class PowerSaving:
         self.blueprint = elastic_blueprint()
         cluster = local_slurm(self.blueprint, start=False)
         self.cluster, self.now = cluster, 1_000_000.0
-        base = f"{self.blueprint.name}-{NODESET}"
-        self.group = f"{self.blueprint.name}-nodeset-{NODESET}-group-5e1f2a9"
+        base = naming.elastic_base_instance_name(self.blueprint.name, NODESET)
+        self.group = f"{self.blueprint.name}-nodeset-{NODESET}-elastic-5e1f2a9"
         self.fake = FakeCompute(PROJECT, self.blueprint.zone, groups={self.group: (base, {})})
         with open("/proc/meminfo") as meminfo:
             memory_mib = int(re.search(r"MemTotal:\s+(\d+)", meminfo.read())[1]) // 1024

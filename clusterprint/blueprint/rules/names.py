@@ -71,6 +71,8 @@ def nodeset_children(nodeset: Nodeset) -> dict[str, str]:
         children[naming.numbered(naming.GROUP, index)] = "instance group"
         if nodeset.provisioning == "flex-start" and count:
             children[naming.numbered(naming.RESIZE, index)] = "resize request"
+    for index in range(nodeset.elastic_groups):
+        children[naming.numbered(naming.ELASTIC_GROUP, index)] = "elastic nodes' group"
     return children
 
 

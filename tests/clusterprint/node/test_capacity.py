@@ -28,12 +28,15 @@ from tests.support.remediation_fakes import fake_scontrol, node_line, scontrol_l
 
 BLUEPRINT = load_checked(blueprint_path("a4"))
 PROGRAM = ROOT / "clusterprint" / "node" / "capacity.py"
-BASE = "a4-a4spot"
-GROUP = "a4-a4spot-group-abc1234"
+BASE = "a4-a4spot-e"
+GROUP = "a4-nodeset-a4spot-elastic-abc1234"
 MACHINE = "a4-highgpu-8g"
 #: a4-highgpu-8g as machineTypes.get answers it: 224 vCPUs, 3968 GiB
 CPUS, MEMORY_MB = 224, 4_063_232
 STATIC = ["a4-a4spot-0001", "a4-a4spot-0002"]
+#: VMs the elastic nodes' group holds that are none of power saving's names (a group
+#: resized by hand names its VMs base-xxxx): they take room and are never touched.
+HELD = ["a4-a4spot-e-ab12", "a4-a4spot-e-cd34"]
 STOCKOUT = ("ZONE_RESOURCE_POOL_EXHAUSTED",
             "The zone 'projects/p/zones/z' does not have enough resources available to "
             "fulfill the request. Try a different zone, or try again later.")
@@ -90,7 +93,10 @@ class Journal(list):
 
 @pytest.fixture
 def fake():
-    api = FakeCompute("p", "z", groups={GROUP: (BASE, dict.fromkeys(STATIC, "RUNNING"))},
+    # The static nodes' group (another base name) is never power saving's.
+    api = FakeCompute("p", "z", groups={GROUP: (BASE, dict.fromkeys(HELD, "RUNNING")),
+                                        "a4-nodeset-a4spot-group-abc1234": (
+                                            "a4-a4spot", dict.fromkeys(STATIC, "RUNNING"))},
                       machine_types={MACHINE: (CPUS, MEMORY_MB)})
     yield api
     api.stop()
@@ -342,7 +348,7 @@ def test_resume_creates_each_nodes_vm_by_name_and_records_it_being_created(fake,
     slurm = FakeSlurm()
     assert power_saving(config, slurm).resume(hostlist(1, 2)) == 0
     assert creates(fake) == [(GROUP, elastic(1, 2))]
-    assert fake.groups[GROUP][1] == {**dict.fromkeys(STATIC, "RUNNING"),
+    assert fake.groups[GROUP][1] == {**dict.fromkeys(HELD, "RUNNING"),
                                      **dict.fromkeys(elastic(1, 2), "RUNNING")}
     assert state_of(config).creating == dict.fromkeys(elastic(1, 2), T0)
     assert slurm.changes() == []
@@ -350,7 +356,7 @@ def test_resume_creates_each_nodes_vm_by_name_and_records_it_being_created(fake,
 
 def test_resume_fills_the_groups_with_room_in_calls_of_at_most_request_vms_max(fake,
                                                                              tmp_path):
-    """Groups of at most three VMs, calls of at most two: the first group (two static VMs)
+    """Groups of at most three VMs, calls of at most two: the first group (two VMs already)
     takes one, the second the other three, in two calls."""
     second = GROUP.replace("abc1234", "def5678")
     fake.groups[second] = (BASE, {})
@@ -454,10 +460,10 @@ def test_a_create_that_happened_but_answered_late_is_undone_by_the_suspend_after
     assert steps.resume(hostlist(1, 2)) == 1
     (update,) = slurm.changes()
     assert update[3] == "state=power_down_force" and "timed out" in update[4]
-    assert set(fake.groups[GROUP][1]) == {*STATIC, *elastic(1, 2)}
+    assert set(fake.groups[GROUP][1]) == {*HELD, *elastic(1, 2)}
     assert steps.suspend(hostlist(1, 2)) == 0
     assert deletes(fake) == [(GROUP, elastic(1, 2))]
-    assert set(fake.groups[GROUP][1]) == set(STATIC)
+    assert set(fake.groups[GROUP][1]) == set(HELD)
 
 
 def test_resume_as_a_process_creates_the_vms_and_records_them(fake, tmp_path):
@@ -495,7 +501,7 @@ def test_suspend_deletes_only_the_vms_the_groups_hold_and_forgets_their_creates(
     assert power_saving(config, FakeSlurm()).suspend(hostlist(1, 2, 3)) == 0
     assert deletes(fake) == [(GROUP, elastic(1)), (second, elastic(3))]
     assert fake.verbs("deleteInstances")[0].body["skipInstancesOnValidationError"] is True
-    assert set(fake.groups[GROUP][1]) == set(STATIC) and fake.groups[second][1] == {}
+    assert set(fake.groups[GROUP][1]) == set(HELD) and fake.groups[second][1] == {}
     assert state_of(config).creating == {}
 
 
@@ -546,7 +552,7 @@ def test_a_stockout_is_stopped_and_its_nodes_powered_down_with_the_reason(fake, 
     steps.resume(hostlist(1, 2))
     steps.watch()
     assert deletes(fake) == [(GROUP, elastic(1, 2))]
-    assert set(fake.groups[GROUP][1]) == set(STATIC)
+    assert set(fake.groups[GROUP][1]) == set(HELD)
     assert slurm.changes() == [power_down(elastic(1, 2), stockout_reason())]
     state = state_of(config)
     assert state.creating == {}

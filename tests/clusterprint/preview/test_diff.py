@@ -402,7 +402,7 @@ def test_an_invalid_blueprint_exits_1_with_the_validator_lines(tmp_path, capsys,
     assert err.splitlines()[-1] == "1 error"
 
 
-def storage_edit(name, edits, storages, nodesets):
+def storage_edit(name, edits, storages, nodesets, elastic=()):
     """Reference blueprint edits (old, new) that replace ``storages``; what must change with
     them: each nodeset's template (its metadata holds the addresses) replaced, its group moved
     to the new template, the controller and login VMs updated to the new addresses."""
@@ -414,6 +414,8 @@ def storage_edit(name, edits, storages, nodesets):
         template = f"{name}-nodeset-{nodeset}-template"
         expected[template] = ("replace", replaced)
         expected[f"{name}-nodeset-{nodeset}-group"] = ("update", [template])
+        if nodeset in elastic:
+            expected[f"{name}-nodeset-{nodeset}-elastic"] = ("update", [template])
     return pytest.param(name, edits, expected, id=f"{name}-{'-'.join(storages)}")
 
 
@@ -422,12 +424,13 @@ LUSTRE_500 = ("performance_tier: 500", "performance_tier: 1000")
 
 
 @pytest.mark.parametrize(("name", "edits", "expected"), [
-    storage_edit("cpu-small", [("tier: BASIC_HDD", "tier: ZONAL")], ["home"], ["cpu"]),
+    storage_edit("cpu-small", [("tier: BASIC_HDD", "tier: ZONAL")], ["home"], ["cpu"],
+                 elastic=["cpu"]),
     storage_edit("a3mega", [FILESTORE_ZONAL], ["home"], ["a3mega"]),
     storage_edit("a3mega", [LUSTRE_500], ["scratch"], ["a3mega"]),
     storage_edit("a3mega", [FILESTORE_ZONAL, LUSTRE_500], ["home", "scratch"], ["a3mega"]),
     storage_edit("a4", [("performance_tier: 250", "performance_tier: 500")], ["shared"],
-                 ["a4", "a4spot"]),
+                 ["a4", "a4spot"], elastic=["a4spot"]),
 ])
 def test_what_mounts_a_replaced_file_system_is_replaced_or_updated_with_it(
         tmp_path, capsys, name, edits, expected):

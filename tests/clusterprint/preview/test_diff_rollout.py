@@ -44,7 +44,10 @@ def rollouts(tmp_path, capsys, plan: str, *edits: tuple[str, str]) -> list[dict]
 
 
 def kinds(found: list[dict]) -> list[tuple[str, str, list[str]]]:
-    return [(r["kind"], r["name"], r["inputs"]) for r in found]
+    """The rollouts but cpu-small's elastic nodes' group (whose VMs take a new template on
+    their own: test_an_elastic_group_s_vms_take_a_new_template_as_they_are_created)."""
+    return [(r["kind"], r["name"], r["inputs"]) for r in found
+            if r["name"] != "cpu-small-nodeset-cpu-elastic"]
 
 
 def test_a_new_partition_reaches_the_running_controller_and_login_node_by_itself(
@@ -78,12 +81,22 @@ def test_a_changed_nodeset_template_reaches_only_vms_recreated_from_it(
                      ("provisioning: spot", "provisioning: spot\n      boot_disk: {size_gb: 300}"))
     assert kinds(found) == [("recreate", "cpu-small-nodeset-cpu-group",
                              ["cpu-small-nodeset-cpu-template"])]
-    assert found[0]["how"] == (
+    (group,) = [r for r in found if r["name"] == "cpu-small-nodeset-cpu-group"]
+    assert group["how"] == (
         "its running VMs keep the old instance template until they are recreated (the "
         "update policy is OPPORTUNISTIC): drain their Slurm nodes, then `gcloud compute "
         "instance-groups managed rolling-action replace $(gcloud compute instance-groups "
         "managed list --filter='name~^cpu-small-nodeset-cpu-group-' --format='value(name)') "
         "--zone us-central1-c`")
+
+
+def test_an_elastic_group_s_vms_take_a_new_template_as_they_are_created(
+        tmp_path, capsys, cpu_small_plan):
+    found = rollouts(tmp_path, capsys, cpu_small_plan,
+                     ("provisioning: spot", "provisioning: spot\n      boot_disk: {size_gb: 300}"))
+    (elastic,) = [r for r in found if r["name"] == "cpu-small-nodeset-cpu-elastic"]
+    assert elastic["kind"] == "recreate" and "rolling-action" not in elastic["how"]
+    assert "as power saving creates them" in elastic["how"]
 
 
 def test_resizing_a_nodeset_needs_no_recreated_vm(tmp_path, capsys, cpu_small_plan):
@@ -178,7 +191,8 @@ def test_a_new_built_image_replaces_the_controller_and_login_vms_and_recreates_n
         ("new-image", "cpu-small-controller-vm", ["bootDisk.initializeParams.image"]),
         ("new-image", "cpu-small-login-0", ["bootDisk.initializeParams.image"]),
         ("recreate", "cpu-small-nodeset-cpu-group", ["cpu-small-nodeset-cpu-template"])]
-    controller, login, group = (r["how"] for r in found)
+    controller, login, group = (r["how"] for r in found
+                                if r["name"] != "cpu-small-nodeset-cpu-elastic")
     moved = f"a new image, {current} (was {older})"
     assert controller.startswith(f"boots {moved}: `pulumi up` replaces this VM; ")
     assert "state disk" in controller and "sessions on it end" in login
