@@ -237,6 +237,38 @@ def test_controller_installs_the_remediation_loop_its_reboot_program_and_command
     assert "systemctl restart clusterprint-remediate.service" not in node.calls()
 
 
+def test_controller_installs_power_saving_before_slurmctld_and_its_service_after(node, files):
+    """cpu-small's nodeset has elastic nodes: slurmctld finds the three programs its
+    slurm.conf names when it starts, and the service that declares the nodes starts after."""
+    node.booted_from(files, "controller")
+    assert node.file("/etc/slurm/clusterprint/capacity.py").read_text() == (
+        files["scripts/capacity.py"])
+    assert node.file("/etc/slurm/clusterprint/capacity.json").read_text() == (
+        files["scripts/capacity.json"])
+    for step in ("resume", "suspend", "resume-fail"):
+        program = f"/etc/slurm/clusterprint/capacity-{step}"
+        assert f"={program}\n" in files["slurm.conf"]
+        wrapper = node.file(program)
+        assert wrapper.stat().st_mode & 0o111
+        assert wrapper.read_text().endswith(f'capacity.json {step} "$1"\n')
+    state = node.file("/var/lib/clusterprint/capacity")
+    assert state.is_dir() and not state.stat().st_mode & 0o007
+    unit = node.file("/etc/systemd/system/clusterprint-capacity.service").read_text()
+    assert "User=slurm\n" in unit and " watch\n" in unit
+    calls = node.calls()
+    assert calls.index("systemctl enable clusterprint-capacity.service") > max(
+        i for i, call in enumerate(calls) if call in ("systemctl restart slurmctld",
+                                                      "systemctl start slurmctld"))
+
+
+def test_a_controller_without_elastic_nodes_installs_no_power_saving(node):
+    files = files_of("a3mega")
+    node.booted_from(files, "controller")
+    assert "ResumeProgram" not in files["slurm.conf"]
+    assert not node.file("/etc/slurm/clusterprint/capacity.py").exists()
+    assert "clusterprint-capacity.service" not in " ".join(node.calls())
+
+
 def test_compute_waits_for_home_then_starts_slurmd_as_dynamic_node(node, files):
     (node.fake / "secret" / "1").write_text("key from the controller")
     (node.fake / "unreachable").touch()
