@@ -22,8 +22,9 @@ def test_configless_nodes_of_two_nodesets_run_jobs_in_the_partition_over_both(lo
     assert checked.ok, [f.line_text() for f in checked.findings]
     blueprint = checked.blueprint
     cluster = local_slurm(blueprint, start=False)
-    assert ("SlurmctldParameters=enable_configless,reboot_from_controller"
-            in cluster.files["slurm.conf"].splitlines())
+    assert [line for line in cluster.files["slurm.conf"].splitlines()
+            if line.startswith("SlurmctldParameters=")] == [
+        "SlurmctldParameters=enable_configless,reboot_from_controller,idle_on_node_suspend"]
     # Both nodesets have 8 B200s, which gpu/nvidia finds on each node (fake ones here).
     assert {n.gpus for n in blueprint.slurm.nodesets} == {8}
     cluster.start_controller()

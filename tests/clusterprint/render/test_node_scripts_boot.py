@@ -276,8 +276,9 @@ def test_compute_waits_for_home_then_starts_slurmd_as_dynamic_node(node, files):
     assert "mount Filestore 10.1.2.3:/home on /home: not yet, retrying" in node.journal()
     assert node.file("/etc/munge/munge.key").read_text() == "key from the controller"
     dropin = node.file("/etc/systemd/system/slurmd.service.d/clusterprint.conf").read_text()
-    assert ('-D -s -Z --conf-server cpu-small-controller:6817 --conf "Feature=cpu"'
-            in dropin)
+    # cpu-small has elastic nodes: this static one is never powered down.
+    assert ('-D -s -Z --conf-server cpu-small-controller:6817 --conf '
+            '"Feature=cpu SuspendTime=INFINITE"' in dropin)
     # Slurm's own unit (23.02 on) is Type=notify, which a foreground (-D) slurmd never
     # satisfies.
     assert "\nType=simple\n" in dropin
@@ -830,7 +831,8 @@ def test_a_cpu_node_registers_with_no_topology_and_never_asks_for_its_place(node
     node.metadata(PHYSICAL_TOPOLOGY_KEY, json.dumps(PLACE))
     node.booted_from(files, "compute-cpu")
     # A node of a cluster that has a tree (mixed) too: its partitions place it flat.
-    assert registers_with(node) == "Feature=cpu"
+    assert registers_with(node).split()[0] == "Feature=cpu"
+    assert "Topology=" not in registers_with(node)
     assert [c for c in node.calls() if PHYSICAL_TOPOLOGY_KEY in c] == []
     assert not node.file(topology.PLACE_PROGRAM).exists()
 
