@@ -6,10 +6,11 @@ A cluster has power saving when a nodeset has elastic nodes (``Nodeset.elastic``
 finite global SuspendTime (Slurm 26.05 turns power saving off without one, even where every
 node has its own), Slurm's default rates (300 resumes and 60 suspends a minute), and
 ``idle_on_node_suspend`` (a drained elastic node that Slurm powers down comes back healthy:
-its VM is deleted and the next resume creates a new one). Elastic nodes carry their nodeset's ``suspend_time_s``; static nodes register with
-``SuspendTime=INFINITE``, so no idle static node is ever powered down. gres.conf names the
-elastic nodes' GPUs: Slurm refuses ``scontrol create`` of any node while gres.conf holds
-only ``AutoDetect=nvidia`` ("Cannot use AutoDetect on cloud/dynamic node", seen on 26.05.5).
+its VM is deleted and the next resume creates a new one). Elastic nodes carry their
+nodeset's ``suspend_time_s``; static nodes register with ``SuspendTime=INFINITE``, so no
+idle static node is ever powered down. gres.conf names the elastic nodes' GPUs: Slurm
+refuses ``scontrol create`` of any node while gres.conf holds only ``AutoDetect=nvidia``
+("Cannot use AutoDetect on cloud/dynamic node", seen on 26.05.5).
 """
 
 from __future__ import annotations
