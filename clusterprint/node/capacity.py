@@ -284,7 +284,9 @@ class Capacity:
             for start in range(0, len(mine), self.config.request_vms_max):
                 self.compute.delete(group, mine[start:start + self.config.request_vms_max])
 
-    def suspend(self, hostlist: str) -> int:
+    def _deleting(self, hostlist: str, then) -> int:
+        """Under the state's lock: each nodeset's VMs of ``hostlist`` deleted, then
+        ``then(nodes, state)``; the number of nodesets whose delete failed."""
         failed = 0
         with common.locked(self.config.state_file):
             state = State.load(self.config.state_file)
@@ -294,22 +296,22 @@ class Capacity:
                 except common.ComputeError as exc:
                     self.log(f"deleting the VMs of {','.join(nodes)} failed: {exc}", "ERROR")
                     failed += 1
-                for node in nodes:
-                    state.creating.pop(node, None)
+                then(nodes, state)
             state.save(self.config.state_file)
-        return 1 if failed else 0
+        return failed
+
+    def suspend(self, hostlist: str) -> int:
+        """Idle nodes' VMs deleted; 1 when a delete failed."""
+        def forget(nodes: list[str], state: State) -> None:
+            for node in nodes:
+                state.creating.pop(node, None)
+        return 1 if self._deleting(hostlist, forget) else 0
 
     def resume_fail(self, hostlist: str) -> int:
-        with common.locked(self.config.state_file):
-            state = State.load(self.config.state_file)
-            for name, nodes in self._by_nodeset(hostlist).items():
-                try:
-                    self._delete(self.config.nodesets[name], nodes)
-                except common.ComputeError as exc:
-                    self.log(f"deleting the VMs of {','.join(nodes)} failed: {exc}", "ERROR")
-                self._back_off(nodes, state, f"{REASON}: timeout: no VM registered within "
-                                             "ResumeTimeout", power_down=False)
-            state.save(self.config.state_file)
+        """Nodes whose VM did not register in time: deleted, and backing off."""
+        self._deleting(hostlist, lambda nodes, state: self._back_off(
+            nodes, state, f"{REASON}: timeout: no VM registered within ResumeTimeout",
+            power_down=False))
         return 0
 
     def _back_off(self, nodes: list[str], state: State, reason: str,
