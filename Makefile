@@ -63,6 +63,7 @@ bench: venv
 	$(BIN)/python tests/benchmarks/bench_plan.py
 	$(BIN)/python tests/benchmarks/bench_healthcheck.py
 	$(BIN)/python tests/benchmarks/bench_remediation.py
+	$(BIN)/python tests/benchmarks/bench_capacity.py
 	$(BIN)/python tests/benchmarks/bench_boot.py
 
 # Every CLI output and rendered file of the reference blueprints, into the new folder SNAPSHOT:

@@ -278,8 +278,11 @@ class Capacity:
             self._back_off(nodes, state, f"{REASON}: error: {exc}")
             return 1
 
-    def _delete(self, nodeset: Nodeset, nodes: list[str]) -> None:
-        for group, vms in sorted(self._members(nodeset).items()):
+    def _delete(self, nodeset: Nodeset, nodes: list[str],
+                members: dict[str, dict[str, dict[str, str]]] | None = None) -> None:
+        """The VMs of ``nodes`` deleted from the groups that hold them (``members``: the
+        groups as this pass has already read them, so a pass lists each group once)."""
+        for group, vms in sorted((members or self._members(nodeset)).items()):
             mine = [n for n in nodes if n in vms]
             for start in range(0, len(mine), self.config.request_vms_max):
                 self.compute.delete(group, mine[start:start + self.config.request_vms_max])
@@ -372,7 +375,7 @@ class Capacity:
                 by_reason.setdefault(common.clip(reason), []).append(node)
             for reason, nodes in by_reason.items():
                 try:
-                    self._delete(nodeset, nodes)
+                    self._delete(nodeset, nodes, members)
                 except common.ComputeError as exc:
                     self.log(f"stopping the creates of {','.join(nodes)} failed: {exc}",
                              "ERROR")

@@ -24,10 +24,6 @@ Run from the repository root: python tests/benchmarks/bench_remediation.py [--ru
 
 from __future__ import annotations
 
-import argparse
-import os
-import shutil
-import statistics
 import sys
 import tempfile
 import time
@@ -36,10 +32,10 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT))
 
-from clusterprint.node import common, remediate  # noqa: E402
 from clusterprint.render import remediation  # noqa: E402
+from tests.support import bench_runs  # noqa: E402
 from tests.support.compute_fake import FakeCompute  # noqa: E402
-from tests.support.local_slurm import LocalSlurm, start_munged, wait_until  # noqa: E402
+from tests.support.local_slurm import wait_until  # noqa: E402
 from tests.support.remediation_cluster import Remediation, blueprint  # noqa: E402
 from tests.support.remediation_fakes import ECC, FakeSlurm, config_for, node_line  # noqa: E402
 
@@ -63,13 +59,7 @@ def one_pass(case: str, share: float) -> dict[str, float]:
                                 state=Path(tmp) / "state.json", api=fake.config())
             slurm = FakeSlurm([node_line(n, state=state, reason="" if "DOWN" in state else ECC)
                                for n in names])
-            compute = common.Compute("p", "z", config.api, config.token_url)
-            with open(os.devnull, "w") as quiet:
-                loop = remediate.Remediator(config, slurm, compute,
-                                            log=common.Log("remediate", quiet))
-                start = time.perf_counter()
-                loop.run_once()
-                seconds = time.perf_counter() - start
+            seconds = bench_runs.remediation_pass_seconds(config, slurm)
         return {"allowed": config.per_hour(config.nodesets["a4"]), "seconds": seconds,
                 "calls": len(fake.calls), "scontrol": len(slurm.changes())}
     finally:
@@ -94,13 +84,7 @@ def first_call(times: dict[str, float], verb: str, since: float) -> float:
 
 
 def one_run(sock: Path, on_failure: str) -> dict[str, float]:
-    clusters: list[LocalSlurm] = []
-
-    def local_slurm(bp, start: bool = True) -> LocalSlurm:
-        clusters.append(LocalSlurm(bp, sock))
-        return clusters[-1]
-
-    with tempfile.TemporaryDirectory() as tmp:
+    with tempfile.TemporaryDirectory() as tmp, bench_runs.local_clusters(sock) as local_slurm:
         setup = Remediation.start(local_slurm, Path(tmp), blueprint(on_failure, share=1.0))
         try:
             setup.add_vm(NODE, keep_running=True)
@@ -126,32 +110,16 @@ def one_run(sock: Path, on_failure: str) -> dict[str, float]:
                     "drain -> node back in service": time.perf_counter() - start}
         finally:
             setup.fake.stop()
-            for cluster in clusters:
-                cluster.stop()
 
 
 def main() -> int:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--runs", type=int, default=3)
-    parser.add_argument("--pass-only", action="store_true",
-                        help="only the pass over 1,000 nodes (no Slurm needed)")
-    args = parser.parse_args()
+    args = bench_runs.arguments(__doc__.splitlines()[0],
+                                "only the pass over 1,000 nodes (no Slurm needed)")
     pass_table()
     if args.pass_only:
         return 0
-    daemon, sock = start_munged()
-    try:
-        results: dict[str, list[float]] = {}
-        for _ in range(args.runs):
-            for on_failure in ("reboot", "replace"):
-                for what, seconds in one_run(sock, on_failure).items():
-                    results.setdefault(what, []).append(seconds)
-    finally:
-        daemon.stop()
-        shutil.rmtree(sock.parent, ignore_errors=True)
-    for what, seconds in results.items():
-        print(f"{what}: median {statistics.median(seconds):.2f} s, max {max(seconds):.2f} s "
-              f"over {len(seconds)} runs")
+    bench_runs.medians(args.runs, [lambda sock, f=on_failure: one_run(sock, f)
+                        for on_failure in ("reboot", "replace")])
     print(f"plus up to interval_s = {remediation.INTERVAL_S} s before the pass that acts")
     return 0
 
