@@ -26,6 +26,10 @@ exhausted reservation is stopped (the VM deleted), and its node is powered down 
 a create-and-fail loop. A resume of a node still backing off is refused the same way without
 an API call.
 
+Each pass lists every group of every elastic nodeset once, and also deletes the VMs of nodes
+Slurm counts powered down that no create is bringing up (a suspend whose delete failed:
+Slurm powers the node down after SuspendTimeout all the same), so no VM bills unused.
+
 Static nodes register themselves with ``SuspendTime=INFINITE`` (clusterprint/render/
 slurm_config.py) and are never passed here. Every change is recorded in the state file under
 its lock before the API or scontrol is called. Standard library only, with the node programs'
@@ -340,47 +344,68 @@ class Capacity:
 
     def watch(self) -> None:
         """One pass: declare what Slurm lacks (after a restart of slurmctld, or a larger
-        max_count), stop failed creates, hold backing-off nodes down, return them."""
+        max_count), then, reading each nodeset's groups once: stop failed creates, delete
+        the VMs of powered-down nodes, hold backing-off nodes down, return them."""
         try:
             self.declare()
         except common.ComputeError as exc:
             self.log(f"cannot declare the elastic nodes: {exc}", "ERROR")
         with common.locked(self.config.state_file):
             state = State.load(self.config.state_file)
-            self._failed_creates(state)
+            # Read under the lock, as every resume creates under it: a node powered down
+            # here has no create running that this pass could race.
+            nodes = {node.name: node for node in self.slurm.nodes()}
+            for nodeset in self.config.nodesets.values():
+                try:
+                    members = self._members(nodeset)
+                except common.ComputeError as exc:
+                    self.log(f"cannot list the VMs of nodeset {nodeset.name}: {exc}", "ERROR")
+                    continue
+                creating = [n for n in state.creating if nodeset.holds(n)]
+                self._failed_creates(nodeset, members, creating, state)
+                self._strays(nodeset, members, nodes, set(creating))
             self._returns(state)
             state.save(self.config.state_file)
 
-    def _failed_creates(self, state: State) -> None:
-        for nodeset in self.config.nodesets.values():
-            creating = [n for n in state.creating if nodeset.holds(n)]
-            if not creating:
+    def _failed_creates(self, nodeset: Nodeset, members: dict[str, dict[str, dict[str, str]]],
+                        creating: list[str], state: State) -> None:
+        vms = {vm: seen for listed in members.values() for vm, seen in listed.items()}
+        by_reason: dict[str, list[str]] = {}
+        for node in creating:
+            seen = vms.get(node)
+            if seen is None or not (seen["status"] or seen["code"]):
+                continue  # not listed yet, or not tried yet: the next pass looks again
+            if seen["status"]:  # created: its slurmd registers
+                state.creating.pop(node)
                 continue
+            kind = kind_of(seen["code"], seen["message"])
+            reason = f"{REASON}: {kind}: {seen['code']}: {seen['message']}"
+            by_reason.setdefault(common.clip(reason), []).append(node)
+        for reason, nodes in by_reason.items():
             try:
-                members = self._members(nodeset)
+                self._delete(nodeset, nodes, members)
             except common.ComputeError as exc:
-                self.log(f"cannot list the VMs of nodeset {nodeset.name}: {exc}", "ERROR")
+                self.log(f"stopping the creates of {','.join(nodes)} failed: {exc}", "ERROR")
                 continue
-            vms = {vm: seen for listed in members.values() for vm, seen in listed.items()}
-            by_reason: dict[str, list[str]] = {}
-            for node in creating:
-                seen = vms.get(node)
-                if seen is None or not (seen["status"] or seen["code"]):
-                    continue  # not listed yet, or not tried yet: the next pass looks again
-                if seen["status"]:  # created: its slurmd registers
-                    state.creating.pop(node)
-                    continue
-                kind = kind_of(seen["code"], seen["message"])
-                reason = f"{REASON}: {kind}: {seen['code']}: {seen['message']}"
-                by_reason.setdefault(common.clip(reason), []).append(node)
-            for reason, nodes in by_reason.items():
-                try:
-                    self._delete(nodeset, nodes, members)
-                except common.ComputeError as exc:
-                    self.log(f"stopping the creates of {','.join(nodes)} failed: {exc}",
-                             "ERROR")
-                    continue
-                self._back_off(nodes, state, reason)
+            self._back_off(nodes, state, reason)
+
+    def _strays(self, nodeset: Nodeset, members: dict[str, dict[str, dict[str, str]]],
+                nodes: dict[str, common.SlurmNode], creating: set[str]) -> None:
+        """VMs of nodes Slurm counts powered down, which no create of this program is
+        bringing up, deleted: a suspend or resume-fail whose delete failed, a create that
+        happened though its call failed. Slurm would not use them; they would only bill."""
+        stray = sorted(vm for vms in members.values() for vm in vms
+                       if nodeset.holds(vm) and vm not in creating
+                       and vm in nodes and "POWERED_DOWN" in nodes[vm].state
+                       and "POWERING_UP" not in nodes[vm].state)
+        if not stray:
+            return
+        self.log(f"deleting the VMs of powered-down nodes {','.join(stray)}", "WARNING",
+                 nodeset=nodeset.name, action="stray")
+        try:
+            self._delete(nodeset, stray, members)
+        except common.ComputeError as exc:
+            self.log(f"deleting the VMs of {','.join(stray)} failed: {exc}", "ERROR")
 
     def _returns(self, state: State) -> None:
         now = self.clock()

@@ -642,6 +642,47 @@ def test_a_pass_that_cannot_list_the_groups_keeps_the_creates_for_the_next(fake,
             if m.startswith("cannot list the VMs of nodeset a4spot")]
 
 
+def test_a_vm_left_by_a_failed_suspend_is_deleted_by_the_next_pass(fake, tmp_path):
+    """Slurm counts a node powered down once SuspendTimeout passes, whether the delete
+    worked or not: the VM would bill for ever unused."""
+    config = config_for(tmp_path, fake)
+    fake.groups[GROUP][1][elastic(2)[0]] = "RUNNING"
+    fake.failing.add("deleteInstances")
+    slurm = FakeSlurm()  # e00002 is IDLE+CLOUD+POWERED_DOWN
+    steps = power_saving(config, slurm)
+    assert steps.suspend(hostlist(2)) == 1
+    fake.failing.clear()
+    steps.watch()
+    assert deletes(fake)[-1] == (GROUP, elastic(2))
+    assert elastic(2)[0] not in fake.groups[GROUP][1]
+
+
+def test_the_vms_of_nodes_powering_up_or_being_created_and_others_vms_are_kept(fake,
+                                                                               tmp_path):
+    config = config_for(tmp_path, fake)
+    for vm in elastic(1, 2):
+        fake.groups[GROUP][1][vm] = "RUNNING"
+    capacity.State(creating={elastic(2)[0]: T0}).save(config.state_file)
+    slurm = FakeSlurm(powering_up(1))  # e00002 powered down, its create recorded
+    power_saving(config, slurm).watch()
+    assert deletes(fake) == []
+    assert set(fake.groups[GROUP][1]) == {*HELD, *elastic(1, 2)}
+
+
+def test_a_pass_lists_each_group_once_even_when_it_stops_creates(fake, tmp_path):
+    """The loop's cost at any size: one listing of each group a pass (tests/benchmarks/
+    bench_capacity.py times it at 4,000 VMs)."""
+    config = config_for(tmp_path, fake)
+    slurm = FakeSlurm(powering_up(1, 2))
+    steps = power_saving(config, slurm)
+    fake.create_errors = STOCKOUT
+    steps.resume(hostlist(1, 2))
+    fake.calls.clear()
+    steps.watch()
+    assert deletes(fake) == [(GROUP, elastic(1, 2))]
+    assert [c.path.split("/")[-2] for c in fake.verbs("listManagedInstances")] == [GROUP]
+
+
 def backing_off(config: capacity.Config, reason: str = "") -> None:
     capacity.State(backoff={elastic(1)[0]: {"until": T0 + 600,
                                             "reason": reason or stockout_reason()}}).save(
