@@ -127,7 +127,10 @@ class TrainingCluster(pulumi.ComponentResource):
             f"{name}-controller", cluster=cluster, startup_script=scripts.controller,
             slurm_config=scripts.slurm_config["controller"],
             machine_type=bp.slurm.controller.machine_type,
-            disk_size_gb=bp.slurm.controller.disk_size_gb, metadata=metadata, **shared,
+            disk_size_gb=bp.slurm.controller.disk_size_gb,
+            # The desired counts: the loop reads them every pass (a change needs no reboot).
+            metadata={**metadata, node_metadata.NODESET_SIZES: remediation.sizes_text(bp)},
+            **shared,
             read_permissions=remediation.READ_PERMISSIONS,
             act_permissions=remediation.act_permissions(bp),
             acted_on=remediation.acted_on(bp, project),

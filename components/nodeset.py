@@ -99,12 +99,15 @@ class GpuNodeset(pulumi.ComponentResource):
     finds the nodes by their nodeset's feature, so the split is invisible to jobs. The
     resource count grows with size only by one group per 2,000 nodes. ``max_count`` is a
     ceiling, not a size: it counts toward slurm.conf's ``MaxNodeCount`` (the sum of every
-    nodeset's upper bound), the most nodes Slurm accepts. Nothing in clusterprint grows a
-    group: an operator may resize one up to its share of ``max_count``, and the extra
-    VMs join Slurm on their own as dynamic nodes (slurmd -Z). A ``pulumi up`` that
-    refreshes (``--refresh``, or ``options: refresh: always`` in Pulumi.yaml) sets the
-    size back to ``count``; one that does not trusts its state, which still says
-    ``count``, and leaves the group as resized.
+    nodeset's upper bound), the most nodes Slurm accepts.
+
+    Pulumi creates each static group at its share of ``count`` and then leaves its size
+    alone (``ignore_changes=["targetSize"]``: a later ``targetSize`` is neither applied nor
+    set back by a refresh). A group told a smaller size deletes VMs of its own choosing,
+    busy ones included; so the controller sets the size (clusterprint/node/scale_down.py,
+    from its metadata ``clusterprint-nodeset-sizes``, live): a raised count creates the
+    missing VMs, a lowered one drains the surplus in Slurm and deletes exactly those VMs
+    once their jobs end. A flex-start group is sized by its resize requests instead.
 
     The template is auto-named so a changed template is created before the old one is
     deleted while the group still uses it (pulumi/pulumi#8779); the group's OPPORTUNISTIC
@@ -170,11 +173,12 @@ class GpuNodeset(pulumi.ComponentResource):
         #: The flex-start requests, one per group with VMs to ask for.
         self.resize_requests: list[gcp.compute.ResizeRequest] = []
         for index, count in enumerate(nodeset.group_counts):
-            # The resize request, not Pulumi, sets a flex-start group's size: a refresh
-            # must not shrink it back to 0 under running nodes.
+            # The resize request (flex-start) or the controller (scale_down.py), not Pulumi,
+            # sets a static group's size once it exists: Pulumi would shrink it under
+            # running jobs, and a refresh would set it back.
             group = self._group(naming.child(name, naming.numbered(naming.GROUP, index)),
                                 project, zone, self.base_instance_name,
-                                0 if flex else count, own_size=flex)
+                                0 if flex else count, own_size=True)
             self.groups.append(group)
             if flex and count:
                 self.resize_requests.append(gcp.compute.ResizeRequest(
@@ -199,7 +203,8 @@ class GpuNodeset(pulumi.ComponentResource):
     def _group(self, logical: str, project: str, zone: str, base_instance_name: str,
                target_size: int, own_size: bool) -> gcp.compute.InstanceGroupManager:
         """One zonal group of the nodeset's template. ``own_size``: something else than
-        Pulumi (a resize request, power saving) sets its size, which Pulumi then leaves."""
+        Pulumi (a resize request, power saving, the controller's scale-down) sets its size
+        after it is created, which Pulumi then leaves."""
         return gcp.compute.InstanceGroupManager(
             logical, project=project, zone=zone, base_instance_name=base_instance_name,
             versions=[gcp.compute.InstanceGroupManagerVersionArgs(

@@ -33,6 +33,10 @@ DB_SECRET = "clusterprint-db-secret"
 #: (clusterprint/render/config_sync.py): their one source. The boot installs them, and the
 #: clusterprint-config-sync service installs every change to it on the running VM.
 SLURM_CONFIG = "clusterprint-slurm-config"
+#: Each nodeset's desired count of static nodes, one JSON object of nodeset to count, on the
+#: controller only: its remediation loop reads it every pass and resizes the static groups
+#: (clusterprint/node/scale_down.py), which Pulumi creates and then leaves alone.
+NODESET_SIZES = "clusterprint-nodeset-sizes"
 #: The device name the controller's state disk is attached under (/dev/disk/by-id/google-...).
 STATE_DISK_DEVICE = "clusterprint-state"
 

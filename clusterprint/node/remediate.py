@@ -40,6 +40,10 @@ slurm-gcp's slurmsync.py groups its node actions.
 
 DOWN dynamic nodes whose VM no longer exists in their instance group (it was deleted or
 replaced under another name) are deleted from Slurm: they count against MaxNodeCount.
+
+Each pass first runs scale-down (scale_down.py, its own state file under this lock): the
+static groups' sizes follow each nodeset's desired count, and the nodes it drains for
+that (``cp:scale-down``) are its own, never rebooted or replaced here.
 """
 
 from __future__ import annotations
@@ -56,9 +60,10 @@ from dataclasses import MISSING, asdict, dataclass, field, fields, replace
 from pathlib import Path
 
 if __package__:
-    from clusterprint.node import common
+    from clusterprint.node import common, scale_down
 else:
     import common
+    import scale_down
 
 PREFIX = common.PREFIX
 #: What a protected nodeset's drained nodes carry in their reason.
@@ -213,6 +218,9 @@ class Config(Record):
     http_timeout_s: float = 30.0
     api: str = common.COMPUTE_API
     token_url: str = common.METADATA_TOKEN_URL
+    #: Where each nodeset's desired count is read every pass (scale_down.py); empty: none
+    #: is given, the loop resizes nothing.
+    sizes_url: str = scale_down.SIZES_URL
 
     def __post_init__(self) -> None:
         if not 0 <= self.max_share_per_hour <= 1:
@@ -739,6 +747,11 @@ class Remediator:
         self.log = log
         self._groups: dict[str, list[str]] = {}
         self._alerted = ""
+        self.scale_down = scale_down.ScaleDown(
+            scale_down.state_path(config.state_file),
+            (lambda: scale_down.fetch_sizes(config.sizes_url, config.http_timeout_s))
+            if config.sizes_url else None,
+            slurm.run, compute, log)
 
     def _state(self, now: Reading) -> tuple[State, bool]:
         """The saved state and whether it may be written; an unreadable file is ALERTed
@@ -780,6 +793,10 @@ class Remediator:
             nodes = self.slurm.nodes()
             groups = {name: self._group(policy) for name, policy in self.config.nodesets.items()}
             now = self.clock()
+            # Scale-down first: the nodes it drains are its own, not remediation's.
+            mine = self.scale_down.run_once(nodes, scale_down.listings(groups, self._groups), {
+                name: p.base_instance_name for name, p in self.config.nodesets.items()}, now.wall)
+            nodes = [node for node in nodes if node.name not in mine]
             state, writable = self._state(now)
             actions, state = decide(nodes, groups, state, now, self.config)
             if writable:

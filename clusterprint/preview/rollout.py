@@ -53,7 +53,12 @@ LIVE_INPUT = f"metadata.{node_metadata.SLURM_CONFIG}"
 #: Other metadata a running VM reads whenever it is used, not at boot.
 READ_WHEN_USED = {f"metadata.{node_metadata.TENSORBOARD}":
                   "clusterprint-tensorboard-upload reads it from the metadata server at each "
-                  "run"}
+                  "run",
+                  f"metadata.{node_metadata.NODESET_SIZES}":
+                  "the remediation loop reads the desired counts at each pass: a raised count "
+                  "creates the missing VMs; a lowered one drains the surplus in Slurm (reason "
+                  "cp:scale-down), idle nodes first, and deletes exactly those VMs once their "
+                  "jobs end; Pulumi leaves the groups' targetSize alone (ignore_changes)"}
 #: What a running VM does with a new value of LIVE_INPUT, by its role.
 LIVE = {"controller": "its clusterprint-config-sync service installs the new Slurm files and "
                       "reconfigures slurmctld (or restarts it where a changed key needs "

@@ -15,8 +15,8 @@ import json
 from clusterprint.blueprint.model import Blueprint, Nodeset
 from clusterprint.contract import naming
 from clusterprint.facts import machines
-from clusterprint.node import remediate
-from clusterprint.render.node_programs import program_files
+from clusterprint.node import remediate, scale_down
+from clusterprint.render.node_programs import module_text, program_files
 
 #: Where the controller keeps the program (with common.py beside it), its config and state.
 FOLDER = "/etc/slurm/clusterprint"
@@ -52,21 +52,41 @@ def remediation_config(blueprint: Blueprint) -> remediate.Config:
             for n in blueprint.slurm.nodesets})
 
 
+def sized_by_controller(nodeset: Nodeset) -> bool:
+    """Whether the controller sets the size of the nodeset's static groups (scale_down.py):
+    every nodeset but flex-start's, whose VMs come through resize requests."""
+    return nodeset.provisioning != "flex-start"
+
+
+def sizes_text(blueprint: Blueprint) -> str:
+    """The controller's metadata ``clusterprint-nodeset-sizes``: each nodeset's ``count``
+    (its static nodes), which the running loop reads every pass, so a changed count needs
+    no reboot of the controller."""
+    return json.dumps({n.name: n.count for n in blueprint.slurm.nodesets
+                       if sized_by_controller(n)}, sort_keys=True)
+
+
 def config_text(blueprint: Blueprint) -> str:
     """The config as the file holds it."""
     return json.dumps(remediation_config(blueprint).to_json(), indent=2) + "\n"
 
 
+def loop_files(folder: str) -> dict[str, str]:
+    """The program in ``folder``, with what it imports beside it: common.py and
+    scale_down.py (its scale-down step)."""
+    return {**program_files(folder, remediate), f"{folder}/scale_down.py": module_text(scale_down)}
+
+
 def remediation_files(blueprint: Blueprint) -> dict[str, str]:
-    """The program, common.py beside it and the config, by their paths under ``--out``."""
-    return {**program_files("scripts", remediate),
+    """The program, what it imports and the config, by their paths under ``--out``."""
+    return {**loop_files("scripts"),
             "scripts/remediate.json": config_text(blueprint)}
 
 
 def script_context(blueprint: Blueprint) -> dict[str, object]:
     """What scripts/remediation.sh.j2 installs on the controller: the program and
     common.py (by their paths there), the config."""
-    return {"programs": program_files(FOLDER, remediate), "config": config_text(blueprint),
+    return {"programs": loop_files(FOLDER), "config": config_text(blueprint),
             "paths": {"program": PROGRAM, "config": CONFIG, "reboot": REBOOT_PROGRAM,
                       "command": COMMAND, "unit": UNIT, "state": STATE}}
 
@@ -80,7 +100,8 @@ READ_PERMISSIONS = ("compute.instanceGroupManagers.get", "compute.instanceGroupM
 #: RebootProgram's VM reset (every cluster: `scontrol reboot` by hand uses it too).
 REBOOT_PERMISSIONS = ("compute.instances.reset",)
 #: recreateInstances, createInstances and deleteInstances on a group (remediation's
-#: replace, power saving); the group, not the caller, deletes and creates the VMs.
+#: replace, power saving, scale-down); the group, not the caller, deletes and creates
+#: the VMs.
 REPLACE_PERMISSIONS = ("compute.instanceGroupManagers.update",)
 REPORT_PERMISSIONS = ("compute.instances.reportHostAsFaulty",)
 
@@ -89,7 +110,8 @@ def act_permissions(blueprint: Blueprint) -> tuple[str, ...]:
     """What the loop and the RebootProgram change, granted on the cluster's own names only."""
     checks = blueprint.slurm.health_checks
     permissions = REBOOT_PERMISSIONS
-    if checks.on_failure == "replace" or any(n.elastic for n in blueprint.slurm.nodesets):
+    if checks.on_failure == "replace" or any(n.elastic or sized_by_controller(n)
+                                             for n in blueprint.slurm.nodesets):
         permissions += REPLACE_PERMISSIONS
     if checks.on_failure == "replace" and any(reports_faulty_host(n)
                                               for n in blueprint.slurm.nodesets):

@@ -8,6 +8,7 @@ import pytest
 
 from clusterprint.blueprint.model import Blueprint
 from clusterprint.components.cluster import TrainingCluster
+from clusterprint.contract import node_metadata
 from clusterprint.render import metadata_guard
 from clusterprint.render.images import needed_images
 from tests.support.pulumi_mocks import reference_blueprint
@@ -95,6 +96,24 @@ def test_groups_keep_the_static_count(cloud, name):
     sizes = {g.inputs["baseInstanceName"]: g.inputs["targetSize"] for g in cloud.of_type(GROUP)}
     assert sizes == {f"{bp.name}-{n.name}": n.count for n in bp.slurm.nodesets} | {
         f"{bp.name}-{n.name}-e": 0 for n in bp.slurm.nodesets if n.elastic}
+
+
+@pytest.mark.parametrize("name", REFERENCES)
+def test_the_controller_carries_the_desired_counts_and_pulumi_leaves_the_sizes(cloud, name):
+    """A changed count changes the controller's metadata (its loop reads it every pass) and
+    no group's size: Pulumi ignores targetSize after creating a group."""
+    bp = reference_blueprint(name)
+    build(cloud, bp)
+    (controller,) = [vm for vm in cloud.of_type(INSTANCE)
+                     if vm.inputs["metadata"]["clusterprint-role"] == "controller"]
+    sizes = json.loads(controller.inputs["metadata"][node_metadata.NODESET_SIZES])
+    assert sizes == {n.name: n.count for n in bp.slurm.nodesets if n.provisioning != "flex-start"}
+    assert {g.ignore_changes for g in cloud.of_type(GROUP)} == {("targetSize",)}
+    others = [vm for vm in cloud.of_type(INSTANCE) if vm is not controller]
+    assert others and not [vm for vm in others
+                           if node_metadata.NODESET_SIZES in vm.inputs["metadata"]]
+    assert not [t for t in cloud.of_type(TEMPLATE)
+                if node_metadata.NODESET_SIZES in t.inputs["metadata"]]
 
 
 @pytest.mark.parametrize("name", REFERENCES)

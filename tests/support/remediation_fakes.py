@@ -58,6 +58,7 @@ def config_for(on_failure: str, share: float = 1.0, nodes: int = 4, state: Path 
                nodesets: tuple[str, ...] = ("a4",), **settings: object) -> remediate.Config:
     """A config of nodesets of ``nodes`` VMs each (named ``c-<nodeset>``), all with one
     policy; ``api``: FakeCompute.config()."""
+    settings.setdefault("sizes_url", "")  # no desired counts unless a test gives them
     return remediate.Config(
         project="p", zone="z", state_file=str(state or "/nonexistent/state.json"),
         max_share_per_hour=share, **(api or {}), **settings,

@@ -24,7 +24,7 @@ from pathlib import Path
 import pytest
 
 from clusterprint.node import common, remediate
-from clusterprint.render.node_programs import program_files
+from clusterprint.render import remediation
 from tests.support.compute_fake import FakeCompute
 from tests.support.remediation_fakes import (
     ECC,
@@ -445,7 +445,7 @@ def test_a_call_the_api_refused_is_tried_again_and_its_place_stays_spent(fake, t
 
 def installed(tmp_path: Path) -> Path:
     """The program as the controller has it: remediate.py with common.py beside it."""
-    for path, text in program_files(str(tmp_path / "program"), remediate).items():
+    for path, text in remediation.loop_files(str(tmp_path / "program")).items():
         Path(path).parent.mkdir(parents=True, exist_ok=True)
         Path(path).write_text(text)
     return tmp_path / "program" / "remediate.py"

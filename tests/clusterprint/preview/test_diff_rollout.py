@@ -103,8 +103,12 @@ def test_resizing_a_nodeset_needs_no_recreated_vm(tmp_path, capsys, cpu_small_pl
     found = rollouts(tmp_path, capsys, cpu_small_plan, ("count: 2", "count: 3"))
     # One elastic node fewer: gres.conf names them (config-sync swaps it in live), and power
     # saving's config is in the controller's startup script (read at its next boot).
-    assert sorted((r["kind"], r["name"]) for r in found) == [
-        ("live", "cpu-small-controller-vm"), ("next-boot", "cpu-small-controller-vm")]
+    assert sorted((r["kind"], r["name"], tuple(r["inputs"])) for r in found) == [
+        ("live", "cpu-small-controller-vm", ("metadata.clusterprint-nodeset-sizes",)),
+        ("live", "cpu-small-controller-vm", ("metadata.clusterprint-slurm-config",)),
+        ("next-boot", "cpu-small-controller-vm", ("metadata.startup-script",))]
+    sizes = next(r for r in found if r["inputs"] == ["metadata.clusterprint-nodeset-sizes"])
+    assert "drains the surplus" in sizes["how"] and "once their jobs end" in sizes["how"]
 
 
 def test_both_reports_list_them_after_the_changes():

@@ -6,8 +6,8 @@ import json
 import subprocess
 from pathlib import Path
 
-from clusterprint.blueprint.validate import load_checked
-from clusterprint.node import common, remediate
+from clusterprint.blueprint.validate import check_text, load_checked
+from clusterprint.node import common, remediate, scale_down
 from clusterprint.render import remediation, rendered_files
 from tests.support.paths import STDLIB_ONLY, blueprint_path
 from tests.support.remediation_cluster import blueprint
@@ -21,6 +21,7 @@ def test_render_ships_the_package_program_itself_with_common_beside_it():
     files = files_of("a4")
     assert files["scripts/remediate.py"] == Path(remediate.__file__).read_text()
     assert files["scripts/common.py"] == Path(common.__file__).read_text()
+    assert files["scripts/scale_down.py"] == Path(scale_down.__file__).read_text()
 
 
 def test_the_controller_installs_the_program_and_common_in_one_folder():
@@ -28,13 +29,14 @@ def test_the_controller_installs_the_program_and_common_in_one_folder():
     assert "install_text /etc/slurm/clusterprint/remediate.py 0755 <<" in script
     assert "install_text /etc/slurm/clusterprint/common.py 0644 <<" in script
     # A new common.py restarts the loop as a new program does.
+    assert "install_text /etc/slurm/clusterprint/scale_down.py 0644 <<" in script
     assert ("start_unit clusterprint-remediate.service /etc/slurm/clusterprint/remediate.py "
-            "/etc/slurm/clusterprint/common.py") in script
+            "/etc/slurm/clusterprint/common.py /etc/slurm/clusterprint/scale_down.py") in script
 
 
 def test_the_rendered_program_runs_from_its_folder(tmp_path):
     """On the controller it imports common.py beside it: no package (-S: no site-packages)."""
-    for name in ("remediate.py", "common.py", "remediate.json"):
+    for name in ("remediate.py", "common.py", "scale_down.py", "remediate.json"):
         (tmp_path / name).write_text(files_of("a4")[f"scripts/{name}"])
     done = subprocess.run([*STDLIB_ONLY, str(tmp_path / "remediate.py"), "--config",
                            str(tmp_path / "remediate.json"), "--reset", "nowhere"],
@@ -77,3 +79,18 @@ def test_slurm_conf_reboots_from_the_controller_on_one_parameters_line():
     assert [line for line in conf if line.startswith("SlurmctldParameters=")] == [
         "SlurmctldParameters=enable_configless,reboot_from_controller,idle_on_node_suspend"]
     assert f"RebootProgram={remediation.REBOOT_PROGRAM}" in conf
+
+
+def test_the_desired_counts_are_each_static_nodeset_s_count_but_flex_start_s():
+    """Flex-start VMs come through resize requests, elastic ones through power saving: the
+    controller sizes the others' static groups."""
+    checked = load_checked(blueprint_path("a4"))
+    assert json.loads(remediation.sizes_text(checked)) == {"a4": 4, "a4spot": 2}
+    text = Path(blueprint_path("a4")).read_text().replace(
+        "provisioning: reservation\n", "provisioning: flex-start\n", 1)
+    text = "\n".join(line for line in text.splitlines()
+                     if not line.strip().startswith("reservation:"))
+    flex = check_text("a4.yaml", text)
+    assert flex.ok, [f.line_text() for f in flex.findings]
+    assert json.loads(remediation.sizes_text(flex.blueprint)) == {"a4spot": 2}
+    assert scale_down.parse_sizes(remediation.sizes_text(checked)) == {"a4": 4, "a4spot": 2}

@@ -35,7 +35,8 @@ def test_writes_configs_one_script_per_role_and_the_gpu_partitions_jobs(tmp_path
                                "scripts/healthcheck-a4spot.json", "scripts/healthcheck.py",
                                "scripts/login.sh", "scripts/nccl_blocks.py",
                                "scripts/remediate.json",
-                               "scripts/remediate.py", "scripts/topology.py", "slurm.conf",
+                               "scripts/remediate.py", "scripts/scale_down.py",
+                               "scripts/topology.py", "slurm.conf",
                                "slurmdbd.conf", "topology.yaml"]
     assert marker.startswith("# Written by clusterprint render")
     assert marker.splitlines()[2:] == sorted(written)
