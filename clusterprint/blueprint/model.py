@@ -314,6 +314,13 @@ class Nodeset(Strict):
         description="Seconds an elastic node (one between count and max_count, on an "
                     "on-demand or spot nodeset) stays idle before Slurm powers it down and "
                     "its VM is deleted. Static nodes (count) are never powered down.")
+    maintenance_reservations: bool = Field(
+        True,
+        description="true: a host maintenance window Compute Engine announces for one of the "
+                    "nodeset's VMs (and a flex-start or reservation-bound VM's end of run) "
+                    "becomes a Slurm maintenance reservation on that node, so no job starts "
+                    "there that the event would kill. false: jobs are scheduled up to the "
+                    "event.")
 
     @property
     def upper_bound(self) -> int:

@@ -31,7 +31,7 @@ import urllib.error
 import urllib.parse
 import urllib.request
 from collections.abc import Callable, Iterator, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 #: Every reason the health check gives starts so: the remediation loop acts only on those.
@@ -113,6 +113,15 @@ class Log:
                     for key, value in fields.items()}}
         stream = self.stream or sys.stderr
         print(f"<{SYSLOG_LEVELS[severity]}>{json.dumps(entry)}", file=stream, flush=True)
+
+
+@dataclass(frozen=True)
+class Note:
+    """One log line a loop's pure decision asks for: its ``apply`` writes it."""
+
+    message: str
+    severity: str = "INFO"
+    fields: dict = field(default_factory=dict)
 
 
 # --- JSON --------------------------------------------------------------------------------
@@ -355,6 +364,12 @@ METADATA_TOKEN_URL = f"{METADATA_ROOT}instance/service-accounts/default/token"
 COMPUTE_API = "https://compute.googleapis.com/compute/v1"
 #: A list of more pages than this is an API fault (a loop of page tokens), not a group.
 PAGES_MAX = 100
+#: What instances.list returns for the host-event watch (a partial response: Compute API
+#: ``fields``): Instance.status, .scheduling, .resourceStatus.upcomingMaintenance and
+#: .resourceStatus.scheduling.terminationTimestamp (Compute v1 Instance reference).
+VM_FIELDS = ("items(name,status,scheduling(provisioningModel,preemptible),"
+             "resourceStatus(upcomingMaintenance,scheduling(terminationTimestamp))),"
+             "nextPageToken")
 #: An answer larger than this is not one a program asked for.
 ANSWER_MAX_BYTES = 32 * 1024 * 1024
 
@@ -434,8 +449,9 @@ class Compute:
         """Every item of a list, page by page; a page token seen before or more than
         PAGES_MAX pages is an error, not a loop."""
         seen, token = set(), ""
+        joiner = "&" if "?" in path else "?"
         for _ in range(PAGES_MAX):
-            page = self.call(method, path + (f"?pageToken={urllib.parse.quote(token)}"
+            page = self.call(method, path + (f"{joiner}pageToken={urllib.parse.quote(token)}"
                                              if token else ""))
             try:
                 for item in expect(page.get(key, []), list, f"{path}: {key}"):
@@ -476,6 +492,19 @@ class Compute:
         """Every VM of the group, being created or not, by name: its status."""
         return {self._field(item, "instance").rsplit("/", 1)[-1]:
                 self._field(item, "instanceStatus", "") for item in self.managed(group)}
+
+    def vms(self, base_instance_name: str) -> Iterator[dict]:
+        """instances.list of the zone's VMs named ``base_instance_name-...``, page by page,
+        each with only what the host-event watch reads (name, status, provisioning model,
+        upcoming maintenance, end of run): one list a nodeset, never one call a VM. The
+        filter is a regular expression matched against the whole name (``eq``, RE2: the
+        Compute API's list filter); a longer nodeset name that shares the prefix is
+        listed too, and the caller keeps only its own nodes. (A base name holds only
+        lowercase letters, digits and hyphens: nothing a regular expression reads.)"""
+        query = urllib.parse.urlencode({
+            "filter": f'name eq "{base_instance_name}-.+"',
+            "fields": VM_FIELDS, "maxResults": "500"}, quote_via=urllib.parse.quote)
+        return self._items("GET", f"instances?{query}", "items")
 
     def creations(self, group: str) -> dict[str, dict[str, str]]:
         """Every VM of the group by name: its ``status`` (empty while it is still being

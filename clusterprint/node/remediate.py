@@ -60,9 +60,10 @@ from dataclasses import MISSING, asdict, dataclass, field, fields, replace
 from pathlib import Path
 
 if __package__:
-    from clusterprint.node import common, scale_down
+    from clusterprint.node import common, host_events, scale_down
 else:
     import common
+    import host_events
     import scale_down
 
 PREFIX = common.PREFIX
@@ -182,6 +183,8 @@ class NodesetPolicy(Record):
     nodes: int
     on_failure: str
     report_faulty_host: bool
+    #: Host maintenance and end-of-run notices become Slurm reservations (host_events.py).
+    maintenance_reservations: bool = True
 
     def __post_init__(self) -> None:
         if self.on_failure not in ON_FAILURE:
@@ -806,6 +809,20 @@ class Remediator:
                 for name in refused & set(state.nodes):
                     state.nodes[name] = replace(state.nodes[name], outcome="refused")
                 state.save(self.config.state_file)
+        self.host_events(nodes, set(state.nodes), now,
+                         {name for name, group in groups.items() if group is not None})
+
+    def host_events(self, nodes: list[common.SlurmNode], busy: set[str], now: Reading,
+                    answered: set[str]) -> None:
+        """After the loop's own actions: preempted or stopped VMs DOWN, maintenance windows
+        reserved (host_events.py); a node the loop acts on (``busy``) is left to it, and a
+        nodeset whose groups the API did not list this pass (``answered``) is not asked
+        again (one timeout a pass, not two)."""
+        watched = {n.name: host_events.Watched(n.name, n.base_instance_name,
+                                               n.maintenance_reservations)
+                   for n in self.config.nodesets.values() if n.name in answered}
+        host_events.watch(nodes, watched, self.compute, self.slurm.run, busy, now.wall,
+                          self.log)
 
     def reset(self, nodeset: str) -> None:
         """Leave protected mode: failures forgotten, the note taken off the reasons. An

@@ -1,8 +1,9 @@
 """The controller's remediation loop as rendered: the program, its config, Slurm's lines.
 
-`clusterprint render` writes ``scripts/remediate.py`` and ``scripts/common.py`` (the
-program and the node programs' shared module, as shipped in ``clusterprint/node/``) and
-``scripts/remediate.json``; the controller script installs them, the RebootProgram, the
+`clusterprint render` writes ``scripts/remediate.py``, ``scripts/host_events.py`` (the
+host-event watch the loop runs each pass), ``scripts/common.py`` (the node programs'
+shared module, as shipped in ``clusterprint/node/``) and ``scripts/remediate.json``; the
+controller script installs them, the RebootProgram, the
 ``clusterprint-remediate`` command and the systemd service that runs the loop. The
 config is the program's own ``Config``, built here from the blueprint: its defaults (how
 many failures protect a nodeset, how long a replacement may take) are the program's.
@@ -15,8 +16,8 @@ import json
 from clusterprint.blueprint.model import Blueprint, Nodeset
 from clusterprint.contract import naming
 from clusterprint.facts import machines
-from clusterprint.node import remediate, scale_down
-from clusterprint.render.node_programs import module_text, program_files
+from clusterprint.node import host_events, remediate, scale_down
+from clusterprint.render.node_programs import program_files
 
 #: Where the controller keeps the program (with common.py beside it), its config and state.
 FOLDER = "/etc/slurm/clusterprint"
@@ -48,7 +49,8 @@ def remediation_config(blueprint: Blueprint) -> remediate.Config:
         nodesets={n.name: remediate.NodesetPolicy(
             name=n.name, base_instance_name=naming.base_instance_name(blueprint.name, n.name),
             nodes=n.upper_bound, on_failure=checks.on_failure,
-            report_faulty_host=checks.on_failure == "replace" and reports_faulty_host(n))
+            report_faulty_host=checks.on_failure == "replace" and reports_faulty_host(n),
+            maintenance_reservations=n.maintenance_reservations)
             for n in blueprint.slurm.nodesets})
 
 
@@ -71,22 +73,22 @@ def config_text(blueprint: Blueprint) -> str:
     return json.dumps(remediation_config(blueprint).to_json(), indent=2) + "\n"
 
 
-def loop_files(folder: str) -> dict[str, str]:
-    """The program in ``folder``, with what it imports beside it: common.py and
-    scale_down.py (its scale-down step)."""
-    return {**program_files(folder, remediate), f"{folder}/scale_down.py": module_text(scale_down)}
+def programs(folder: str) -> dict[str, str]:
+    """The loop, what it imports (its host-event watch and scale-down steps, common.py), by
+    their paths in ``folder``."""
+    return {path: text for module in (remediate, host_events, scale_down)
+            for path, text in program_files(folder, module).items()}
 
 
 def remediation_files(blueprint: Blueprint) -> dict[str, str]:
-    """The program, what it imports and the config, by their paths under ``--out``."""
-    return {**loop_files("scripts"),
-            "scripts/remediate.json": config_text(blueprint)}
+    """The programs and the config, by their paths under ``--out``."""
+    return {**programs("scripts"), "scripts/remediate.json": config_text(blueprint)}
 
 
 def script_context(blueprint: Blueprint) -> dict[str, object]:
     """What scripts/remediation.sh.j2 installs on the controller: the program and
     common.py (by their paths there), the config."""
-    return {"programs": loop_files(FOLDER), "config": config_text(blueprint),
+    return {"programs": programs(FOLDER), "config": config_text(blueprint),
             "paths": {"program": PROGRAM, "config": CONFIG, "reboot": REBOOT_PROGRAM,
                       "command": COMMAND, "unit": UNIT, "state": STATE}}
 
@@ -95,6 +97,8 @@ def script_context(blueprint: Blueprint) -> dict[str, object]:
 #: groups) and their VMs. A list is granted on the project and cannot be narrowed to
 #: names, so these two read-only permissions go unconditioned.
 READ_PERMISSIONS = ("compute.instanceGroupManagers.get", "compute.instanceGroupManagers.list",
+                    # host events: one instances.list per nodeset per pass (host_events.py)
+                    "compute.instances.list",
                     # power saving creates elastic nodes with their machine type's CPUs
                     "compute.machineTypes.get")
 #: RebootProgram's VM reset (every cluster: `scontrol reboot` by hand uses it too).

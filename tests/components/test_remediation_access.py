@@ -52,8 +52,9 @@ ACTED_ON = (f'resource.name.startsWith("{ZONE}/instances/a4-a4-") || '
             f'resource.name.startsWith("{ZONE}/instances/a4-a4spot-") || '
             f'resource.name.startsWith("{ZONE}/instanceGroupManagers/a4-nodeset-a4spot-group-") || '
             f'resource.name.startsWith("{ZONE}/instanceGroupManagers/a4-nodeset-a4spot-elastic-")')
+#: instances.list: the host-event watch's one list per nodeset per pass.
 READ = (["compute.instanceGroupManagers.get", "compute.instanceGroupManagers.list",
-         "compute.machineTypes.get"], None)
+         "compute.instances.list", "compute.machineTypes.get"], None)
 #: a4's spot nodeset has elastic nodes: power saving creates and deletes their VMs.
 ELASTIC = "compute.instanceGroupManagers.update"
 

@@ -17,6 +17,7 @@ import json
 import re
 import threading
 import time
+import urllib.parse
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler
@@ -72,6 +73,10 @@ class FakeCompute:
     failed: dict[str, tuple[str, str]] = field(default_factory=dict)
     #: token requests answered
     tokens: int = 0
+    #: host events: per VM, what instances.list adds to its name and status
+    #: (``scheduling``, ``resourceStatus``), and VMs per page of that list
+    vm_details: dict[str, dict] = field(default_factory=dict)
+    vms_page_size: int = 500
 
     def __post_init__(self) -> None:
         self.server = serve(self._answer)
@@ -161,6 +166,8 @@ class FakeCompute:
         if rest == "instanceGroupManagers" and method == "GET":
             return 200, {"items": [
                 {"name": g, "baseInstanceName": base} for g, (base, _) in self.groups.items()]}
+        if rest == "instances" and method == "GET":
+            return 200, self._instances_page(query)
         if rest.startswith("machineTypes/") and method == "GET":
             cpus, memory = self.machine_types[rest.split("/", 1)[1]]
             return 200, {"name": rest.split("/", 1)[1], "guestCpus": cpus, "memoryMb": memory}
@@ -200,3 +207,21 @@ class FakeCompute:
         if match and match[2] == "reportHostAsFaulty":
             return 200, {"kind": "compute#operation", "status": "RUNNING"}
         return 404, {"error": {"message": f"no {method} {rest}"}}
+
+    # --- Host events: instances.list (its own block) --------------------------------------
+
+    def _instances_page(self, query: str) -> dict:
+        """instances.list as the host-event watch calls it: ``filter=name eq "RE"`` (RE2
+        matched against the whole name), ``fields`` and ``maxResults`` given, a page at a
+        time; each VM of every group with its status and its ``vm_details``."""
+        asked = urllib.parse.parse_qs(query)
+        match = re.fullmatch(r'name eq "(.+)"', asked["filter"][0])
+        assert match and asked["fields"] and asked["maxResults"], query
+        vms = [{"name": vm, "status": status, **self.vm_details.get(vm, {})}
+               for _, (_, group) in self.groups.items() for vm, status in group.items()
+               if status and re.fullmatch(match[1], vm)]
+        start = int(asked.get("pageToken", ["0"])[0])
+        page = {"items": vms[start:start + self.vms_page_size]}
+        if start + self.vms_page_size < len(vms):
+            page["nextPageToken"] = str(start + self.vms_page_size)
+        return page

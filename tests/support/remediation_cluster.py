@@ -61,7 +61,7 @@ class Remediation:
         fake = FakeCompute(PROJECT, ZONE, groups=groups)
         setup = cls(cluster, fake, tmp_path)
         # The rendered program with the rendered common.py beside it, as on the controller.
-        for name in ("remediate.py", "common.py", "scale_down.py"):
+        for name in ("remediate.py", "host_events.py", "scale_down.py", "common.py"):
             (cluster.root / name).write_text(cluster.files[f"scripts/{name}"])
             (cluster.root / name).chmod(0o755)
         program = cluster.root / "remediate.py"

@@ -46,11 +46,13 @@ class FakeSlurm(remediate.Slurm):
 
     def _run(self, argv: list[str]) -> str:
         self.commands.append(argv)
+        if argv[:3] == ["scontrol", "show", "reservation"]:
+            return json.dumps({"reservations": []})  # the host-event watch's read
         return "\n".join(self.lines) if argv[:3] == ["scontrol", "show", "node"] else ""
 
     def changes(self) -> list[list[str]]:
         """Every command but the reads."""
-        return [c for c in self.commands if c[:3] != ["scontrol", "show", "node"]]
+        return [c for c in self.commands if c[:2] != ["scontrol", "show"]]
 
 
 def config_for(on_failure: str, share: float = 1.0, nodes: int = 4, state: Path | None = None,
@@ -72,9 +74,10 @@ def write_config(path: Path, config: remediate.Config) -> Path:
 
 
 def fake_scontrol(folder: Path) -> dict[str, str]:
-    """An environment whose ``scontrol`` prints ``folder/nodes.txt`` for ``show node`` and
-    ``folder/topology.txt`` for ``show topology``, and appends every other command line, as
-    JSON, to ``folder/scontrol.log``. While ``folder/scontrol.fails`` exists, every command
+    """An environment whose ``scontrol`` prints ``folder/nodes.txt`` for ``show node``,
+    ``folder/topology.txt`` for ``show topology`` and ``folder/reservations.json`` for
+    ``show reservation`` (none, unless a test writes it), and appends every other command
+    line, as JSON, to ``folder/scontrol.log``. While ``folder/scontrol.fails`` exists, every command
     fails (exit 1) with its text on stderr, as scontrol does when slurmctld does not answer."""
     bin_dir = folder / "bin"
     bin_dir.mkdir(parents=True, exist_ok=True)
@@ -87,12 +90,16 @@ def fake_scontrol(folder: Path) -> dict[str, str]:
         f"    print(open({str(folder / 'nodes.txt')!r}).read())\n"
         "elif sys.argv[1:3] == ['show', 'topology']:\n"
         f"    print(open({str(folder / 'topology.txt')!r}).read())\n"
+        "elif sys.argv[1:3] == ['show', 'reservation']:\n"
+        f"    print(open({str(folder / 'reservations.json')!r}).read())\n"
         "else:\n"
         f"    with open({str(folder / 'scontrol.log')!r}, 'a') as log:\n"
         "        log.write(json.dumps(['scontrol'] + sys.argv[1:]) + '\\n')\n")
     script.chmod(0o755)
     (folder / "nodes.txt").touch()
     (folder / "topology.txt").touch()
+    if not (folder / "reservations.json").exists():
+        (folder / "reservations.json").write_text('{"reservations": []}')
     return {**os.environ, "PATH": f"{bin_dir}:{os.environ['PATH']}"}
 
 

@@ -375,8 +375,9 @@ def test_a_pass_over_many_drained_nodes_makes_calls_by_the_actions_not_the_nodes
     config = config_for("replace", share=0.5, nodes=8, state=tmp_path / "s.json",
                         api=fake.config())
     remediator(config, FakeSlurm([node_line(n) for n in names(8)]), [at(0)]).run_once()
+    # The host-event watch adds one instances.list for the nodeset, whatever its size.
     assert [c.verb for c in fake.calls] == ["instanceGroupManagers"] + [
-        "listManagedInstances"] * 3 + ["recreateInstances"]
+        "listManagedInstances"] * 3 + ["recreateInstances", "instances"]
     assert len(fake.verbs("recreateInstances")[0].body["instances"]) == 4
 
 
@@ -444,8 +445,9 @@ def test_a_call_the_api_refused_is_tried_again_and_its_place_stays_spent(fake, t
 
 
 def installed(tmp_path: Path) -> Path:
-    """The program as the controller has it: remediate.py with common.py beside it."""
-    for path, text in remediation.loop_files(str(tmp_path / "program")).items():
+    """The program as the controller has it: remediate.py with host_events.py,
+    scale_down.py and common.py beside it (the renderer's set)."""
+    for path, text in remediation.programs(str(tmp_path / "program")).items():
         Path(path).parent.mkdir(parents=True, exist_ok=True)
         Path(path).write_text(text)
     return tmp_path / "program" / "remediate.py"

@@ -314,7 +314,7 @@ def test_the_loop_as_a_process_counts_each_step_before_it_takes_it(tmp_path, fak
     config = write_config(tmp_path / "c.json", config_for(
         "reboot", state=tmp_path / "s.json", api=fake.config(),
         sizes_url=metadata.url + scale_down.KEY))
-    for path, text in remediation.loop_files(str(tmp_path / "program")).items():
+    for path, text in remediation.programs(str(tmp_path / "program")).items():
         Path(path).parent.mkdir(parents=True, exist_ok=True)
         Path(path).write_text(text)
     argv = [sys.executable, str(tmp_path / "program" / "remediate.py"), "--config",

@@ -7,7 +7,7 @@ import subprocess
 from pathlib import Path
 
 from clusterprint.blueprint.validate import check_text, load_checked
-from clusterprint.node import common, remediate, scale_down
+from clusterprint.node import common, host_events, remediate, scale_down
 from clusterprint.render import remediation, rendered_files
 from tests.support.paths import STDLIB_ONLY, blueprint_path
 from tests.support.remediation_cluster import blueprint
@@ -22,21 +22,26 @@ def test_render_ships_the_package_program_itself_with_common_beside_it():
     assert files["scripts/remediate.py"] == Path(remediate.__file__).read_text()
     assert files["scripts/common.py"] == Path(common.__file__).read_text()
     assert files["scripts/scale_down.py"] == Path(scale_down.__file__).read_text()
+    assert files["scripts/host_events.py"] == Path(host_events.__file__).read_text()
 
 
 def test_the_controller_installs_the_program_and_common_in_one_folder():
     script = files_of("a4")["scripts/controller.sh"]
     assert "install_text /etc/slurm/clusterprint/remediate.py 0755 <<" in script
     assert "install_text /etc/slurm/clusterprint/common.py 0644 <<" in script
-    # A new common.py restarts the loop as a new program does.
+    assert "install_text /etc/slurm/clusterprint/host_events.py 0644 <<" in script
     assert "install_text /etc/slurm/clusterprint/scale_down.py 0644 <<" in script
+    # A new common.py, host_events.py or scale_down.py restarts the loop as a new program does.
     assert ("start_unit clusterprint-remediate.service /etc/slurm/clusterprint/remediate.py "
-            "/etc/slurm/clusterprint/common.py /etc/slurm/clusterprint/scale_down.py") in script
+            "/etc/slurm/clusterprint/common.py /etc/slurm/clusterprint/host_events.py "
+            "/etc/slurm/clusterprint/scale_down.py") in script
 
 
 def test_the_rendered_program_runs_from_its_folder(tmp_path):
-    """On the controller it imports common.py beside it: no package (-S: no site-packages)."""
-    for name in ("remediate.py", "common.py", "scale_down.py", "remediate.json"):
+    """On the controller it imports common.py, host_events.py and scale_down.py beside it:
+    no package (-S: no site-packages)."""
+    for name in ("remediate.py", "host_events.py", "scale_down.py", "common.py",
+                 "remediate.json"):
         (tmp_path / name).write_text(files_of("a4")[f"scripts/{name}"])
     done = subprocess.run([*STDLIB_ONLY, str(tmp_path / "remediate.py"), "--config",
                            str(tmp_path / "remediate.json"), "--reset", "nowhere"],
@@ -50,9 +55,9 @@ def test_the_config_names_every_nodeset_its_vms_size_and_the_policy():
     assert config["max_share_per_hour"] == 0.1
     assert config["nodesets"] == {
         "a4": {"base_instance_name": "a4-a4", "nodes": 4, "on_failure": "drain",
-               "report_faulty_host": False},
+               "report_faulty_host": False, "maintenance_reservations": True},
         "a4spot": {"base_instance_name": "a4-a4spot", "nodes": 8, "on_failure": "drain",
-                   "report_faulty_host": False}}
+                   "report_faulty_host": False, "maintenance_reservations": True}}
     # The program reads what render writes, and the defaults are the program's.
     loaded = remediate.Config.from_json(config)
     assert loaded.state_file == remediation.STATE

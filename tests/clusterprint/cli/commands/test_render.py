@@ -33,6 +33,7 @@ def test_writes_configs_one_script_per_role_and_the_gpu_partitions_jobs(tmp_path
                                "scripts/compute-a4.sh", "scripts/compute-a4spot.sh",
                                "scripts/controller.sh", "scripts/healthcheck-a4.json",
                                "scripts/healthcheck-a4spot.json", "scripts/healthcheck.py",
+                               "scripts/host_events.py",
                                "scripts/login.sh", "scripts/nccl_blocks.py",
                                "scripts/remediate.json",
                                "scripts/remediate.py", "scripts/scale_down.py",
