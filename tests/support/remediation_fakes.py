@@ -14,7 +14,7 @@ import os
 import sys
 from pathlib import Path
 
-from clusterprint.node import remediate
+from clusterprint.node import common, remediate
 
 ECC = "cp:gpu-ecc: 3 uncorrected errors on GPU 5"
 START = "2026-12-01T10:31:52"
@@ -106,3 +106,17 @@ def fake_scontrol(folder: Path) -> dict[str, str]:
 def scontrol_log(folder: Path) -> list[list[str]]:
     log = folder / "scontrol.log"
     return [json.loads(line) for line in log.read_text().splitlines()] if log.exists() else []
+
+
+class Journal(common.Log):
+    """The loop's log lines, kept as objects."""
+
+    def __init__(self) -> None:
+        super().__init__("remediate")
+        self.entries: list[dict] = []
+
+    def __call__(self, message: str, severity: str = "INFO", **fields: object) -> None:
+        self.entries.append({"message": message, "severity": severity, **fields})
+
+    def severities(self, severity: str) -> list[str]:
+        return [e["message"] for e in self.entries if e["severity"] == severity]

@@ -31,6 +31,7 @@ from tests.support.remediation_fakes import (
     STAMP,
     START,
     FakeSlurm,
+    Journal,
     config_for,
     fake_scontrol,
     node_line,
@@ -334,18 +335,6 @@ def compute_of(config: remediate.Config) -> common.Compute:
     return common.Compute("p", "z", config.api, config.token_url, config.http_timeout_s)
 
 
-class Journal(common.Log):
-    """The loop's log lines, kept as objects."""
-
-    def __init__(self) -> None:
-        super().__init__("remediate")
-        self.entries: list[dict] = []
-
-    def __call__(self, message: str, severity: str = "INFO", **fields: object) -> None:
-        self.entries.append({"message": message, "severity": severity, **fields})
-
-    def severities(self, severity: str) -> list[str]:
-        return [e["message"] for e in self.entries if e["severity"] == severity]
 
 
 def remediator(config, slurm, now, log=None):

@@ -23,6 +23,7 @@ from tests.support.compute_fake import FakeCompute
 from tests.support.metadata_fake import FakeMetadata
 from tests.support.remediation_fakes import (
     FakeSlurm,
+    Journal,
     config_for,
     fake_scontrol,
     node_line,
@@ -268,8 +269,6 @@ def test_the_loop_drains_then_deletes_exactly_the_surplus_and_never_remediates_i
 
 
 def test_no_counts_to_read_means_nothing_resized_said_once(tmp_path, fake, metadata):
-    from tests.clusterprint.node.test_remediate import Journal
-
     slurm = FakeSlurm([node_line(vm(1), IDLE, ""), node_line(vm(2), IDLE, "")])
     remediator = loop(tmp_path, fake, metadata, slurm)
     log = remediator.scale_down.log = Journal()
