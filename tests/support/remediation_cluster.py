@@ -3,6 +3,9 @@
 The loop runs in the test process one pass at a time, on the rendered config, with the
 test's clock; the RebootProgram is the rendered wrapper's command line, run by slurmctld
 itself. Node names are VM names (``a4-a4-0001``): the fake group lists them.
+
+Started inside ``cluster_namespace()`` (tests/support/netns.py) with its ``NodeNetworks``,
+each node's slurmd runs in a network namespace of its own, so several run at once.
 """
 
 from __future__ import annotations
@@ -17,6 +20,7 @@ from clusterprint.node import common, remediate
 from clusterprint.render import remediation
 from tests.support.compute_fake import FakeCompute
 from tests.support.local_slurm import Daemon, LocalSlurm, wait_until
+from tests.support.netns import CONTROLLER_ADDRESS, NodeNetworks
 from tests.support.paths import BLUEPRINTS
 
 NODESET = "a4"
@@ -41,8 +45,10 @@ def blueprint(on_failure: str, share: float = 0.1, reservation_bound: bool = Fal
 class Remediation:
     """slurmctld, dynamic nodes of nodeset a4, the fake API and the loop, on one clock."""
 
-    def __init__(self, cluster: LocalSlurm, fake: FakeCompute, state_dir: Path) -> None:
+    def __init__(self, cluster: LocalSlurm, fake: FakeCompute, state_dir: Path,
+                 networks: NodeNetworks | None = None) -> None:
         self.cluster, self.fake, self.now = cluster, fake, 1_000_000.0
+        self.networks = networks
         rendered = json.loads(cluster.files["scripts/remediate.json"])
         # Only where it runs changes: the state file, the API's and the token's address.
         self.config_path = cluster.root / "remediate.json"
@@ -53,13 +59,16 @@ class Remediation:
         self.slurmd: dict[str, Daemon] = {}
 
     @classmethod
-    def start(cls, local_slurm, tmp_path: Path, blueprint: Blueprint) -> Remediation:
+    def start(cls, local_slurm, tmp_path: Path, blueprint: Blueprint,
+              networks: NodeNetworks | None = None) -> Remediation:
+        """``networks``: the test runs inside ``cluster_namespace()``; each slurmd gets a
+        namespace of its own and reaches slurmctld at the bridge's address."""
         cluster = local_slurm(blueprint, start=False)
         groups = {f"{blueprint.name}-nodeset-{n.name}-group-5e1f2a9": (
             f"{blueprint.name}-{n.name}", {}) for n in blueprint.slurm.nodesets}
         assert GROUP in groups
         fake = FakeCompute(PROJECT, ZONE, groups=groups)
-        setup = cls(cluster, fake, tmp_path)
+        setup = cls(cluster, fake, tmp_path, networks)
         # The rendered program with the rendered common.py beside it, as on the controller.
         for name in ("remediate.py", "host_events.py", "scale_down.py", "common.py"):
             (cluster.root / name).write_text(cluster.files[f"scripts/{name}"])
@@ -73,7 +82,12 @@ class Remediation:
         conf = cluster.conf.read_text()
         line = f"RebootProgram={remediation.REBOOT_PROGRAM}"
         assert line in conf.splitlines()
-        cluster.conf.write_text(conf.replace(line, f"RebootProgram={wrapper}"))
+        conf = conf.replace(line, f"RebootProgram={wrapper}")
+        if networks is not None:
+            assert "\nSlurmctldHost=localhost\n" in conf
+            conf = conf.replace("\nSlurmctldHost=localhost\n",
+                                f"\nSlurmctldHost=localhost({CONTROLLER_ADDRESS})\n")
+        cluster.conf.write_text(conf)
         cluster.start_controller()
         return setup
 
@@ -92,11 +106,34 @@ class Remediation:
 
     def add_vm(self, name: str, keep_running: bool = False) -> None:
         """A VM of the group whose slurmd registered; stopped unless ``keep_running``
-        (dynamic nodes share SlurmdPort: one slurmd runs at a time)."""
+        (dynamic nodes share SlurmdPort: one slurmd runs at a time), always running in a
+        namespace of its own (``networks``)."""
         self.fake.groups[GROUP][1][name] = "RUNNING"
+        if self.networks is not None:
+            self.slurmd[name] = self.start_in_namespace(name)
+            return
         self.slurmd[name] = self.cluster.start_node(name, self.node_conf, 8)
         if not keep_running:
             self.slurmd[name].stop()
+
+    def start_in_namespace(self, name: str) -> Daemon:
+        """The node's slurmd in its own network namespace (as on its own VM), until idle."""
+        cluster = self.cluster
+        (cluster.root / f"spool-{name}").mkdir(exist_ok=True)
+        node_conf = cluster.placed(self.node_conf)
+        slurmd = Daemon([*self.networks.enter(name), *cluster.command(
+            "slurmd", "-D", "-Z", "-f", str(cluster.conf), "-N", name, "--conf", node_conf,
+            gpus=cluster.fake_gpus(8, node_conf))], cluster.root / f"slurmd-{name}.log",
+            cluster.env)
+        cluster.daemons.append(slurmd)
+        wait_until(lambda: slurmd.running() and cluster.node_state(name) == "idle",
+                   f"node {name} registering idle", slurmd.log)
+        return slurmd
+
+    def halt(self, name: str) -> None:
+        """The VM is gone: its slurmd stops."""
+        if name in self.slurmd:
+            self.slurmd.pop(name).stop()
 
     def restart_slurmd(self, name: str, *flags: str) -> None:
         """The node's slurmd again, as on a rebooted or recreated VM (``-b``: report a
