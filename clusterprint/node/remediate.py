@@ -50,7 +50,6 @@ from __future__ import annotations
 
 import argparse
 import copy
-import json
 import math
 import os
 import sys
@@ -302,8 +301,8 @@ RECORDS = {"Reading": Reading, "NodesetPolicy": NodesetPolicy, "Track": Track,
            "Returned": Returned, "Protection": Protection}
 
 
-class BadState(Exception):
-    """The state file exists and cannot be used: the message says why."""
+#: The state file exists and cannot be used (common.py, shared with scale-down).
+BadState = common.BadState
 
 
 @dataclass
@@ -322,21 +321,12 @@ class State(Record):
     def load(cls, path: str) -> State:
         """The saved state; an empty one when there is none; BadState when the file is
         unreadable, not JSON, or not the shape this program writes."""
-        try:
-            data = Path(path).read_bytes()
-        except FileNotFoundError:
-            return cls()
-        except OSError as exc:
-            raise BadState(exc.strerror or str(exc)) from None
-        try:
-            return typed(cls, common.load_json(data, "the state"), "the state")
-        except common.BadJSON as exc:
-            raise BadState(str(exc)) from None
+        state = common.load_state(path, lambda raw: typed(cls, raw, "the state"))
+        return cls() if state is None else state
 
     def save(self, path: str) -> None:
-        """Whole or not at all (common.atomic_write)."""
-        common.atomic_write(path, json.dumps(asdict(self), indent=1, sort_keys=True) + "\n",
-                            0o600)
+        """Whole or not at all (common.save_state)."""
+        common.save_state(path, self)
 
 
 def unreadable_state(config: Config, why: str, now: Reading, spare: str = "") -> State:
@@ -389,29 +379,15 @@ class Recreate:
 
 
 @dataclass(frozen=True)
-class SetState:
-    """``scontrol update nodename=... state=... [reason=...]``."""
-
-    node: str
-    state: str
-    reason: str = ""
-
-
-@dataclass(frozen=True)
 class Delete:
     """``scontrol delete nodename=...``: a dynamic node whose VM is gone."""
 
     node: str
 
 
-@dataclass(frozen=True)
-class Note:
-    """One log line."""
-
-    message: str
-    severity: str = "INFO"
-    fields: dict = field(default_factory=dict)
-
+#: A node's state and reason, and one log line: shared with scale-down (common.py).
+SetState = common.SetState
+Note = common.Note
 
 Action = Reboot | Reset | Report | Recreate | SetState | Delete | Note
 
@@ -681,8 +657,7 @@ class Slurm:
                   ",".join(nodes)])
 
     def set_state(self, nodes: list[str], state: str, reason: str = "") -> None:
-        self.run(["scontrol", "update", f"nodename={','.join(nodes)}", f"state={state}"]
-                 + ([f"reason={reason}"] if reason else []))
+        self.run(SetState(nodes[0], state, reason).argv(nodes))
 
     def delete(self, nodes: list[str]) -> None:
         self.run(["scontrol", "delete", f"nodename={','.join(nodes)}"])

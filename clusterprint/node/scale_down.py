@@ -47,9 +47,8 @@ does nothing (and says why, once).
 from __future__ import annotations
 
 import hashlib
-import json
 from collections.abc import Callable
-from dataclasses import asdict, dataclass, field, fields, replace
+from dataclasses import dataclass, field, fields, replace
 from pathlib import Path
 
 if __package__:
@@ -124,8 +123,8 @@ class Claim:
     since: float
 
 
-class BadState(Exception):
-    """The state file exists and cannot be used: the message says why."""
+#: The state file exists and cannot be used (common.py, as the remediation loop's).
+BadState = common.BadState
 
 
 @dataclass
@@ -154,20 +153,11 @@ class State:
     def load(cls, path: str) -> State:
         """The saved state; an empty one when there is none; BadState when it is unreadable,
         not JSON, or not the shape this program writes."""
-        try:
-            data = Path(path).read_bytes()
-        except FileNotFoundError:
-            return cls()
-        except OSError as exc:
-            raise BadState(exc.strerror or str(exc)) from None
-        try:
-            return cls.from_json(common.load_json(data, "the state"))
-        except common.BadJSON as exc:
-            raise BadState(str(exc)) from None
+        state = common.load_state(path, cls.from_json)
+        return cls() if state is None else state
 
     def save(self, path: str) -> None:
-        common.atomic_write(path, json.dumps(asdict(self), indent=1, sort_keys=True) + "\n",
-                            0o600)
+        common.save_state(path, self)
 
     def of(self, table: str, nodeset: str) -> dict[str, Claim]:
         return {name: c for name, c in getattr(self, table).items() if c.nodeset == nodeset}
@@ -189,35 +179,19 @@ def state_path(remediation_state: str) -> str:
 
 # --- Decisions ------------------------------------------------------------------------------
 
-@dataclass(frozen=True)
-class Drain:
-    """``scontrol update nodename=... state=drain reason=...``."""
-
-    node: str
-    reason: str
-
-
-@dataclass(frozen=True)
-class Release:
-    """A node drained for scale-down given back: ``state=resume`` where ``reason`` is
-    empty, else drained with its other reasons only."""
-
-    node: str
-    reason: str = ""
+#: ``scontrol update``: a node drained (``cp:scale-down`` added to its reasons) or given
+#: back (resumed, or drained with its other reasons only); one log line. The remediation
+#: loop takes the same two kinds (common.py).
+SetState = common.SetState
+Note = common.Note
 
 
 @dataclass(frozen=True)
-class DeleteVMs:
-    """``deleteInstances`` of these VMs, by name, in their group."""
+class VMCall:
+    """``createInstances`` or ``deleteInstances`` (``verb``: common.Compute's ``create`` or
+    ``delete``) of these VMs, by name, in their group."""
 
-    group: str
-    names: tuple[str, ...]
-
-
-@dataclass(frozen=True)
-class CreateVMs:
-    """``createInstances`` of VMs of these names in the group."""
-
+    verb: str
     group: str
     names: tuple[str, ...]
 
@@ -229,14 +203,7 @@ class DeleteNodes:
     names: tuple[str, ...]
 
 
-@dataclass(frozen=True)
-class Note:
-    message: str
-    severity: str = "INFO"
-    fields: dict = field(default_factory=dict)
-
-
-Action = Drain | Release | DeleteVMs | CreateVMs | DeleteNodes | Note
+Action = SetState | VMCall | DeleteNodes | Note
 
 #: A nodeset's groups as the API listed them: group name -> {VM name: its status}, every
 #: group, empty ones too.
@@ -289,6 +256,12 @@ def without_mark(reason: str) -> str:
     """The node's other reasons, this program's taken out."""
     return common.SEPARATOR.join(p for p in reason.split(common.SEPARATOR)
                                  if p and not p.startswith(REASON))
+
+
+def released(node: str, others: str) -> SetState:
+    """A node drained for scale-down given back: resumed where this program's reason was
+    its only one, else drained with its other reasons only."""
+    return SetState(node, "drain", others) if others else SetState(node, "resume")
 
 
 def drain_reason(node: common.SlurmNode, note: str) -> str:
@@ -375,7 +348,7 @@ class _Nodeset:
             if vm in self.vms:
                 if self.now - claim.since >= DELETE_RETRY_S:
                     self.state.deleting[vm] = replace(claim, since=self.now)
-                    self.actions.append(DeleteVMs(claim.group, (vm,)))
+                    self.actions.append(VMCall("delete", claim.group, (vm,)))
                     self.note(f"{vm} is still listed {DELETE_RETRY_S}s after its deletion: "
                               "asked again", "WARNING", node=vm, action="delete-vm")
             elif vm in self.nodes:
@@ -411,7 +384,7 @@ class _Nodeset:
             self.state.draining[vm] = Claim(self.name, self.vms[vm][0], self.now)
             node = self.nodes.get(vm)
             if node is not None and not marked(node):
-                self.actions.append(Drain(vm, drain_reason(
+                self.actions.append(SetState(vm, "drain", drain_reason(
                     node, f"nodeset {self.name} is down to {self.desired} nodes")))
         if chosen:
             self.note(f"nodeset {self.name}: {len(self.vms)} VMs for {self.desired} nodes: "
@@ -426,7 +399,7 @@ class _Nodeset:
             del self.state.draining[vm]
             node = self.nodes.get(vm)
             if node is not None and marked(node):
-                self.actions.append(Release(vm, without_mark(node.reason)))
+                self.actions.append(released(vm, without_mark(node.reason)))
         if order[:count]:
             self.note(f"nodeset {self.name}: back up to {self.desired} nodes: "
                       f"{','.join(order[:count])} kept", action="release",
@@ -447,7 +420,7 @@ class _Nodeset:
                 continue
             for vm in batch:
                 self.state.creating[vm] = Claim(self.name, group, self.now)
-            self.actions.append(CreateVMs(group, batch))
+            self.actions.append(VMCall("create", group, batch))
             self.note(f"nodeset {self.name}: {len(self.vms)} VMs for {self.desired} nodes: "
                       f"creating {','.join(batch)} in {group}", action="create",
                       nodes=",".join(batch))
@@ -459,7 +432,8 @@ class _Nodeset:
         """The drained VMs with no job left: deleted, exactly those. A node this pass only
         now asked Slurm to drain waits for the next, so that Slurm holds it drained (and
         shows it without a job) before its VM goes; a VM with no Slurm node goes at once."""
-        just_drained = {a.node for a in self.actions if isinstance(a, Drain)}
+        just_drained = {a.node for a in self.actions
+                        if isinstance(a, SetState) and a.state == "drain"}
         by_group: dict[str, list[str]] = {}
         for vm, claim in sorted(self.state.of("draining", self.name).items()):
             if vm in just_drained or not ready(self.nodes.get(vm)):
@@ -468,7 +442,7 @@ class _Nodeset:
             self.state.deleting[vm] = replace(claim, since=self.now)
             by_group.setdefault(claim.group, []).append(vm)
         for group, vms in by_group.items():
-            self.actions.append(DeleteVMs(group, tuple(vms)))
+            self.actions.append(VMCall("delete", group, tuple(vms)))
             self.note(f"deleting {','.join(vms)} from {group}: drained for scale-down, no job "
                       "left", action="delete-vm", nodes=",".join(vms))
 
@@ -493,19 +467,14 @@ def apply(actions: list[Action], run: Run, compute: common.Compute,
         try:
             if isinstance(action, Note):
                 log(action.message, action.severity, **action.fields)
-            elif isinstance(action, Drain):
-                run(["scontrol", "update", f"nodename={action.node}", "state=drain",
-                     f"reason={action.reason}"])
-            elif isinstance(action, Release):
-                run(["scontrol", "update", f"nodename={action.node}"]
-                    + (["state=drain", f"reason={action.reason}"] if action.reason
-                       else ["state=resume"]))
+            elif isinstance(action, SetState):
+                run(action.argv())
             elif isinstance(action, DeleteNodes):
                 for start in range(0, len(action.names), BATCH_MAX):
                     run(["scontrol", "delete",
                          f"nodename={','.join(action.names[start:start + BATCH_MAX])}"])
             else:
-                call = compute.delete if isinstance(action, DeleteVMs) else compute.create
+                call = getattr(compute, action.verb)
                 for start in range(0, len(action.names), BATCH_MAX):
                     part = list(action.names[start:start + BATCH_MAX])
                     try:

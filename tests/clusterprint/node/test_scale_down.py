@@ -19,17 +19,10 @@ from clusterprint.contract import node_metadata
 from clusterprint.facts import catalog
 from clusterprint.node import common, remediate, scale_down
 from clusterprint.render import remediation
+from tests.support import remediation_fakes as fakes
 from tests.support.compute_fake import FakeCompute
 from tests.support.metadata_fake import FakeMetadata
-from tests.support.remediation_fakes import (
-    FakeSlurm,
-    Journal,
-    config_for,
-    fake_scontrol,
-    node_line,
-    scontrol_log,
-    write_config,
-)
+from tests.support.remediation_fakes import FakeSlurm, node_line
 
 GROUP = "c-nodeset-a4-group-5e1f2a9"
 T0 = 1_000_000.0
@@ -83,8 +76,8 @@ def test_the_surplus_goes_in_order_unregistered_out_of_service_idle_then_the_lea
     order = []
     for desired in range(5, -1, -1):
         actions, _ = decide(nodes, listing(1, 2, 3, 4, 5, 6), desired)
-        picked = sorted(set(a.node for a in acts(actions) if isinstance(a, scale_down.Drain))
-                        | {n for a in acts(actions) if isinstance(a, scale_down.DeleteVMs)
+        picked = sorted({a.node for a in acts(actions) if isinstance(a, scale_down.SetState)}
+                        | {n for a in acts(actions) if isinstance(a, scale_down.VMCall)
                            for n in a.names})
         order.append([n for n in picked if n not in sum(order, [])])
     # 0001 has no Slurm node (its VM still boots): deleted at once, nothing to drain.
@@ -93,13 +86,13 @@ def test_the_surplus_goes_in_order_unregistered_out_of_service_idle_then_the_lea
 
 def test_an_idle_node_is_drained_then_deleted_and_its_slurm_node_goes_with_its_vm():
     actions, state = decide([node(1), node(2)], listing(1, 2), 1)
-    assert acts(actions) == [scale_down.Drain(
-        vm(1), "cp:scale-down: nodeset a4 is down to 1 nodes")]
+    assert acts(actions) == [scale_down.SetState(
+        vm(1), "drain", "cp:scale-down: nodeset a4 is down to 1 nodes")]
     assert set(state.draining) == {vm(1)}
     # Next pass: Slurm holds it drained, no job: exactly its VM is deleted.
     drained = node(1, DRAINED, "cp:scale-down: nodeset a4 is down to 1 nodes")
     actions, state = decide([drained, node(2)], listing(1, 2), 1, state, T0 + 60)
-    assert acts(actions) == [scale_down.DeleteVMs(GROUP, (vm(1),))]
+    assert acts(actions) == [scale_down.VMCall("delete", GROUP, (vm(1),))]
     assert set(state.deleting) == {vm(1)} and not state.draining
     # The group still lists it while it is deleted: not counted, nothing more goes.
     actions, state = decide([drained, node(2)], listing(1, 2), 1, state, T0 + 120)
@@ -114,20 +107,20 @@ def test_an_idle_node_is_drained_then_deleted_and_its_slurm_node_goes_with_its_v
 def test_a_busy_node_is_drained_and_its_vm_waits_for_its_jobs_to_end():
     reason = "cp:scale-down: nodeset a4 is down to 0 nodes"
     actions, state = decide([node(1, ALLOCATED)], listing(1), 0)
-    assert acts(actions) == [scale_down.Drain(vm(1), reason)]
+    assert acts(actions) == [scale_down.SetState(vm(1), "drain", reason)]
     for state_now in ("ALLOCATED+DRAIN+DYNAMIC_NORM", "MIXED+DRAIN+DYNAMIC_NORM",
                       "COMPLETING+DRAIN+DYNAMIC_NORM"):
         actions, state = decide([node(1, state_now, reason)], listing(1), 0, state, T0 + 60)
         assert acts(actions) == [], f"deleted while {state_now}"
     actions, state = decide([node(1, DRAINED, reason)], listing(1), 0, state, T0 + 120)
-    assert acts(actions) == [scale_down.DeleteVMs(GROUP, (vm(1),))]
+    assert acts(actions) == [scale_down.VMCall("delete", GROUP, (vm(1),))]
 
 
 def test_a_node_the_health_check_drained_keeps_its_reason_and_is_the_first_to_go():
     ecc = "cp:gpu-ecc: 3 uncorrected errors on GPU 5"
     actions, _ = decide([node(1), node(2, DRAINED, ecc)], listing(1, 2), 1)
-    assert acts(actions) == [scale_down.Drain(
-        vm(2), f"{ecc}; cp:scale-down: nodeset a4 is down to 1 nodes")]
+    assert acts(actions) == [scale_down.SetState(
+        vm(2), "drain", f"{ecc}; cp:scale-down: nodeset a4 is down to 1 nodes")]
 
 
 def test_a_reason_written_over_by_the_health_check_keeps_the_node_scale_down_s():
@@ -136,7 +129,7 @@ def test_a_reason_written_over_by_the_health_check_keeps_the_node_scale_down_s()
     failed = node(1, DRAINED, "cp:gpu-xid: Xid 79 on GPU 2")
     assert scale_down.claimed([failed], state) == {vm(1)}
     actions, _ = decide([failed], listing(1), 0, state, T0 + 60)
-    assert acts(actions) == [scale_down.DeleteVMs(GROUP, (vm(1),))]
+    assert acts(actions) == [scale_down.VMCall("delete", GROUP, (vm(1),))]
 
 
 def test_a_raised_count_gives_back_the_busiest_drained_nodes_first():
@@ -149,17 +142,18 @@ def test_a_raised_count_gives_back_the_busiest_drained_nodes_first():
                node(2, "ALLOCATED+DRAIN+DYNAMIC_NORM", reason), node(3, ALLOCATED)]
     actions, state = decide(drained, listing(1, 2, 3), 2, state, T0 + 60)
     # 0002 (a whole node in use) back to work; 0001 keeps draining.
-    assert acts(actions) == [scale_down.Release(vm(2))] and set(state.draining) == {vm(1)}
+    assert acts(actions) == [scale_down.SetState(vm(2), "resume")]
+    assert set(state.draining) == {vm(1)}
     drained[1] = node(2, ALLOCATED)  # resumed, as Slurm shows it now
     actions, state = decide(drained, listing(1, 2, 3), 3, state, T0 + 120)
     # The health check's reason stays: only scale-down's own is taken off.
-    assert acts(actions) == [scale_down.Release(vm(1), ecc)] and not state.draining
+    assert acts(actions) == [scale_down.SetState(vm(1), "drain", ecc)] and not state.draining
 
 
 def test_a_missing_count_creates_vms_once_and_counts_them_until_the_group_lists_them():
     actions, state = decide([node(1)], listing(1), 3)
     (create,) = acts(actions)
-    assert isinstance(create, scale_down.CreateVMs) and create.group == GROUP
+    assert create.verb == "create" and create.group == GROUP
     assert len(create.names) == 2 and all(n.startswith("c-a4-") and len(n) == 9
                                           for n in create.names)
     assert set(state.creating) == set(create.names)
@@ -173,7 +167,7 @@ def test_a_missing_count_creates_vms_once_and_counts_them_until_the_group_lists_
     # Never listed within CREATE_GRACE_S: asked for again.
     _, state = decide([node(1)], listing(1), 3)
     actions, _ = decide([node(1)], listing(1), 3, state, T0 + scale_down.CREATE_GRACE_S)
-    assert [type(a) for a in acts(actions)] == [scale_down.CreateVMs]
+    assert [getattr(a, "verb", "") for a in acts(actions)] == ["create"]
 
 
 def test_vms_are_created_in_the_groups_with_room():
@@ -203,9 +197,9 @@ def test_a_marked_node_the_state_forgot_is_taken_up_again():
     marked = node(1, DRAINED, reason)
     assert scale_down.claimed([marked], scale_down.State()) == {vm(1)}
     actions, _ = decide([marked], listing(1), 0)
-    assert acts(actions) == [scale_down.DeleteVMs(GROUP, (vm(1),))]
+    assert acts(actions) == [scale_down.VMCall("delete", GROUP, (vm(1),))]
     actions, _ = decide([marked], listing(1), 1)
-    assert acts(actions) == [scale_down.Release(vm(1))]
+    assert acts(actions) == [scale_down.SetState(vm(1), "resume")]
 
 
 def test_a_vm_still_listed_long_after_its_deletion_is_asked_again():
@@ -213,7 +207,7 @@ def test_a_vm_still_listed_long_after_its_deletion_is_asked_again():
     actions, _ = decide([], listing(1), 0, state, T0 + 60)
     assert acts(actions) == []
     actions, _ = decide([], listing(1), 0, state, T0 + scale_down.DELETE_RETRY_S)
-    assert acts(actions) == [scale_down.DeleteVMs(GROUP, (vm(1),))]
+    assert acts(actions) == [scale_down.VMCall("delete", GROUP, (vm(1),))]
 
 
 def test_a_refused_delete_drains_on_and_a_refused_create_is_not_counted():
@@ -240,7 +234,7 @@ def metadata():
 
 
 def loop(tmp_path, fake, metadata, slurm, on_failure="reboot"):
-    config = config_for(on_failure, state=tmp_path / "state.json", api=fake.config(),
+    config = fakes.config_for(on_failure, state=tmp_path / "state.json", api=fake.config(),
                         sizes_url=metadata.url + scale_down.KEY)
     compute = common.Compute("p", "z", config.api, config.token_url, config.http_timeout_s)
     return remediate.Remediator(config, slurm, compute,
@@ -271,7 +265,7 @@ def test_the_loop_drains_then_deletes_exactly_the_surplus_and_never_remediates_i
 def test_no_counts_to_read_means_nothing_resized_said_once(tmp_path, fake, metadata):
     slurm = FakeSlurm([node_line(vm(1), IDLE, ""), node_line(vm(2), IDLE, "")])
     remediator = loop(tmp_path, fake, metadata, slurm)
-    log = remediator.scale_down.log = Journal()
+    log = remediator.scale_down.log = fakes.Journal()
     for value in (None, None, "{not json", "{not json"):
         if value is not None:
             metadata.set(scale_down.KEY, value)
@@ -307,10 +301,10 @@ def test_a_raised_count_creates_the_missing_vms_in_the_group(tmp_path, fake, met
 def test_the_loop_as_a_process_counts_each_step_before_it_takes_it(tmp_path, fake, metadata):
     """Two processes with --once: the drain, then the delete; a third finds the VM gone."""
     metadata.set(scale_down.KEY, json.dumps({"a4": 1}))
-    env = fake_scontrol(tmp_path)
+    env = fakes.fake_scontrol(tmp_path)
     (tmp_path / "nodes.txt").write_text(node_line(vm(1), IDLE, "") + "\n"
                                         + node_line(vm(2), ALLOCATED, ""))
-    config = write_config(tmp_path / "c.json", config_for(
+    config = fakes.write_config(tmp_path / "c.json", fakes.config_for(
         "reboot", state=tmp_path / "s.json", api=fake.config(),
         sizes_url=metadata.url + scale_down.KEY))
     for path, text in remediation.programs(str(tmp_path / "program")).items():
@@ -321,7 +315,7 @@ def test_the_loop_as_a_process_counts_each_step_before_it_takes_it(tmp_path, fak
     done = subprocess.run(argv, env=env, capture_output=True, text=True, timeout=60)
     assert done.returncode == 0, done.stderr
     reason = "cp:scale-down: nodeset a4 is down to 1 nodes"
-    assert scontrol_log(tmp_path) == [["scontrol", "update", f"nodename={vm(1)}",
+    assert fakes.scontrol_log(tmp_path) == [["scontrol", "update", f"nodename={vm(1)}",
                                        "state=drain", f"reason={reason}"]]
     saved = json.loads((tmp_path / scale_down.STATE_NAME).read_text())
     assert set(saved["draining"]) == {vm(1)}
@@ -331,6 +325,6 @@ def test_the_loop_as_a_process_counts_each_step_before_it_takes_it(tmp_path, fak
         done = subprocess.run(argv, env=env, capture_output=True, text=True, timeout=60)
         assert done.returncode == 0, done.stderr
     assert [c.body["instances"] for c in fake.verbs("deleteInstances")] == [[vm(1)]]
-    assert scontrol_log(tmp_path)[1:] == [["scontrol", "delete", f"nodename={vm(1)}"]]
+    assert fakes.scontrol_log(tmp_path)[1:] == [["scontrol", "delete", f"nodename={vm(1)}"]]
     # No traceback, and each line is one JSON log entry.
     assert all(line.startswith("<") for line in done.stderr.splitlines())
