@@ -31,7 +31,7 @@ import urllib.error
 import urllib.parse
 import urllib.request
 from collections.abc import Callable, Iterator, Mapping
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass, field
 from pathlib import Path
 
 #: Every reason the health check gives starts so: the remediation loop acts only on those.
@@ -175,32 +175,6 @@ def expect(value: object, kind: type | tuple[type, ...], what: str) -> object:
 
 
 # --- Files -------------------------------------------------------------------------------
-
-class BadState(Exception):
-    """A loop's state file exists and cannot be used: the message says why."""
-
-
-def load_state(path: str | os.PathLike, parse: Callable[[object], object]) -> object | None:
-    """A loop's saved state (a dataclass written by ``save_state``) as ``parse`` makes it of
-    the file's JSON; None when there is none; BadState when the file is unreadable, not
-    JSON, or not the shape ``parse`` takes (it raises BadJSON). The remediation loop and
-    scale-down each keep one, so that an action is counted before it is taken."""
-    try:
-        data = Path(path).read_bytes()
-    except FileNotFoundError:
-        return None
-    except OSError as exc:
-        raise BadState(exc.strerror or str(exc)) from None
-    try:
-        return parse(load_json(data, "the state"))
-    except BadJSON as exc:
-        raise BadState(str(exc)) from None
-
-
-def save_state(path: str | os.PathLike, state: object) -> None:
-    """A loop's state, whole or not at all (atomic_write), readable by root only."""
-    atomic_write(path, json.dumps(asdict(state), indent=1, sort_keys=True) + "\n", 0o600)
-
 
 def atomic_write(path: str | os.PathLike, data: str | bytes, mode: int = 0o644) -> None:
     """``data`` into ``path`` so that a reader sees the old file or the new one, whole: a
@@ -578,21 +552,6 @@ class Compute:
                   {"disruptionSchedule": "IMMEDIATE",
                    "faultReasons": [{"behavior": behavior,
                                      "description": clip(description)}]})
-
-
-@dataclass(frozen=True)
-class SetState:
-    """``scontrol update nodename=... state=... [reason=...]``: a decision the remediation
-    loop and scale-down both take (drain, resume, down)."""
-
-    node: str
-    state: str
-    reason: str = ""
-
-    def argv(self, nodes: list[str] | None = None) -> list[str]:
-        """The command, for this node or for ``nodes`` that share its state and reason."""
-        return (["scontrol", "update", f"nodename={','.join(nodes or [self.node])}",
-                 f"state={self.state}"] + ([f"reason={self.reason}"] if self.reason else []))
 
 
 @dataclass(frozen=True)

@@ -301,8 +301,8 @@ RECORDS = {"Reading": Reading, "NodesetPolicy": NodesetPolicy, "Track": Track,
            "Returned": Returned, "Protection": Protection}
 
 
-#: The state file exists and cannot be used (common.py, shared with scale-down).
-BadState = common.BadState
+#: The state file exists and cannot be used (scale_down.py: shared with scale-down).
+BadState = scale_down.BadState
 
 
 @dataclass
@@ -321,12 +321,12 @@ class State(Record):
     def load(cls, path: str) -> State:
         """The saved state; an empty one when there is none; BadState when the file is
         unreadable, not JSON, or not the shape this program writes."""
-        state = common.load_state(path, lambda raw: typed(cls, raw, "the state"))
+        state = scale_down.load_state(path, lambda raw: typed(cls, raw, "the state"))
         return cls() if state is None else state
 
     def save(self, path: str) -> None:
-        """Whole or not at all (common.save_state)."""
-        common.save_state(path, self)
+        """Whole or not at all (scale_down.save_state)."""
+        scale_down.save_state(path, self)
 
 
 def unreadable_state(config: Config, why: str, now: Reading, spare: str = "") -> State:
@@ -385,8 +385,9 @@ class Delete:
     node: str
 
 
-#: A node's state and reason, and one log line: shared with scale-down (common.py).
-SetState = common.SetState
+#: A node's state and reason (scale_down.py), and one log line (common.py): the actions
+#: scale-down takes too.
+SetState = scale_down.SetState
 Note = common.Note
 
 Action = Reboot | Reset | Report | Recreate | SetState | Delete | Note

@@ -47,8 +47,9 @@ does nothing (and says why, once).
 from __future__ import annotations
 
 import hashlib
+import json
 from collections.abc import Callable
-from dataclasses import dataclass, field, fields, replace
+from dataclasses import asdict, dataclass, field, fields, replace
 from pathlib import Path
 
 if __package__:
@@ -123,8 +124,46 @@ class Claim:
     since: float
 
 
-#: The state file exists and cannot be used (common.py, as the remediation loop's).
-BadState = common.BadState
+# Shared with the remediation loop, which imports this file: here, not in common.py, which
+# the controller's startup script carries three times, near the 256 KiB metadata limit.
+
+class BadState(Exception):
+    """A loop's state file exists and cannot be used: the message says why."""
+
+
+def load_state(path: str, parse: Callable[[object], object]) -> object | None:
+    """A loop's state as ``parse`` (which raises BadJSON) makes it of the file's JSON; None
+    when there is none; BadState when the file is unreadable, not JSON, or not its shape."""
+    try:
+        data = Path(path).read_bytes()
+    except FileNotFoundError:
+        return None
+    except OSError as exc:
+        raise BadState(exc.strerror or str(exc)) from None
+    try:
+        return parse(common.load_json(data, "the state"))
+    except common.BadJSON as exc:
+        raise BadState(str(exc)) from None
+
+
+def save_state(path: str, state: object) -> None:
+    """A loop's state (a dataclass), whole or not at all, readable by root only."""
+    common.atomic_write(path, json.dumps(asdict(state), indent=1, sort_keys=True) + "\n",
+                        0o600)
+
+
+@dataclass(frozen=True)
+class SetState:
+    """``scontrol update nodename=... state=... [reason=...]``."""
+
+    node: str
+    state: str
+    reason: str = ""
+
+    def argv(self, nodes: list[str] | None = None) -> list[str]:
+        """For this node, or for ``nodes`` of its state and reason."""
+        return (["scontrol", "update", f"nodename={','.join(nodes or [self.node])}",
+                 f"state={self.state}"] + ([f"reason={self.reason}"] if self.reason else []))
 
 
 @dataclass
@@ -153,11 +192,11 @@ class State:
     def load(cls, path: str) -> State:
         """The saved state; an empty one when there is none; BadState when it is unreadable,
         not JSON, or not the shape this program writes."""
-        state = common.load_state(path, cls.from_json)
+        state = load_state(path, cls.from_json)
         return cls() if state is None else state
 
     def save(self, path: str) -> None:
-        common.save_state(path, self)
+        save_state(path, self)
 
     def of(self, table: str, nodeset: str) -> dict[str, Claim]:
         return {name: c for name, c in getattr(self, table).items() if c.nodeset == nodeset}
@@ -179,10 +218,7 @@ def state_path(remediation_state: str) -> str:
 
 # --- Decisions ------------------------------------------------------------------------------
 
-#: ``scontrol update``: a node drained (``cp:scale-down`` added to its reasons) or given
-#: back (resumed, or drained with its other reasons only); one log line. The remediation
-#: loop takes the same two kinds (common.py).
-SetState = common.SetState
+#: One log line (SetState, above: a node drained or given back).
 Note = common.Note
 
 
