@@ -47,9 +47,14 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta, timezone
 
 if __package__:
-    from clusterprint.node import common
-else:  # run as a file: common.py lies beside it
+    from clusterprint.node import common, scale_down
+else:  # run as a file: common.py and scale_down.py lie beside it
     import common
+    import scale_down
+
+#: A node set DOWN (or powered down): the loop's one ``scontrol update`` action, shared with
+#: scale-down and remediation (scale_down.py holds it: see there why not common.py).
+SetState = scale_down.SetState
 
 REASON = f"{common.PREFIX}host-event"
 #: Instance statuses of a VM Compute Engine has stopped or is stopping (Compute v1
@@ -204,15 +209,6 @@ class Watched:
 
 
 @dataclass(frozen=True)
-class MarkDown:
-    """``scontrol update nodename=... state=down|power_down_force reason=...``."""
-
-    node: str
-    state: str
-    reason: str
-
-
-@dataclass(frozen=True)
 class Reserve:
     """``scontrol create reservation`` of ``name`` on the node; ``start`` None: now."""
 
@@ -231,7 +227,7 @@ class Unreserve:
 
 #: One log line (a decision says what it did in the loop's journal).
 Note = common.Note
-Action = MarkDown | Reserve | Unreserve | Note
+Action = SetState | Reserve | Unreserve | Note
 
 
 def note(message: str, severity: str = "INFO", **fields: object) -> Note:
@@ -303,7 +299,7 @@ def decide(nodes: list[common.SlurmNode], listed: dict[str, dict[str, Vm] | None
                 and not node.rebooting):
             reason = event_reason(vm)
             state = "power_down_force" if "CLOUD" in node.state else "down"
-            actions.append(MarkDown(node.name, state, with_reason(node.reason, reason)))
+            actions.append(SetState(node.name, state, with_reason(node.reason, reason)))
             actions.append(note(f"{node.name}: its VM is {vm.status}: {state.upper()} "
                                 f"({reason})", "WARNING", node=node.name, action="host-event",
                                 status=vm.status))
@@ -354,14 +350,14 @@ def apply(actions: list[Action], run: Callable[[list[str]], str], now: float,
     for action in actions:
         if isinstance(action, Note):
             log(action.message, action.severity, **action.fields)
-        elif isinstance(action, MarkDown):
+        elif isinstance(action, SetState):
             marks.setdefault((action.state, action.reason), []).append(action.node)
         elif isinstance(action, Unreserve):
             reservations.append(["scontrol", "delete", f"reservationname={action.name}"])
         else:
             reservations.append(reserve_argv(action, now))
-    downs = [["scontrol", "update", f"nodename={','.join(names)}", f"state={state}",
-              f"reason={reason}"] for (state, reason), names in marks.items()]
+    downs = [SetState(names[0], state, reason).argv(names)
+             for (state, reason), names in marks.items()]
     for argv in downs + reservations:
         try:
             run(argv)

@@ -80,25 +80,25 @@ def vm(status: str = "RUNNING", **kwargs) -> host_events.Vm:
 def test_a_preempted_spot_vm_is_down_in_slurm_with_the_reason():
     for status in ("STOPPING", "TERMINATED"):
         assert decide(nodes(up()), {"a4-a4-0001": vm(status, spot=True)}) == [
-            host_events.MarkDown("a4-a4-0001", "down", "cp:host-event: preempted")]
+            host_events.SetState("a4-a4-0001", "down", "cp:host-event: preempted")]
 
 
 def test_a_vm_compute_engine_stopped_is_down_with_its_status():
     for status in ("STOPPED", "TERMINATED", "SUSPENDED", "SUSPENDING"):
         assert decide(nodes(up()), {"a4-a4-0001": vm(status)}) == [
-            host_events.MarkDown("a4-a4-0001", "down", f"cp:host-event: stopped: {status}")]
+            host_events.SetState("a4-a4-0001", "down", f"cp:host-event: stopped: {status}")]
 
 
 def test_an_operators_drain_reason_is_kept_before_the_event():
     line = node_line("a4-a4-0001", "MIXED+DRAIN+DYNAMIC_NORM", reason="disk swap")
-    assert decide(nodes(line), {"a4-a4-0001": vm("TERMINATED")}) == [host_events.MarkDown(
+    assert decide(nodes(line), {"a4-a4-0001": vm("TERMINATED")}) == [host_events.SetState(
         "a4-a4-0001", "down", "disk swap; cp:host-event: stopped: TERMINATED")]
 
 
 def test_an_elastic_node_is_powered_down_so_its_job_requeues_and_it_can_resume_again():
     line = up("a4-a4-e00001", "ALLOCATED+CLOUD")
     assert decide(nodes(line), {"a4-a4-e00001": host_events.Vm(
-        "a4-a4-e00001", "TERMINATED", spot=True)}) == [host_events.MarkDown(
+        "a4-a4-e00001", "TERMINATED", spot=True)}) == [host_events.SetState(
             "a4-a4-e00001", "power_down_force", "cp:host-event: preempted")]
 
 
