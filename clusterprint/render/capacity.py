@@ -23,7 +23,7 @@ from clusterprint.contract import naming
 from clusterprint.facts import catalog, machines
 from clusterprint.node import capacity
 from clusterprint.render import remediation, topology
-from clusterprint.render.node_programs import program_files
+from clusterprint.render.node_programs import program_files, with_modes
 
 FOLDER = remediation.FOLDER
 PROGRAM = f"{FOLDER}/capacity.py"
@@ -121,6 +121,7 @@ def script_context(blueprint: Blueprint) -> dict[str, object] | None:
     """What scripts/capacity.sh.j2 installs on the controller, None without elastic nodes."""
     if not power_saving(blueprint):
         return None
-    return {"programs": program_files(FOLDER, capacity), "config": config_text(blueprint),
+    return {"programs": with_modes(program_files(FOLDER, capacity), PROGRAM),
+            "config": config_text(blueprint),
             "program": PROGRAM, "config_path": CONFIG, "steps": PROGRAMS,
             "state_dir": STATE_DIR, "unit": UNIT}

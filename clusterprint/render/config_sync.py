@@ -23,7 +23,8 @@ ROLE_FILES = {"controller": ("slurm.conf", "gres.conf", "cgroup.conf", "plugstac
                              "topology.yaml"),
               "login": ("slurm.conf", "plugstack.conf", "topology.yaml")}
 #: The command the nodes run: a link to the program, which lies beside common.py in the
-#: folder script_context is given (node_scripts.MLOPS_LIB); Python resolves the link.
+#: folder script_context is given (node_scripts.MLOPS_LIB on a login node, remediation.FOLDER
+#: on the controller); Python resolves the link.
 PROGRAM = "/usr/local/sbin/clusterprint-config-sync"
 UNIT = "clusterprint-config-sync.service"
 #: The journal tag of the service (its SyslogIdentifier).
@@ -48,7 +49,6 @@ def script_context(role: str, folder: str) -> dict[str, object]:
     and common.py in ``folder`` (the program executable), the command a link to it."""
     files = node_programs.program_files(folder, config_sync, shebang=True)
     program = next(iter(files))
-    return {"files": {path: (text, "0755" if path == program else "0644")
-                      for path, text in files.items()},
-            "program": program, "path": PROGRAM, "unit": UNIT, "log_tag": LOG_TAG,
-            "key": node_metadata.SLURM_CONFIG, "role": role}
+    return {"files": node_programs.with_modes(files, program), "program": program,
+            "path": PROGRAM, "unit": UNIT, "log_tag": LOG_TAG, "key": node_metadata.SLURM_CONFIG,
+            "role": role}

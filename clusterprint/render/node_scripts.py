@@ -54,7 +54,7 @@ MLOPS_HELPERS: dict[str, ModuleType] = {
     mlops_broker.HELPERS["register-model"]: register_model,
 }
 #: Where the helpers' modules live, side by side, for they import the broker's module, and
-#: config-sync beside the shared common.py; the commands are links to them.
+#: on a login node config-sync beside the shared common.py; the commands are links to them.
 MLOPS_LIB = "/usr/local/lib/clusterprint"
 MLOPS_UNIT = "clusterprint-mlops.service"
 
@@ -101,13 +101,17 @@ def render_controller_script(blueprint: Blueprint, slurm_files: dict[str, str]) 
     accounting = blueprint.slurm.accounting
     state = {"device": f"/dev/disk/by-id/google-{node_metadata.STATE_DISK_DEVICE}",
              "mount": STATE_MOUNT, "slurmctld": STATE_SAVE_LOCATION, "datadir": MARIADB_DATADIR}
+    loop = remediation.script_context(blueprint)
+    power = capacity.script_context(blueprint)
+    # config-sync beside the loop and power saving: the three share one common.py.
+    sync = config_sync.script_context("controller", remediation.FOLDER)
+    programs = node_programs.shipped_once(loop["programs"], power["programs"] if power else {},
+                                          sync["files"])
     return render("scripts/controller.sh.j2", files=slurm_files, jwt_key=JWT_KEY,
-                  rest_port=SLURMRESTD_PORT, remediation=remediation.script_context(blueprint),
+                  rest_port=SLURMRESTD_PORT, remediation=loop, programs=programs,
                   state=state, accounting=accounting if accounting.enabled else None,
                   storage_user=STORAGE_USER, database=accounting_database(blueprint),
-                  config_sync=config_sync.script_context("controller", MLOPS_LIB),
-                  blocks=topology.blocks_context(blueprint),
-                  capacity=capacity.script_context(blueprint),
+                  config_sync=sync, blocks=topology.blocks_context(blueprint), capacity=power,
                   **_common(blueprint, "controller",
                             boot_context(controller_parts(blueprint))))
 
@@ -118,10 +122,11 @@ def render_login_script(blueprint: Blueprint, slurm_files: dict[str, str],
     the service that follows it) and the jobs and recipes (``{rendered path: text}``) it
     stages for every user under ``STAGED_ROOT``."""
     staged = {staged_job_path(path): text for path, text in jobs.items()}
+    sync = config_sync.script_context("login", MLOPS_LIB)
     return render("scripts/login.sh.j2", files=slurm_files, jobs=staged, jobs_dir=STAGED_JOBS,
                   recipes_dir=STAGED_RECIPES, staged_folders=(STAGED_JOBS, STAGED_RECIPES),
-                  mlops=mlops_context(blueprint),
-                  config_sync=config_sync.script_context("login", MLOPS_LIB),
+                  mlops=mlops_context(blueprint), config_sync=sync,
+                  programs=node_programs.shipped_once(sync["files"]),
                   guard=metadata_guard.script_context(blueprint, "login"),
                   **_common(blueprint, "login", boot_context(
                       login_parts(blueprint, pyxis="plugstack.conf" in slurm_files))))

@@ -17,7 +17,7 @@ from clusterprint.blueprint.model import Blueprint, Nodeset
 from clusterprint.contract import naming
 from clusterprint.facts import machines
 from clusterprint.node import host_events, remediate, scale_down
-from clusterprint.render.node_programs import program_files
+from clusterprint.render.node_programs import program_files, with_modes
 
 #: Where the controller keeps the program (with common.py beside it), its config and state.
 FOLDER = "/etc/slurm/clusterprint"
@@ -86,9 +86,10 @@ def remediation_files(blueprint: Blueprint) -> dict[str, str]:
 
 
 def script_context(blueprint: Blueprint) -> dict[str, object]:
-    """What scripts/remediation.sh.j2 installs on the controller: the program and
-    common.py (by their paths there), the config."""
-    return {"programs": programs(FOLDER), "config": config_text(blueprint),
+    """What scripts/remediation.sh.j2 installs on the controller: the programs (the loop,
+    what it imports, common.py: by their paths there, with their modes, for
+    scripts/programs.sh.j2), the config."""
+    return {"programs": with_modes(programs(FOLDER), PROGRAM), "config": config_text(blueprint),
             "paths": {"program": PROGRAM, "config": CONFIG, "reboot": REBOOT_PROGRAM,
                       "command": COMMAND, "unit": UNIT, "state": STATE}}
 

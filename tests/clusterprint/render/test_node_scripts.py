@@ -12,7 +12,8 @@ import pytest
 
 from clusterprint.blueprint.model import Blueprint
 from clusterprint.blueprint.validate import check_text, load_checked
-from clusterprint.render import node_scripts, rendered_files
+from clusterprint.node import common
+from clusterprint.render import node_programs, node_scripts, rendered_files
 from tests.support.blueprint_texts import blueprint_text
 from tests.support.paths import blueprint_path, reference_blueprints
 from tests.support.topology_blueprints import a4x_cluster
@@ -60,6 +61,21 @@ def test_the_controller_script_of_each_accounting_passes_shellcheck(tmp_path, ov
     checked = subprocess.run(["shellcheck", "--severity=style", "--shell=bash", str(script)],
                              capture_output=True, text=True)
     assert checked.returncode == 0, checked.stdout
+
+
+@pytest.mark.parametrize(("blueprint", "name"), SCRIPTS)
+def test_a_script_carries_the_node_programs_common_module_once_at_most(blueprint, name):
+    # The controller's loop, power saving and config-sync share one common.py: carried
+    # three times, an A4X controller's script passed Compute Engine's metadata value limit.
+    script = RENDERED[blueprint][name]
+    assert script.count(Path(common.__file__).read_text()) <= 1
+
+
+def test_two_node_programs_at_one_path_are_refused():
+    one = {"/etc/slurm/clusterprint/common.py": ("text", "0644")}
+    assert node_programs.shipped_once(one, dict(one)) == one
+    with pytest.raises(ValueError, match="/etc/slurm/clusterprint/common.py"):
+        node_programs.shipped_once(one, {"/etc/slurm/clusterprint/common.py": ("old", "0644")})
 
 
 def test_the_a4x_cluster_checked_here_is_the_one_that_starts_the_nvlink_blocks_service():

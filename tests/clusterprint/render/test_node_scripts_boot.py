@@ -139,8 +139,11 @@ def test_a_slurm_conf_without_slurmdbd_serves_only_slurmctlds_plugins(node, file
 
 SYNC_UNIT = "/etc/systemd/system/clusterprint-config-sync.service"
 SYNC_PROGRAM = "/usr/local/sbin/clusterprint-config-sync"
-#: Where the node programs lie, beside common.py, and the login node's helpers.
+#: Where the login node's helpers and config-sync lie, beside common.py.
 MLOPS_LIB = "/usr/local/lib/clusterprint"
+#: Where config-sync lies on each role: on the controller beside the remediation loop and
+#: power saving, which share its common.py.
+SYNC_FOLDER = {"controller": "/etc/slurm/clusterprint", "login": MLOPS_LIB}
 
 
 @pytest.mark.parametrize("role", ["controller", "login"])
@@ -155,11 +158,12 @@ def test_the_slurm_files_come_from_metadata_and_the_service_follows_them(node, f
             assert oct(path.stat().st_mode & 0o777) == "0o644"
     # The command is a link to the program, which lies beside the shared common.py (the boot
     # ran it through the link: --install wrote the files above).
-    assert os.readlink(node.file(SYNC_PROGRAM)) == f"{MLOPS_LIB}/config_sync.py"
-    program = node.file(f"{MLOPS_LIB}/config_sync.py")
+    folder = SYNC_FOLDER[role]
+    assert os.readlink(node.file(SYNC_PROGRAM)) == f"{folder}/config_sync.py"
+    program = node.file(f"{folder}/config_sync.py")
     assert program.read_text() == config_sync.program_text()
     assert stat.S_IMODE(program.stat().st_mode) == 0o755
-    assert node.file(f"{MLOPS_LIB}/common.py").read_text() == Path(common.__file__).read_text()
+    assert node.file(f"{folder}/common.py").read_text() == Path(common.__file__).read_text()
     unit = node.file(SYNC_UNIT).read_text()
     assert f"\nExecStart=/usr/bin/python3 {SYNC_PROGRAM} --role {role}\n" in unit
     assert "\nSyslogIdentifier=clusterprint-config-sync\nRestart=always\n" in unit
