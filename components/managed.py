@@ -8,7 +8,6 @@ from pulumi_gcp import hypercomputecluster as hcc
 
 from clusterprint.blueprint.model import Blueprint, Nodeset
 from clusterprint.components.cluster import iap_ssh_command, project_of
-from clusterprint.components.nodeset import FLEX_START_MAX_RUN_S
 from clusterprint.components.observability import Observability
 from clusterprint.components.storage import HOME_SHARE
 from clusterprint.contract import naming
@@ -48,7 +47,7 @@ def compute_config(nodeset: Nodeset, project: str,
         return hcc.ClusterComputeResourceConfigArgs(
             new_flex_start_instances=hcc.ClusterComputeResourceConfigNewFlexStartInstancesArgs(
                 machine_type=nodeset.machine_type, zone=zone,
-                max_duration=f"{FLEX_START_MAX_RUN_S}s"))
+                max_duration=f"{catalog.FLEX_START_MAX_RUN_S}s"))
     return hcc.ClusterComputeResourceConfigArgs(
         new_on_demand_instances=hcc.ClusterComputeResourceConfigNewOnDemandInstancesArgs(
             machine_type=nodeset.machine_type, zone=zone))

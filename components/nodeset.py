@@ -10,12 +10,9 @@ import pulumi_gcp as gcp
 from clusterprint.blueprint.model import Nodeset
 from clusterprint.components.identity import NODE_SCOPES
 from clusterprint.contract import naming, node_metadata
-from clusterprint.facts import machines
+from clusterprint.facts import catalog, machines
 from clusterprint.render.images import boot_path
 
-#: The longest a flex-start (DWS) VM may run, the API's maximum of 7 days: Slurm, not
-#: the API, ends jobs (gcp-facts: flex-start max run duration 600 to 604800 s).
-FLEX_START_MAX_RUN_S = 604_800
 #: The reservation affinity key that names a specific reservation.
 RESERVATION_KEY = "compute.googleapis.com/reservation-name"
 
@@ -68,7 +65,7 @@ def scheduling(nodeset: Nodeset) -> gcp.compute.InstanceTemplateSchedulingArgs:
             provisioning_model="FLEX_START", automatic_restart=False,
             on_host_maintenance="TERMINATE", instance_termination_action="DELETE",
             max_run_duration=gcp.compute.InstanceTemplateSchedulingMaxRunDurationArgs(
-                seconds=FLEX_START_MAX_RUN_S))
+                seconds=catalog.FLEX_START_MAX_RUN_S))
     return gcp.compute.InstanceTemplateSchedulingArgs(
         provisioning_model="STANDARD", on_host_maintenance="TERMINATE" if gpu else "MIGRATE",
         automatic_restart=True)
@@ -185,7 +182,7 @@ class GpuNodeset(pulumi.ComponentResource):
                     naming.child(name, naming.numbered(naming.RESIZE, index)), project=project,
                     zone=zone, instance_group_manager=group.name, resize_by=count,
                     requested_run_duration=gcp.compute.ResizeRequestRequestedRunDurationArgs(
-                        seconds=str(FLEX_START_MAX_RUN_S)),
+                        seconds=str(catalog.FLEX_START_MAX_RUN_S)),
                     opts=child))
         #: The groups of the elastic nodes (above count on on-demand and spot nodesets):
         #: the controller's power saving creates and deletes their VMs by name, so they

@@ -279,11 +279,12 @@ class Nodeset(Strict):
     max_count: int | None = Field(
         None, ge=1, le=16384,
         description="Upper bound for the nodeset's nodes (Slurm's MaxNodeCount counts it). On "
-                    "on-demand and spot nodesets the nodes above `count` are elastic: Slurm "
-                    "creates their VMs when jobs need them and deletes them after "
-                    "`suspend_time_s` idle. On reservation and flex-start nodesets it is a "
-                    "ceiling: resize the instance group up to it and the extra VMs join "
-                    "Slurm on their own. Default `count`.")
+                    "a nodeset with `power_saving` (the default but on reservation nodesets) "
+                    "the nodes above `count` are elastic: Slurm creates their VMs when jobs "
+                    "need them (on flex-start, one resize request per resume) and deletes "
+                    "them after `suspend_time_s` idle. Without it it is a ceiling: resize "
+                    "the instance group up to it and the extra VMs join Slurm on their own. "
+                    "Default `count`.")
     provisioning: Provisioning = Field(
         "on-demand",
         description="How Compute Engine supplies the VMs: on-demand (the default); spot "
@@ -309,11 +310,18 @@ class Nodeset(Strict):
         description="Type and size of each VM's boot disk. Default: pd-balanced (or "
                     "hyperdisk-balanced where the machine family needs it), 200 GB.")
     image: Image | None = Field(None, description="Default: the clusterprint Slurm image.")
+    power_saving: bool | None = Field(
+        None,
+        description="true: the nodes between `count` and `max_count` are elastic (Slurm's "
+                    "power saving creates their VMs for jobs and deletes them idle). false: "
+                    "`max_count` is only a ceiling. Default: true, but false on reservation "
+                    "nodesets (a reservation bills whether its VMs run or not; set true to "
+                    "share one with other work).")
     suspend_time_s: int = Field(
         300, ge=10, le=7 * 24 * 3600,
-        description="Seconds an elastic node (one between count and max_count, on an "
-                    "on-demand or spot nodeset) stays idle before Slurm powers it down and "
-                    "its VM is deleted. Static nodes (count) are never powered down.")
+        description="Seconds an elastic node (one between count and max_count, with "
+                    "`power_saving`) stays idle before Slurm powers it down and its VM is "
+                    "deleted. Static nodes (count) are never powered down.")
     maintenance_reservations: bool = Field(
         True,
         description="true: a host maintenance window Compute Engine announces for one of the "
@@ -328,13 +336,18 @@ class Nodeset(Strict):
         return self.max_count if self.max_count is not None else self.count
 
     @property
+    def power_saved(self) -> bool:
+        """``power_saving`` as set, else on for every provisioning but a reservation's."""
+        if self.power_saving is not None:
+            return self.power_saving
+        return self.provisioning != "reservation"
+
+    @property
     def elastic(self) -> int:
         """The nodes Slurm creates when jobs need them and deletes when idle (power
-        saving): those above ``count`` on on-demand and spot nodesets. A reservation's and
-        a flex-start nodeset's ``max_count`` stays a ceiling an operator resizes up to."""
-        if self.provisioning not in ("on-demand", "spot"):
-            return 0
-        return self.upper_bound - self.count
+        saving): those above ``count`` where ``power_saved``; elsewhere ``max_count``
+        stays a ceiling an operator resizes up to."""
+        return self.upper_bound - self.count if self.power_saved else 0
 
     @property
     def elastic_groups(self) -> int:

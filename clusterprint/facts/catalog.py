@@ -28,6 +28,10 @@ GROUP_VMS_MAX = 2000
 #: recreateInstances) may list ("When updating a MIG, you can specify up to 1,000 VMs in a
 #: single request", the same Limitations).
 GROUP_REQUEST_VMS_MAX = 1000
+#: The longest a flex-start (Dynamic Workload Scheduler) VM may run, the API's maximum of 7
+#: days (gcp-facts: flex-start max run duration 600 to 604800 s): each resize request asks
+#: for it, and Slurm, not the API, ends jobs.
+FLEX_START_MAX_RUN_S = 604_800
 
 
 @dataclass(frozen=True)

@@ -90,6 +90,28 @@ class MachineFamily:
     #: a tree); () where Google publishes no physical topology for it (facts/topology.py).
     topology: tuple[NetworkTopology, ...] = ()
 
+    @property
+    def resume_timeout_s(self) -> int:
+        """How long Slurm waits for an elastic node of this family to register after its VM
+        is asked for (its partitions' ResumeTimeout): GPU_FABRIC_RESUME_TIMEOUT_S where the
+        boot brings up a GPU network, else GPU_RESUME_TIMEOUT_S."""
+        if self.networking != "none":
+            return GPU_FABRIC_RESUME_TIMEOUT_S
+        return GPU_RESUME_TIMEOUT_S
+
+
+#: Seconds from a resume to a registered node, by kind of machine, as the Cluster Toolkit
+#: sets ResumeTimeout (GoogleCloudPlatform/cluster-toolkit, read 2026-12-03): 300 for any
+#: partition by default (community/modules/compute/schedmd-slurm-gcp-v6-partition/main.tf),
+#: 600 for the A2 GPU partitions of examples/hpc-enterprise-slurm.yaml ("the following
+#: allow for longer boot time which is useful for large GPU nodes"), 900 for A3 High in
+#: examples/machine-learning/a3-highgpu-8g/a3high-slurm-blueprint.yaml. clusterprint gives
+#: every family whose boot brings up a GPU network (A3, A4, A4X) A3 High's 900: theirs is the
+#: same kind of boot, and no source gives one of its own.
+CPU_RESUME_TIMEOUT_S = 300
+GPU_RESUME_TIMEOUT_S = 600
+GPU_FABRIC_RESUME_TIMEOUT_S = 900
+
 
 _CHS = "GoogleCloudPlatform/cluster-health-scanner deploy/helm/health_checks/nccl_healthcheck/"
 _CTK = "GoogleCloudPlatform/cluster-toolkit examples/machine-learning/"
@@ -267,6 +289,13 @@ NCCL_PROOF_WITHOUT_FABRIC = NcclProof(
 def gpu_family(machine_type: str) -> MachineFamily | None:
     """The GPU family of a machine type, or None for CPU-only machines."""
     return GPU_MACHINES.get(machine_type)
+
+
+def resume_timeout_s(machine_type: str) -> int:
+    """Slurm's ResumeTimeout for an elastic node of ``machine_type`` (MachineFamily.
+    resume_timeout_s; CPU_RESUME_TIMEOUT_S for CPU machines)."""
+    family = gpu_family(machine_type)
+    return family.resume_timeout_s if family else CPU_RESUME_TIMEOUT_S
 
 
 def gres_type(machine_type: str) -> str | None:

@@ -21,3 +21,10 @@ def release_series(version: str) -> str:
     """``26.05`` of ``26.05.3`` (or of ``slurm-wlm 26.05.5``, as ``slurmctld -V`` prints it)."""
     number = version.split()[-1]
     return ".".join(number.split(".")[:2])
+
+
+#: The longest ResumeTimeout Slurm takes short of INFINITE (slurm.conf.5 of 26.05: "The
+#: maximum value is either 65533 or INFINITE"). A flex-start node's partition gets it: its
+#: VM comes when Dynamic Workload Scheduler finds capacity, which may take hours. (The Cluster
+#: Toolkit's v6 partition module writes 65535 for flex-start, above that maximum.)
+RESUME_TIMEOUT_MAX_S = 65533

@@ -1,6 +1,6 @@
 """Power saving on the controller: elastic nodes get a VM when jobs need them and lose it idle.
 
-A nodeset's nodes above ``count`` (on-demand and spot: clusterprint/blueprint/model.py
+A nodeset's nodes above ``count`` (where power saving is on: clusterprint/blueprint/model.py
 ``Nodeset.elastic``) have fixed names, ``{cluster}-{nodeset}-e00001`` and on. Slurm must know
 a node before it can power it up, so ``declare`` (every pass of ``watch``, and by hand) creates
 each elastic node Slurm does not know yet powered down (``scontrol create ...
@@ -10,7 +10,11 @@ SlurmUser, with a hostlist:
 
 - ``resume HOSTLIST`` (ResumeProgram): creates each node's VM in one of the nodeset's
   instance groups with room (``createInstances``, by name); the VM boots, its slurmd
-  registers under that name and the job starts.
+  registers under that name and the job starts. A flex-start nodeset's VMs come only
+  through a resize request (Compute docs "About resize requests in a MIG"): one per resume
+  and group, naming the nodes' VMs, for the nodeset's ``run_duration_s``; Dynamic Workload
+  Scheduler creates them all at once when it finds the capacity, and the job waits
+  (``CF``, configuring) until then, within its partition's ResumeTimeout.
 - ``suspend HOSTLIST`` (SuspendProgram): deletes the VMs of idle nodes (``deleteInstances``);
   a name without a VM (Slurm also powers down a node it has just been given) is skipped.
 - ``resume-fail HOSTLIST`` (ResumeFailProgram): a VM did not register within ResumeTimeout:
@@ -24,7 +28,10 @@ exhausted reservation is stopped (the VM deleted), and its node is powered down 
 <message>`` that ``sinfo -R`` shows. The node then stays DOWN with that reason for
 ``backoff_s`` and returns to service (``idle~``) for the next try: never down for ever, never
 a create-and-fail loop. A resume of a node still backing off is refused the same way without
-an API call.
+an API call. A flex-start create does not fail for a stockout (its request waits): ``watch``
+lists the requests of flex-start groups too, backs off the nodes of a request that FAILED
+(its ``status.error``, a quota for example) and deletes finished requests, so each list
+stays short; a resume-fail or suspend of a node whose request still waits cancels it.
 
 Each pass lists every group of every elastic nodeset once, and also deletes the VMs of nodes
 Slurm counts powered down that no create is bringing up (a suspend whose delete failed:
@@ -39,6 +46,7 @@ common.py beside it. Exit 0, 1 when Slurm or the API failed, 2 on bad usage.
 from __future__ import annotations
 
 import argparse
+import hashlib
 import json
 import sys
 import time
@@ -90,6 +98,8 @@ class Nodeset:
     gres: str
     topology: str
     suspend_time_s: int
+    #: A flex-start nodeset's requested run duration (its resize requests'); 0: not flex.
+    run_duration_s: int = 0
 
     def names(self) -> list[str]:
         return [f"{self.prefix}{i:0{self.digits}d}" for i in range(1, self.count + 1)]
@@ -157,11 +167,13 @@ def _typed(cls: type, raw: dict, what: str):
 
 @dataclass
 class State:
-    """Nodes backing off (``{node: {"until": epoch, "reason": text}}``) and VMs being
-    created (``{node: epoch}``)."""
+    """Nodes backing off (``{node: {"until": epoch, "reason": text}}``), VMs being
+    created (``{node: epoch}``) and flex-start resize requests not yet finished
+    (``{request: {"group": group, "nodes": [node, ...]}}``)."""
 
     backoff: dict[str, dict] = field(default_factory=dict)
     creating: dict[str, float] = field(default_factory=dict)
+    requests: dict[str, dict] = field(default_factory=dict)
 
     @classmethod
     def load(cls, path: str) -> State:
@@ -170,12 +182,69 @@ class State:
                 raw = common.expect(common.load_json(file.read(), path), dict, path)
         except FileNotFoundError:
             return cls()
-        return cls(backoff=common.expect(raw.get("backoff", {}), dict, "backoff"),
-                   creating=common.expect(raw.get("creating", {}), dict, "creating"))
+        return cls(**{key: common.expect(raw.get(key, {}), dict, key)
+                      for key in ("backoff", "creating", "requests")})
 
     def save(self, path: str) -> None:
-        common.atomic_write(path, json.dumps({"backoff": self.backoff,
-                                              "creating": self.creating}, indent=1) + "\n")
+        common.atomic_write(path, json.dumps({"backoff": self.backoff, "creating": self.creating,
+                                              "requests": self.requests}, indent=1) + "\n")
+
+    def request_of(self, node: str) -> str | None:
+        """The waiting resize request that asks for ``node``'s VM, if one does."""
+        return next((name for name, request in self.requests.items()
+                     if node in request["nodes"]), None)
+
+
+#: The names of the resize requests power saving makes (RFC 1035, at most 63 characters);
+#: the request Pulumi makes for a flex-start nodeset's ``count`` is never one of them.
+REQUEST_PREFIX = "cp-resume-"
+
+
+def request_name(nodes: list[str], now: float) -> str:
+    """A resize request's name, unique to its nodes and its time."""
+    digest = hashlib.sha256(",".join(nodes).encode()).hexdigest()[:16]
+    return f"{REQUEST_PREFIX}{int(now)}-{digest}"
+
+
+class ResizeRequests:
+    """A flex-start group's resize requests (instanceGroupManagerResizeRequests), through
+    the controller's Compute client."""
+
+    def __init__(self, compute: common.Compute) -> None:
+        self.compute = compute
+
+    def insert(self, group: str, name: str, nodes: list[str], run_duration_s: int) -> None:
+        """VMs of these names, all at once when capacity is found, for ``run_duration_s``."""
+        self.compute.call("POST", f"instanceGroupManagers/{group}/resizeRequests", {
+            "name": name, "instances": [{"name": node} for node in nodes],
+            "requestedRunDuration": {"seconds": str(run_duration_s)}})
+
+    def listed(self, group: str) -> dict[str, dict[str, str]]:
+        """Each request of the group by name: its ``state`` and, where it failed, the
+        ``code`` and ``message`` of its first error."""
+        found = {}
+        for item in self.compute.items("GET", f"instanceGroupManagers/{group}/resizeRequests",
+                                        "items"):
+            status = item.get("status")
+            error = status.get("error") if isinstance(status, dict) else None
+            errors = error.get("errors") if isinstance(error, dict) else None
+            first = errors[0] if isinstance(errors, list) and errors else {}
+            first = first if isinstance(first, dict) else {}
+            found[common.Compute.text_field(item, "name")] = {
+                "state": common.Compute.text_field(item, "state", ""),
+                "code": common.one_line(first.get("code", "")),
+                "message": common.one_line(first.get("message", ""))}
+        return found
+
+    def cancel(self, group: str, name: str) -> None:
+        self.compute.call("POST", f"instanceGroupManagers/{group}/resizeRequests/{name}/cancel")
+
+    def delete(self, group: str, name: str) -> None:
+        self.compute.call("DELETE", f"instanceGroupManagers/{group}/resizeRequests/{name}")
+
+
+#: The states of a resize request that is over (it may then be deleted).
+FINISHED = frozenset({"SUCCEEDED", "FAILED", "CANCELLED"})
 
 
 class Slurm:
@@ -203,6 +272,7 @@ class Capacity:
     def __init__(self, config: Config, slurm: Slurm, compute: common.Compute,
                  clock=time.time, log: common.Log = LOG) -> None:
         self.config, self.slurm, self.compute = config, slurm, compute
+        self.requests = ResizeRequests(compute)
         self.clock, self.log = clock, log
 
     # --- declare ---------------------------------------------------------------------------
@@ -267,20 +337,41 @@ class Capacity:
                 state.creating[node] = now
             # Counted first: a create that times out after the API took it still happened.
             state.save(self.config.state_file)
+            batches = []
             for group, vms in sorted(members.items()):
-                room = max(0, self.config.group_vms_max - len(vms))
+                waiting = sum(len(r["nodes"]) for r in state.requests.values()
+                              if r["group"] == group)
+                room = max(0, self.config.group_vms_max - len(vms) - waiting)
                 batch, new = new[:room], new[room:]
-                for start in range(0, len(batch), self.config.request_vms_max):
-                    self.compute.create(group, batch[start:start + self.config.request_vms_max])
+                batches += [(group, batch[start:start + self.config.request_vms_max])
+                            for start in range(0, len(batch), self.config.request_vms_max)]
             if new:
                 raise common.ComputeError(f"no group of nodeset {nodeset.name} has room "
                                           f"for {len(new)} more VM(s)")
-            self.log(f"creating the VMs of {','.join(nodes)}", nodeset=nodeset.name,
-                     action="resume")
+            for group, batch in batches:
+                if nodeset.run_duration_s:
+                    self._request(nodeset, group, batch, state)
+                else:
+                    self.compute.create(group, batch)
+            self.log(f"{'asking for' if nodeset.run_duration_s else 'creating'} the VMs of "
+                     f"{','.join(nodes)}", nodeset=nodeset.name, action="resume")
             return 0
         except common.ComputeError as exc:
             self._back_off(nodes, state, f"{REASON}: error: {exc}")
             return 1
+
+    def _request(self, nodeset: Nodeset, group: str, nodes: list[str], state: State) -> None:
+        """One resize request for ``nodes``' VMs, counted before it is made; forgotten
+        again where the API refused it (it made nothing)."""
+        name = request_name(nodes, self.clock())
+        state.requests[name] = {"group": group, "nodes": nodes}
+        state.save(self.config.state_file)
+        try:
+            self.requests.insert(group, name, nodes, nodeset.run_duration_s)
+        except common.ComputeError as exc:
+            if exc.refused:
+                state.requests.pop(name)
+            raise
 
     def _delete(self, nodeset: Nodeset, nodes: list[str],
                 members: dict[str, dict[str, dict[str, str]]] | None = None) -> None:
@@ -291,14 +382,25 @@ class Capacity:
             for start in range(0, len(mine), self.config.request_vms_max):
                 self.compute.delete(group, mine[start:start + self.config.request_vms_max])
 
+    def _cancel(self, nodes: list[str], state: State) -> None:
+        """The waiting resize requests that ask for ``nodes``' VMs cancelled: a request is
+        all or nothing, so its other nodes lose their VM too (Slurm times them out alike).
+        Forgotten once cancelled; ``watch`` deletes them."""
+        for name in {r for node in nodes if (r := state.request_of(node))}:
+            self.requests.cancel(state.requests[name]["group"], name)
+            state.requests.pop(name)
+            state.save(self.config.state_file)
+
     def _deleting(self, hostlist: str, then) -> int:
-        """Under the state's lock: each nodeset's VMs of ``hostlist`` deleted, then
-        ``then(nodes, state)``; the number of nodesets whose delete failed."""
+        """Under the state's lock: each nodeset's VMs of ``hostlist`` deleted (their
+        waiting resize requests cancelled first), then ``then(nodes, state)``; the number
+        of nodesets whose delete failed."""
         failed = 0
         with common.locked(self.config.state_file):
             state = State.load(self.config.state_file)
             for name, nodes in self._by_nodeset(hostlist).items():
                 try:
+                    self._cancel(nodes, state)
                     self._delete(self.config.nodesets[name], nodes)
                 except common.ComputeError as exc:
                     self.log(f"deleting the VMs of {','.join(nodes)} failed: {exc}", "ERROR")
@@ -362,6 +464,8 @@ class Capacity:
                     self.log(f"cannot list the VMs of nodeset {nodeset.name}: {exc}", "ERROR")
                     continue
                 creating = [n for n in state.creating if nodeset.holds(n)]
+                if nodeset.run_duration_s:
+                    self._finished_requests(members, state)
                 self._failed_creates(nodeset, members, creating, state)
                 self._strays(nodeset, members, nodes, set(creating))
             self._returns(state)
@@ -388,6 +492,51 @@ class Capacity:
                 self.log(f"stopping the creates of {','.join(nodes)} failed: {exc}", "ERROR")
                 continue
             self._back_off(nodes, state, reason)
+
+    def _finished_requests(self, members: dict[str, dict[str, dict[str, str]]],
+                           state: State) -> None:
+        """Each flex-start group's resize requests, listed once: a FAILED one's nodes back
+        off with its error, a finished one of power saving's is deleted, a waiting one
+        whose nodes all gave up (backed off: its insert timed out, yet happened) is
+        cancelled, and one the API no longer lists is forgotten (never made, or gone)."""
+        for group in sorted(members):
+            try:
+                listed = self.requests.listed(group)
+            except common.ComputeError as exc:
+                self.log(f"cannot list the resize requests of {group}: {exc}", "ERROR")
+                continue
+            for name, request in listed.items():
+                if not name.startswith(REQUEST_PREFIX):
+                    continue  # Pulumi's request for the static nodes
+                if request["state"] not in FINISHED:
+                    # One this program has no record of lost its state file with it.
+                    asked = state.requests.get(name, {"nodes": []})["nodes"]
+                    if not any(node in state.creating for node in asked):
+                        self._cancel_listed(group, name, state)
+                    continue
+                mine = state.requests.pop(name, {"nodes": []})
+                waiting = [n for n in mine["nodes"] if n in state.creating]
+                if request["state"] == "FAILED" and waiting:
+                    kind = kind_of(request["code"], request["message"])
+                    self._back_off(waiting, state, f"{REASON}: {kind}: {request['code']}: "
+                                                   f"{request['message']}")
+                try:
+                    self.requests.delete(group, name)
+                except common.ComputeError as exc:
+                    self.log(f"deleting resize request {name} failed: {exc}", "ERROR")
+            for name in [n for n, r in state.requests.items()
+                         if r["group"] == group and n not in listed]:
+                state.requests.pop(name)
+
+    def _cancel_listed(self, group: str, name: str, state: State) -> None:
+        try:
+            self.requests.cancel(group, name)
+        except common.ComputeError as exc:
+            self.log(f"cancelling resize request {name} failed: {exc}", "ERROR")
+            return
+        state.requests.pop(name, None)
+        self.log(f"cancelled resize request {name}: its nodes gave up", "WARNING",
+                 action="cancel")
 
     def _strays(self, nodeset: Nodeset, members: dict[str, dict[str, dict[str, str]]],
                 nodes: dict[str, common.SlurmNode], creating: set[str]) -> None:

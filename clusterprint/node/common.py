@@ -445,7 +445,7 @@ class Compute:
         except BadJSON as exc:
             raise ComputeError(str(exc)) from None
 
-    def _items(self, method: str, path: str, key: str) -> Iterator[dict]:
+    def items(self, method: str, path: str, key: str) -> Iterator[dict]:
         """Every item of a list, page by page; a page token seen before or more than
         PAGES_MAX pages is an error, not a loop."""
         seen, token = set(), ""
@@ -467,7 +467,7 @@ class Compute:
         raise ComputeError(f"{path}: more than {PAGES_MAX} pages")
 
     @staticmethod
-    def _field(item: dict, key: str, default: str | None = None) -> str:
+    def text_field(item: dict, key: str, default: str | None = None) -> str:
         value = item.get(key, default)
         if not isinstance(value, str):
             raise ComputeError(f"an item without a string {key}")
@@ -476,8 +476,8 @@ class Compute:
     def groups(self, base_instance_name: str) -> list[str]:
         """The instance groups whose VMs are named ``base_instance_name-xxxx`` (a nodeset
         larger than one group has several), by name."""
-        found = sorted(self._field(item, "name")
-                       for item in self._items("GET", "instanceGroupManagers", "items")
+        found = sorted(self.text_field(item, "name")
+                       for item in self.items("GET", "instanceGroupManagers", "items")
                        if item.get("baseInstanceName") == base_instance_name)
         if not found:
             raise ComputeError(f"no instance group of {base_instance_name}-* VMs")
@@ -485,13 +485,13 @@ class Compute:
 
     def managed(self, group: str) -> Iterator[dict]:
         """listManagedInstances' entries of the group, page by page."""
-        return self._items("POST", f"instanceGroupManagers/{group}/listManagedInstances",
+        return self.items("POST", f"instanceGroupManagers/{group}/listManagedInstances",
                            "managedInstances")
 
     def instances(self, group: str) -> dict[str, str]:
         """Every VM of the group, being created or not, by name: its status."""
-        return {self._field(item, "instance").rsplit("/", 1)[-1]:
-                self._field(item, "instanceStatus", "") for item in self.managed(group)}
+        return {self.text_field(item, "instance").rsplit("/", 1)[-1]:
+                self.text_field(item, "instanceStatus", "") for item in self.managed(group)}
 
     def vms(self, base_instance_name: str) -> Iterator[dict]:
         """instances.list of the zone's VMs named ``base_instance_name-...``, page by page,
@@ -504,7 +504,7 @@ class Compute:
         query = urllib.parse.urlencode({
             "filter": f'name eq "{base_instance_name}-.+"',
             "fields": VM_FIELDS, "maxResults": "500"}, quote_via=urllib.parse.quote)
-        return self._items("GET", f"instances?{query}", "items")
+        return self.items("GET", f"instances?{query}", "items")
 
     def creations(self, group: str) -> dict[str, dict[str, str]]:
         """Every VM of the group by name: its ``status`` (empty while it is still being
@@ -513,8 +513,9 @@ class Compute:
         only here (listManagedInstances' ``lastAttempt``)."""
         found = {}
         for item in self.managed(group):
-            name = self._field(item, "name", self._field(item, "instance", "").rsplit("/")[-1])
-            status = self._field(item, "instanceStatus", "")
+            name = self.text_field(item, "name",
+                                   self.text_field(item, "instance", "").rsplit("/")[-1])
+            status = self.text_field(item, "instanceStatus", "")
             error = _last_error(item) if not status else {}
             found[name] = {"status": status, "code": one_line(error.get("code", "")),
                            "message": one_line(error.get("message", ""))}

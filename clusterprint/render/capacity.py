@@ -2,7 +2,8 @@
 programs slurmctld calls and the slurm.conf and gres.conf lines that go with them.
 
 A cluster has power saving when a nodeset has elastic nodes (``Nodeset.elastic``: above
-``count`` on on-demand and spot nodesets). Then slurm.conf names the three programs, a
+``count`` where ``power_saving``: by default every nodeset but a reservation's). Then
+slurm.conf names the three programs, a
 finite global SuspendTime (Slurm 26.05 turns power saving off without one, even where every
 node has its own), Slurm's default rates (300 resumes and 60 suspends a minute), and
 ``idle_on_node_suspend`` (a drained elastic node that Slurm powers down comes back healthy:
@@ -10,7 +11,11 @@ its VM is deleted and the next resume creates a new one). Elastic nodes carry th
 nodeset's ``suspend_time_s``; static nodes register with ``SuspendTime=INFINITE``, so no
 idle static node is ever powered down. gres.conf names the elastic nodes' GPUs: Slurm
 refuses ``scontrol create`` of any node while gres.conf holds only ``AutoDetect=nvidia``
-("Cannot use AutoDetect on cloud/dynamic node", seen on 26.05.5).
+("Cannot use AutoDetect on cloud/dynamic node", seen on 26.05.5). A partition with elastic
+nodes carries its own ResumeTimeout (``resume_timeout_s``), the longest of its nodesets':
+their family's boot (machines.resume_timeout_s), or, for flex-start, Slurm's longest
+(slurm.RESUME_TIMEOUT_MAX_S), since its capacity comes when Dynamic Workload Scheduler finds
+it. Other partitions keep the global one, which bounds a reboot or a replacement.
 """
 
 from __future__ import annotations
@@ -20,7 +25,7 @@ from dataclasses import asdict
 
 from clusterprint.blueprint.model import Blueprint, Nodeset
 from clusterprint.contract import naming
-from clusterprint.facts import catalog, machines
+from clusterprint.facts import catalog, machines, slurm
 from clusterprint.node import capacity
 from clusterprint.render import remediation, topology
 from clusterprint.render.node_programs import program_files, with_modes
@@ -52,6 +57,19 @@ def power_saving(blueprint: Blueprint) -> bool:
     return bool(elastic_nodesets(blueprint))
 
 
+def nodeset_resume_timeout_s(nodeset: Nodeset) -> int:
+    """How long Slurm waits for an elastic node of ``nodeset`` to register."""
+    if nodeset.provisioning == "flex-start":
+        return slurm.RESUME_TIMEOUT_MAX_S
+    return machines.resume_timeout_s(nodeset.machine_type)
+
+
+def resume_timeout_s(nodesets: list[Nodeset]) -> int | None:
+    """A partition's ResumeTimeout: the longest of its elastic nodesets' (a node in several
+    partitions takes the longest of theirs: slurm.conf.5 of 26.05); None without one."""
+    return max((nodeset_resume_timeout_s(n) for n in nodesets if n.elastic), default=None)
+
+
 def elastic_prefix(blueprint: Blueprint, nodeset: Nodeset) -> str:
     return naming.elastic_base_instance_name(blueprint.name, nodeset.name)
 
@@ -75,7 +93,9 @@ def capacity_config(blueprint: Blueprint) -> capacity.Config:
             prefix=elastic_prefix(blueprint, n), count=n.elastic,
             digits=naming.ELASTIC_DIGITS, machine_type=n.machine_type, features=n.name,
             gres=(f"gpu:{machines.gres_type(n.machine_type)}:{n.gpus}" if n.gpus else ""),
-            topology=created_topology(blueprint, n), suspend_time_s=n.suspend_time_s)
+            topology=created_topology(blueprint, n), suspend_time_s=n.suspend_time_s,
+            run_duration_s=(catalog.FLEX_START_MAX_RUN_S if n.provisioning == "flex-start"
+                            else 0))
             for n in elastic_nodesets(blueprint)})
 
 

@@ -103,7 +103,8 @@ def partition_conf(blueprint: Blueprint, partition: Partition) -> dict:
             "max_time": max_time, "default_time": partition.default_time or max_time,
             "exclusive": any(n.gpus for n in nodesets),
             "def_mem_per_cpu": default_mem_per_cpu(nodesets),
-            "topology": partition_topology(blueprint, partition)}
+            "topology": partition_topology(blueprint, partition),
+            "resume_timeout": capacity.resume_timeout_s(nodesets)}
 
 
 def render_slurm_conf(blueprint: Blueprint) -> str:

@@ -5,7 +5,8 @@ from __future__ import annotations
 import pytest
 
 from clusterprint.blueprint.model import Image, Nodeset
-from clusterprint.components.nodeset import FLEX_START_MAX_RUN_S, GpuNodeset
+from clusterprint.components.nodeset import GpuNodeset
+from clusterprint.facts.catalog import FLEX_START_MAX_RUN_S
 from clusterprint.render.images import node_image
 
 TEMPLATE = "gcp:compute/instanceTemplate:InstanceTemplate"
@@ -97,7 +98,13 @@ def test_flex_start_has_a_run_duration_and_no_reservation(cloud):
 
 def test_flex_start_capacity_comes_from_one_resize_request_on_an_empty_group(cloud):
     nodeset(cloud, provisioning="flex-start", count=8, max_count=16)
-    group = cloud.one(GROUP)
+    groups = {g.name: g for g in cloud.of_type(GROUP)}
+    # The 8 elastic nodes' group starts empty too: power saving asks for their VMs with a
+    # resize request of its own per resume (clusterprint/node/capacity.py).
+    assert sorted(groups) == ["ns-elastic", "ns-group"]
+    assert groups["ns-elastic"].inputs["targetSize"] == 0
+    assert groups["ns-elastic"].ignore_changes == ("targetSize",)
+    group = groups["ns-group"]
     assert group.inputs["targetSize"] == 0
     assert group.inputs["instanceLifecyclePolicy"] == {"defaultActionOnFailure": "DO_NOTHING"}
     assert group.ignore_changes == ("targetSize",)
@@ -110,7 +117,7 @@ def test_flex_start_capacity_comes_from_one_resize_request_on_an_empty_group(clo
 
 def test_flex_start_without_static_nodes_requests_nothing(cloud):
     nodeset(cloud, provisioning="flex-start", count=0, max_count=4)
-    assert cloud.one(GROUP).inputs["targetSize"] == 0
+    assert [g.inputs["targetSize"] for g in cloud.of_type(GROUP)] == [0, 0]
     assert not cloud.of_type(RESIZE)
 
 
@@ -248,16 +255,19 @@ def test_elastic_nodes_get_groups_of_their_own_whose_size_pulumi_leaves(cloud):
         assert by_name[name].inputs["baseInstanceName"] == "c1-ns-e"
 
 
-@pytest.mark.parametrize("provisioning", ["reservation", "flex-start"])
-def test_a_reservation_or_flex_start_ceiling_gets_no_elastic_group(cloud, provisioning):
-    extra = {"reservation": "r1"} if provisioning == "reservation" else {}
-    nodeset(cloud, provisioning=provisioning, count=2, max_count=8, **extra)
+@pytest.mark.parametrize("extra", [{"provisioning": "reservation", "reservation": "r1"},
+                                   {"provisioning": "flex-start", "power_saving": False},
+                                   {"provisioning": "spot", "power_saving": False}],
+                         ids=["reservation", "flex-start-off", "spot-off"])
+def test_a_ceiling_without_power_saving_gets_no_elastic_group(cloud, extra):
+    nodeset(cloud, count=2, max_count=8, **extra)
     assert [g.name for g in cloud.of_type(GROUP)] == ["ns-group"]
 
 
 def test_a_split_flex_start_nodeset_asks_each_group_for_its_share(cloud):
     nodeset(cloud, provisioning="flex-start", count=2100, max_count=4500)
-    assert sorted(g.inputs["targetSize"] for g in cloud.of_type(GROUP)) == [0, 0, 0]
+    # Two groups for the 2,100 static nodes, two for the 2,400 elastic ones: all empty.
+    assert sorted(g.inputs["targetSize"] for g in cloud.of_type(GROUP)) == [0, 0, 0, 0]
     requests = sorted(cloud.of_type(RESIZE), key=lambda r: r.name)
     assert [(r.name, r.inputs["resizeBy"], r.inputs["instanceGroupManager"])
             for r in requests] == [("ns-resize", 2000, "ns-group-auto"),

@@ -63,6 +63,26 @@ def test_a_job_of_three_nodes_resumes_three_elastic_nodes_at_once_and_they_idle_
     assert not set(setup.slurmd) & {E1, E2, E3}
 
 
+def test_a_flex_start_job_waits_for_its_resize_request_then_runs_on_its_vms(saving):
+    setup = saving(count=1, max_count=4, provisioning="flex-start")
+    setup.fake.flex_capacity = False
+    job = setup.submit("-N", "3")
+    setup.wait(lambda: setup.fake.resize_requests.get(setup.group), "the resize request")
+    ((name, request),) = setup.fake.resize_requests[setup.group].items()
+    assert sorted(request["instances"]) == [E1, E2, E3] and request["state"] == "ACCEPTED"
+    assert setup.fake.verbs("createInstances") == []
+    # While Dynamic Workload Scheduler looks for capacity the job waits, its nodes powering
+    # up, and a watch pass changes nothing.
+    setup.watch()
+    assert setup.job(job).get("JobState") in ("PENDING", "CONFIGURING"), setup.job(job)
+    assert "POWERING_UP" in setup.states(E1)
+    setup.fake.provide_flex()
+    setup.wait(lambda: setup.job(job).get("JobState") == "COMPLETED", "flex-start job")
+    assert setup.job(job)["NodeList"] == "cpu-small-cpu-e[00001-00003]"
+    setup.watch()
+    assert setup.fake.resize_requests[setup.group] == {}, "the finished request is deleted"
+
+
 def test_a_stockout_powers_the_node_down_with_the_reason_then_it_runs_after_back_off(saving):
     setup = saving()
     setup.fake.create_errors = STOCKOUT

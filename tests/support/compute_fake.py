@@ -7,6 +7,9 @@ shapes, keeps each group's VMs, and runs a test's callback where a real VM would
 reboot, be recreated or deleted (starting, restarting or stopping that node's slurmd).
 A create the test makes fail (``create_errors``: a stockout, a quota) leaves the VM as the
 API does: CREATING, with no status, the error in its ``lastAttempt``, retried for ever.
+A flex-start resize request (insert, list, cancel, delete) creates its named VMs at once
+while ``flex_capacity`` holds, else it waits ACCEPTED until ``provide_flex``; with
+``request_error`` set it FAILED with that error, as the API says of a quota.
 A test can make a verb slow (it acts, then answers late) or answer what the API should
 not (HTML, a wrong shape, a page token that repeats).
 """
@@ -77,6 +80,12 @@ class FakeCompute:
     #: (``scheduling``, ``resourceStatus``), and VMs per page of that list
     vm_details: dict[str, dict] = field(default_factory=dict)
     vms_page_size: int = 500
+    #: resize requests: {group: {name: {"state", "instances", "error", "seconds"}}}
+    resize_requests: dict[str, dict[str, dict]] = field(default_factory=dict)
+    #: whether Dynamic Workload Scheduler has the capacity a resize request asks for now
+    flex_capacity: bool = True
+    #: (code, message) a resize request fails with while set
+    request_error: tuple[str, str] | None = None
 
     def __post_init__(self) -> None:
         self.server = serve(self._answer)
@@ -147,6 +156,57 @@ class FakeCompute:
         if self.on_create:
             self.on_create(vm)
 
+    def provide_flex(self) -> None:
+        """Capacity found: every waiting resize request creates its VMs and succeeds."""
+        self.flex_capacity = True
+        for group, requests in self.resize_requests.items():
+            for request in requests.values():
+                if request["state"] == "ACCEPTED":
+                    self._fulfil(group, request)
+
+    def _fulfil(self, group: str, request: dict) -> None:
+        for vm in request["instances"]:
+            self._create(group, vm)
+        request["state"] = "SUCCEEDED"
+
+    def _resize_request(self, call: Call, method: str, group: str,
+                        rest: str) -> tuple[int, dict]:
+        """instanceGroupManagerResizeRequests: insert and list on the group, cancel and
+        delete on a request."""
+        requests = self.resize_requests.setdefault(group, {})
+        if not rest and method == "GET":
+            return 200, {"items": [
+                {"name": name, "state": r["state"],
+                 **({"status": {"error": {"errors": [
+                     {"code": r["error"][0], "message": r["error"][1]}]}}}
+                    if r["error"] else {})} for name, r in requests.items()]}
+        if not rest and method == "POST":
+            body = call.body
+            assert set(body) == {"name", "instances", "requestedRunDuration"}, body
+            request = {"state": "ACCEPTED", "error": self.request_error,
+                       "instances": [i["name"] for i in body["instances"]],
+                       "seconds": body["requestedRunDuration"]["seconds"]}
+            requests[body["name"]] = request
+            if self.request_error:
+                request["state"] = "FAILED"
+            elif self.flex_capacity:
+                self._fulfil(group, request)
+            return 200, {"kind": "compute#operation", "status": "DONE"}
+        name, _, verb = rest.partition("/")
+        if name not in requests:
+            return 404, {"error": {"message": f"no resize request {name}"}}
+        if verb == "cancel" and method == "POST":
+            if requests[name]["state"] != "ACCEPTED":
+                return 400, {"error": {"message": f"{name} is {requests[name]['state']}"}}
+            requests[name]["state"] = "CANCELLED"
+            return 200, {"kind": "compute#operation", "status": "DONE"}
+        if not verb and method == "DELETE":
+            if requests[name]["state"] not in ("SUCCEEDED", "FAILED", "CANCELLED"):
+                return 400, {"error": {"message": f"{name} is {requests[name]['state']}"}}
+            del requests[name]
+            return 200, {"kind": "compute#operation", "status": "DONE"}
+        return 404, {"error": {"message": f"no {method} resizeRequests/{rest}"}}
+
     def retry_creates(self) -> None:
         """What the group does on its own while a create fails: try again, now with the
         current ``create_errors``."""
@@ -171,6 +231,9 @@ class FakeCompute:
         if rest.startswith("machineTypes/") and method == "GET":
             cpus, memory = self.machine_types[rest.split("/", 1)[1]]
             return 200, {"name": rest.split("/", 1)[1], "guestCpus": cpus, "memoryMb": memory}
+        resize = re.fullmatch(r"instanceGroupManagers/([^/]+)/resizeRequests/?(.*)", rest)
+        if resize:
+            return self._resize_request(call, method, resize[1], resize[2])
         match = re.fullmatch(r"instanceGroupManagers/([^/]+)/(\w+)", rest)
         if match and match[2] == "listManagedInstances":
             vms = list(self.groups[match[1]][1].items())

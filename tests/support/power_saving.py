@@ -32,12 +32,17 @@ NODESET = "cpu"
 FAST = {"SuspendTimeout": "5", "ResumeTimeout": "60", "SuspendTime": "5"}
 
 
-def elastic_blueprint(count: int = 1, max_count: int = 4) -> Blueprint:
+def elastic_blueprint(count: int = 1, max_count: int = 4,
+                      provisioning: str = "spot") -> Blueprint:
     """cpu-small with ``count`` static nodes and the rest up to ``max_count`` elastic, idle
-    out after 10 s."""
+    out after 10 s, provisioned as ``provisioning`` (a reservation one asks for power
+    saving)."""
     text = (BLUEPRINTS / "cpu-small.yaml").read_text()
     text = re.sub(r"count: 2\n(\s+)max_count: 4\n", rf"count: {count}\n\1max_count: "
                   rf"{max_count}\n\1suspend_time_s: 10\n", text, count=1)
+    extra = ("reservation: cpu-res\n      power_saving: true\n      "
+             if provisioning == "reservation" else "")
+    text = text.replace("provisioning: spot\n", f"{extra}provisioning: {provisioning}\n", 1)
     checked = check_text("cpu-small.yaml", text)
     assert checked.ok, [f.line_text() for f in checked.findings]
     assert [n.elastic for n in checked.blueprint.slurm.nodesets] == [max_count - count]
@@ -81,6 +86,9 @@ class PowerSaving:
             conf = conf.replace(f"={path}\n", f"={wrapper}\n")
         for key, value in FAST.items():
             conf = re.sub(rf"^{key}=\S+$", f"{key}={value}", conf, flags=re.M)
+            # A partition with elastic nodes has its own ResumeTimeout, too.
+            conf = re.sub(rf"^(PartitionName=.*) {key}=\S+", rf"\1 {key}={value}", conf,
+                          flags=re.M)
         conf = conf.replace("SlurmctldParameters=", "SlurmctldParameters=power_save_interval=1,"
                                                     "power_save_min_interval=0,")
         # A requeued job waits 120 s (Slurm's default) before its next try; 5 s here.

@@ -797,3 +797,137 @@ def test_watch_once_when_slurm_does_not_answer_exits_1_in_one_line(fake, tmp_pat
     assert done.returncode == 1 and "Traceback" not in done.stderr
     (line,) = done.stderr.splitlines()
     assert "pass skipped: scontrol show node -o failed (exit 1): slurm_load_node error" in line
+
+
+# --- Flex-start: a resize request per resume ---------------------------------------------
+
+FLEX_RUN_S = 604_800
+QUOTA_FAILED = ("QUOTA_EXCEEDED", "Quota 'PREEMPTIBLE_NVIDIA_B200_GPUS' exceeded. Limit: 0.0 "
+                                  "in region us-central1.")
+
+
+def flex_config(tmp_path: Path, fake: FakeCompute) -> capacity.Config:
+    """The a4spot nodeset as a flex-start one: its elastic VMs come through resize requests."""
+    path = written(tmp_path, fake)
+    raw = json.loads(path.read_text())
+    raw["nodesets"]["a4spot"]["run_duration_s"] = FLEX_RUN_S
+    path.write_text(json.dumps(raw))
+    return capacity.Config.load(str(path))
+
+
+def requests_made(fake: FakeCompute) -> list[tuple[str, list[str], str]]:
+    """Each resize request inserted: its group, the VMs it names and its run duration."""
+    return [(c.path.split("/")[-2], [i["name"] for i in c.body["instances"]],
+             c.body["requestedRunDuration"]["seconds"])
+            for c in fake.calls if c.method == "POST" and c.verb == "resizeRequests"]
+
+
+def test_a_flex_start_resume_asks_for_all_its_nodes_in_one_resize_request(tmp_path, fake):
+    config = flex_config(tmp_path, fake)
+    slurm = FakeSlurm(powering_up(1, 2, 3))
+    assert power_saving(config, slurm).resume(hostlist(1, 2, 3)) == 0
+    # One request names the three VMs (all or nothing, as a job of three nodes needs), for
+    # the longest run; no createInstances, which a flex-start VM cannot come from.
+    assert requests_made(fake) == [(GROUP, elastic(1, 2, 3), str(FLEX_RUN_S))]
+    assert not creates(fake)
+    (name,) = fake.resize_requests[GROUP]
+    assert name.startswith("cp-resume-") and len(name) <= 63
+    assert state_of(config).requests == {name: {"group": GROUP, "nodes": elastic(1, 2, 3)}}
+    # Capacity was there: the VMs exist; the next pass deletes the finished request and the
+    # nodes are created, left for their slurmd to register.
+    assert set(elastic(1, 2, 3)) <= set(fake.groups[GROUP][1])
+    power_saving(config, slurm).watch()
+    assert fake.resize_requests[GROUP] == {}
+    assert state_of(config).requests == {}
+    assert state_of(config).creating == {}
+    assert slurm.changes() == []
+
+
+def test_a_waiting_flex_start_request_is_left_to_wait_until_capacity_comes(tmp_path, fake):
+    fake.flex_capacity = False
+    config = flex_config(tmp_path, fake)
+    slurm = FakeSlurm(powering_up(1, 2))
+    power_saving(config, slurm).resume(hostlist(1, 2))
+    for _ in range(3):  # no stockout to stop: Dynamic Workload Scheduler is looking
+        power_saving(config, slurm).watch()
+    (name,) = fake.resize_requests[GROUP]
+    assert fake.resize_requests[GROUP][name]["state"] == "ACCEPTED"
+    assert not fake.verbs("cancel") and not deletes(fake) and slurm.changes() == []
+    assert set(state_of(config).creating) == set(elastic(1, 2))
+    fake.provide_flex()
+    power_saving(config, slurm).watch()
+    assert fake.resize_requests[GROUP] == {} and state_of(config).creating == {}
+    assert set(elastic(1, 2)) <= set(fake.groups[GROUP][1])
+
+
+def test_a_failed_flex_start_request_backs_its_nodes_off_with_its_error(tmp_path, fake):
+    fake.request_error = QUOTA_FAILED
+    config = flex_config(tmp_path, fake)
+    slurm = FakeSlurm(powering_up(1, 2))
+    log = Journal()
+    power_saving(config, slurm).resume(hostlist(1, 2))
+    power_saving(config, slurm, log=log).watch()
+    reason = stockout_reason(*QUOTA_FAILED, kind="quota")
+    assert power_down(elastic(1, 2), reason) in slurm.changes()
+    assert set(state_of(config).backoff) == set(elastic(1, 2))
+    assert fake.resize_requests[GROUP] == {}  # the failed request is deleted
+    # Back in service after the back-off, for the next try.
+    later = [T0 + config.backoff_s + 1]
+    power_saving(config, FakeSlurm(), now=later).watch()
+    assert state_of(config).backoff == {}
+
+
+def test_a_resume_fail_cancels_the_request_that_still_waits(tmp_path, fake):
+    fake.flex_capacity = False
+    config = flex_config(tmp_path, fake)
+    slurm = FakeSlurm(powering_up(1, 2))
+    power_saving(config, slurm).resume(hostlist(1, 2))
+    (name,) = fake.resize_requests[GROUP]
+    power_saving(config, slurm).resume_fail(hostlist(1, 2))
+    assert [c.path.split("/")[-2] for c in fake.verbs("cancel")] == [name]
+    assert fake.resize_requests[GROUP][name]["state"] == "CANCELLED"
+    assert state_of(config).requests == {}
+    assert set(state_of(config).backoff) == set(elastic(1, 2))
+    # Capacity found later makes nothing: the cancelled request is deleted next pass.
+    fake.provide_flex()
+    power_saving(config, slurm).watch()
+    assert fake.resize_requests[GROUP] == {}
+    assert not set(elastic(1, 2)) & set(fake.groups[GROUP][1])
+
+
+def test_a_waiting_request_whose_nodes_gave_up_is_cancelled_and_pulumis_is_never_touched(
+        tmp_path, fake):
+    fake.flex_capacity = False
+    # Pulumi's request for the static nodes, and one of power saving's that no state knows
+    # (its state file was lost).
+    fake.resize_requests[GROUP] = {
+        "ns-resize-a1b2c3": {"state": "ACCEPTED", "error": None, "instances": [],
+                             "seconds": str(FLEX_RUN_S)},
+        "cp-resume-999-0123456789abcdef": {"state": "ACCEPTED", "error": None,
+                                           "instances": elastic(4), "seconds": "1"}}
+    config = flex_config(tmp_path, fake)
+    power_saving(config, FakeSlurm()).watch()
+    assert [c.path.split("/")[-2] for c in fake.verbs("cancel")] == [
+        "cp-resume-999-0123456789abcdef"]
+    assert fake.resize_requests[GROUP]["ns-resize-a1b2c3"]["state"] == "ACCEPTED"
+    power_saving(config, FakeSlurm()).watch()
+    assert list(fake.resize_requests[GROUP]) == ["ns-resize-a1b2c3"]
+
+
+def test_a_refused_resize_request_is_forgotten_and_its_nodes_back_off(tmp_path, fake):
+    fake.failing.add("resizeRequests")
+    config = flex_config(tmp_path, fake)
+    slurm = FakeSlurm(powering_up(1))
+    assert power_saving(config, slurm).resume(hostlist(1)) == 1
+    assert state_of(config).requests == {}
+    assert list(state_of(config).backoff) == elastic(1)
+    assert slurm.changes()[-1][3] == "state=power_down_force"
+
+
+def test_a_flex_start_nodeset_renders_its_run_duration_and_others_none():
+    spot = BLUEPRINT.slurm.nodesets[1]
+    nodesets = [BLUEPRINT.slurm.nodesets[0], spot.model_copy(update={"provisioning": "flex-start"})]
+    flex = BLUEPRINT.model_copy(update={"slurm": BLUEPRINT.slurm.model_copy(
+        update={"nodesets": nodesets})})
+    assert rendered.capacity_config(flex).nodesets["a4spot"].run_duration_s == FLEX_RUN_S
+    assert rendered.capacity_config(BLUEPRINT).nodesets["a4spot"].run_duration_s == 0

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import pytest
+
 from clusterprint.blueprint.model import Blueprint
 from clusterprint.blueprint.validate import load_checked
 from clusterprint.render import node_scripts, rendered_files
@@ -35,8 +37,9 @@ def test_a4_slurm_conf_names_cluster_controller_nodesets_and_partitions():
     assert [line for line in conf if line.startswith("PartitionName=")] == [
         "PartitionName=a4 Nodes=a4 Default=YES DefaultTime=UNLIMITED MaxTime=UNLIMITED "
         "Exclusive=NODE Topology=fabric State=UP",
+        # a4spot's elastic B200 nodes bring up a GPU network as they boot: 900 s.
         "PartitionName=a4spot Nodes=a4spot Default=NO DefaultTime=12:00:00 MaxTime=12:00:00 "
-        "Exclusive=NODE Topology=fabric State=UP",
+        "Exclusive=NODE Topology=fabric ResumeTimeout=900 State=UP",
     ]
 
 
@@ -51,16 +54,22 @@ def test_first_partition_is_default_when_none_is_marked():
                                  {"name": "two", "nodesets": ["b"], "max_time": "30"}]}})
     conf = lines(render_slurm_conf(blueprint))
     assert "MaxNodeCount=6" in conf
+    # b's three elastic CPU nodes: both its partitions wait 300 s for one to register.
     assert ("PartitionName=one Nodes=a,b Default=YES DefaultTime=UNLIMITED MaxTime=UNLIMITED "
-            "DefMemPerCPU=3456 State=UP") in conf
+            "DefMemPerCPU=3456 ResumeTimeout=300 State=UP") in conf
     assert ("PartitionName=two Nodes=b Default=NO DefaultTime=30 MaxTime=30 DefMemPerCPU=3456 "
-            "State=UP") in conf
+            "ResumeTimeout=300 State=UP") in conf
 
 
 def cluster_of(*machine_types: str) -> Blueprint:
     """A blueprint with one nodeset per machine type."""
-    nodesets = [{"name": f"n{i}", "machine_type": m, "count": 1}
-                for i, m in enumerate(machine_types)]
+    return one_partition(*({"machine_type": m} for m in machine_types))
+
+
+def one_partition(*nodesets: dict, **defaults: object) -> Blueprint:
+    """One partition over these nodesets (``n0``, ``n1``..., each ``count`` 1 and
+    ``defaults`` unless given)."""
+    nodesets = [{"name": f"n{i}", "count": 1, **defaults, **n} for i, n in enumerate(nodesets)]
     return Blueprint.model_validate({
         "apiVersion": "clusterprint/v1", "kind": "TrainingCluster", "name": "mixed",
         "region": "us-central1", "zone": "us-central1-a",
@@ -156,10 +165,48 @@ def test_cpu_partitions_share_nodes_and_gpu_partitions_give_whole_nodes():
     # vCPU) less what the kernel keeps is 3456 MiB per CPU.
     (cpu,) = partition_lines(load_checked(blueprint_path("cpu-small")))
     assert cpu == ("PartitionName=debug Nodes=cpu Default=YES DefaultTime=1:00:00 "
-                   "MaxTime=1:00:00 DefMemPerCPU=3456 State=UP")
+                   "MaxTime=1:00:00 DefMemPerCPU=3456 ResumeTimeout=300 State=UP")
     assert "Exclusive" not in render_slurm_conf(load_checked(blueprint_path("cpu-small")))
     (gpu,) = partition_lines(load_checked(blueprint_path("a3mega")))
     assert gpu.endswith(" Exclusive=NODE Topology=fabric State=UP") and "DefMem" not in gpu
+
+
+def elastic_cluster(*nodesets: dict) -> Blueprint:
+    """One partition over these nodesets, each ``count`` 1, ``max_count`` 3 unless given."""
+    return one_partition(*nodesets, max_count=3)
+
+
+@pytest.mark.parametrize(("nodesets", "timeout"), [
+    # A CPU node boots in the toolkit's default 300 s; a GPU one without a GPU network 600 s;
+    # one that brings a GPU network up (A3, A4, A4X) 900 s.
+    ([{"machine_type": "n2-standard-4"}], 300),
+    ([{"machine_type": "a2-highgpu-1g"}], 600),
+    ([{"machine_type": "a3-megagpu-8g", "provisioning": "spot"}], 900),
+    # The longest of a partition's nodesets.
+    ([{"machine_type": "n2-standard-4"}, {"machine_type": "a4-highgpu-8g"}], 900),
+    # Flex-start capacity comes when Dynamic Workload Scheduler finds it: Slurm's longest.
+    ([{"machine_type": "a3-ultragpu-8g", "provisioning": "flex-start"}], 65533),
+    # A reservation's nodes above count are elastic only when asked.
+    ([{"machine_type": "a4-highgpu-8g", "provisioning": "reservation", "reservation": "r",
+       "power_saving": True}], 900),
+], ids=["cpu", "gpu", "gpu-network", "longest", "flex-start", "reservation"])
+def test_a_partition_with_elastic_nodes_waits_as_long_as_its_slowest_node_boots(nodesets,
+                                                                                timeout):
+    (line,) = partition_lines(elastic_cluster(*nodesets))
+    assert f" ResumeTimeout={timeout} " in line
+
+
+@pytest.mark.parametrize("nodeset", [
+    {"machine_type": "a4-highgpu-8g", "provisioning": "reservation", "reservation": "r"},
+    {"machine_type": "n2-standard-4", "power_saving": False},
+    {"machine_type": "n2-standard-4", "max_count": 1}], ids=["reservation", "off", "static"])
+def test_a_partition_without_elastic_nodes_keeps_the_global_resume_timeout(nodeset):
+    # The global one (1800 s) bounds a reboot and a replacement by the remediation loop.
+    blueprint = elastic_cluster(nodeset)
+    assert not blueprint.slurm.nodesets[0].elastic
+    (line,) = partition_lines(blueprint)
+    assert "ResumeTimeout" not in line
+    assert "ResumeTimeout=1800" in lines(render_slurm_conf(blueprint))
 
 
 def test_mixed_partition_is_exclusive_and_an_unknown_shape_sets_no_memory_default():
