@@ -9,6 +9,8 @@ offers every machine type and the region's Compute quota covers the vCPUs, GPUs 
 reservation exists in the zone with the machine type, enough free VMs and, for dense or
 calendar-mode ones, reservation_bound, and every image the VMs boot exists or `pulumi up`
 builds it from a base image that exists. Filestore and Lustre capacity quotas are not checked.
+Run it before the first `pulumi up`: a deployed cluster's own VMs are in the quotas' usage
+and the reservation's in-use count.
 
 The project: --project, else the blueprint's, else the credentials'. CLUSTERPRINT_COMPUTE_API,
 CLUSTERPRINT_SERVICE_USAGE_API and CLUSTERPRINT_RESOURCE_MANAGER_API, when set, are those
