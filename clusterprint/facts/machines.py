@@ -410,8 +410,10 @@ SHARED_CPU_QUOTA_SERIES = frozenset({"n1", "e2", "f1", "g1"})
 #: Spot and flex-start VMs count against the preemptible quota where the region grants
 #: one (its limit above 0), else against the regular one: "Spot VMs ... consume preemptible
 #: quota if available; otherwise standard quota" (cloud.google.com/compute/resource-usage,
-#: "Preemptible quotas", vCPUs and GPUs alike; flex-start VMs likewise, cloud.google.com/
-#: compute/docs/instances/flex-start-vms). The preemptible vCPU quota is one for every series.
+#: "Preemptible quotas", vCPUs and GPUs alike). Flex-start VMs likewise, as GKE's flex-start
+#: page says of its nodes (kubernetes-engine/docs/concepts/dws: preemptible quota); no stored
+#: source says it of Compute Engine's own, and the fallback to the regular quota keeps a
+#: wrong guess from refusing a project that has it. One preemptible vCPU quota for all series.
 PREEMPTIBLE_CPU_QUOTA = "PREEMPTIBLE_CPUS"
 
 
