@@ -39,8 +39,8 @@ class Session(Protocol):
 
 
 class ComputeError(Exception):
-    """The API refused a call, or an operation ended in errors; ``status`` its HTTP status
-    (0 where no answer came, or for an operation's own errors)."""
+    """A Google API refused a call, or a Compute operation ended in errors; ``status`` its
+    HTTP status (0 where no answer came, or for an operation's own errors)."""
 
     def __init__(self, message: str, status: int = 0) -> None:
         super().__init__(message)
@@ -65,8 +65,8 @@ def authorized_session() -> tuple[Session, str | None]:
         credentials, project = google.auth.default(scopes=list(SCOPES))
     except DefaultCredentialsError as exc:
         raise NoCredentials(
-            f"no Google credentials ({exc}); run `gcloud auth application-default login`, "
-            "or use --dry-run to list the images offline") from None
+            f"no Google credentials ({exc}); run `gcloud auth application-default login`"
+            ) from None
     return AuthorizedSession(credentials), project
 
 
@@ -75,14 +75,82 @@ def compute_url() -> str:
     return os.environ.get(API_VARIABLE) or COMPUTE_URL
 
 
-class ComputeApi:
-    """The calls of one project's image builds; every answer is the API's JSON."""
+class RestApi:
+    """One project's calls to one Google REST API: ``{base}/projects/{project}/{path}``, or
+    ``{base}/projects/{project}:{verb}`` for a path that starts with ``:``; every answer is
+    the API's JSON. The Compute calls below and preflight's Service Usage and Resource
+    Manager calls (clusterprint/build/project_apis.py) share it."""
 
-    def __init__(self, session: Session, project: str, base_url: str = COMPUTE_URL,
+    def __init__(self, session: Session, project: str, base_url: str,
                  sleep: Callable[[float], None] = time.sleep) -> None:
         self.session, self.project = session, project
         self.base_url = base_url.rstrip("/")
         self._sleep = sleep
+
+    def _required(self, method: str, path: str, **kwargs: Any) -> dict[str, Any]:
+        answer = self._call(method, path, **kwargs)
+        assert answer is not None  # only missing_ok calls answer None
+        return answer
+
+    def _call(self, method: str, path: str, body: dict[str, Any] | None = None,
+              params: dict[str, Any] | None = None, missing_ok: bool = False
+              ) -> dict[str, Any] | None:
+        """One call, asked again on a passing failure where asking twice does no harm (a
+        read, a wait, a delete); 404 is None where ``missing_ok``."""
+        import requests
+        from google.auth import exceptions
+
+        separator = "" if path.startswith(":") else "/"
+        url = f"{self.base_url}/projects/{self.project}{separator}{path}"
+        repeatable = method in ("GET", "DELETE") or path.endswith("/wait")
+        attempt = 1
+        while True:
+            last = attempt == ATTEMPTS or not repeatable
+            try:
+                response = self.session.request(method, url, json=body, params=params,
+                                                timeout=REQUEST_TIMEOUT_S)
+            except (requests.RequestException, exceptions.TransportError) as exc:
+                if last:
+                    raise ComputeError(f"{method} {url}: {exc}") from None
+            except exceptions.GoogleAuthError as exc:  # expired or revoked credentials
+                raise ComputeError(f"{method} {url}: the credentials were refused: {exc}"
+                                   ) from None
+            else:
+                if response.status_code == 404 and missing_ok:
+                    return None
+                if response.status_code < 400:
+                    return response.json() if response.content else {}
+                if last or response.status_code not in RETRIED:
+                    raise ComputeError(f"{method} {url}: HTTP {response.status_code}: "
+                                       f"{_error_message(response)}", response.status_code)
+            self._sleep(2.0 ** attempt)
+            attempt += 1
+
+
+
+class ComputeApi(RestApi):
+    """The Compute calls of one project's image builds and of its preflight."""
+
+    def __init__(self, session: Session, project: str, base_url: str = COMPUTE_URL,
+                 sleep: Callable[[float], None] = time.sleep) -> None:
+        super().__init__(session, project, base_url, sleep)
+
+    # what preflight reads
+    def region(self, region: str) -> dict[str, Any] | None:
+        """The region, with its ``quotas`` (metric, limit, usage); None when there is none."""
+        return self._call("GET", f"regions/{region}", missing_ok=True)
+
+    def machine_type(self, zone: str, name: str) -> dict[str, Any] | None:
+        """The machine type in ``zone`` (``guestCpus``); None where the zone has none."""
+        return self._call("GET", f"zones/{zone}/machineTypes/{name}", missing_ok=True)
+
+    def reservation(self, zone: str, name: str) -> dict[str, Any] | None:
+        """The reservation ``name`` in ``zone``; None when there is none."""
+        return self._call("GET", f"zones/{zone}/reservations/{name}", missing_ok=True)
+
+    def image_from_family(self, family: str) -> dict[str, Any] | None:
+        """The newest image of ``family`` that is not deprecated; None when there is none."""
+        return self._call("GET", f"global/images/family/{family}", missing_ok=True)
 
     # images
     def image(self, name: str) -> dict[str, Any] | None:
@@ -141,44 +209,6 @@ class ComputeApi:
         if errors:
             raise ComputeError("; ".join(f"{e.get('code')}: {e.get('message')}" for e in errors),
                                int(operation.get("httpErrorStatusCode") or 0))
-
-    def _required(self, method: str, path: str, **kwargs: Any) -> dict[str, Any]:
-        answer = self._call(method, path, **kwargs)
-        assert answer is not None  # only missing_ok calls answer None
-        return answer
-
-    def _call(self, method: str, path: str, body: dict[str, Any] | None = None,
-              params: dict[str, Any] | None = None, missing_ok: bool = False
-              ) -> dict[str, Any] | None:
-        """One call, asked again on a passing failure where asking twice does no harm (a
-        read, a wait, a delete); 404 is None where ``missing_ok``."""
-        import requests
-        from google.auth import exceptions
-
-        url = f"{self.base_url}/projects/{self.project}/{path}"
-        repeatable = method in ("GET", "DELETE") or path.endswith("/wait")
-        attempt = 1
-        while True:
-            last = attempt == ATTEMPTS or not repeatable
-            try:
-                response = self.session.request(method, url, json=body, params=params,
-                                                timeout=REQUEST_TIMEOUT_S)
-            except (requests.RequestException, exceptions.TransportError) as exc:
-                if last:
-                    raise ComputeError(f"{method} {url}: {exc}") from None
-            except exceptions.GoogleAuthError as exc:  # expired or revoked credentials
-                raise ComputeError(f"{method} {url}: the credentials were refused: {exc}"
-                                   ) from None
-            else:
-                if response.status_code == 404 and missing_ok:
-                    return None
-                if response.status_code < 400:
-                    return response.json() if response.content else {}
-                if last or response.status_code not in RETRIED:
-                    raise ComputeError(f"{method} {url}: HTTP {response.status_code}: "
-                                       f"{_error_message(response)}", response.status_code)
-            self._sleep(2.0 ** attempt)
-            attempt += 1
 
 
 def _operation_scope(operation: dict[str, Any]) -> str:

@@ -12,6 +12,15 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Literal
 
+#: The regional quota metric each persistent disk type's GB count against (Compute Engine
+#: v1 Quota.metric: SSD_TOTAL_GB, DISKS_TOTAL_GB for standard disks; Cluster Toolkit
+#: pkg/validators/quota.go at 1047080, addDetailedDiskMetrics: pd-balanced counts as SSD,
+#: HYPERDISK_BALANCED_TOTAL_GB for hyperdisk-balanced).
+DISK_QUOTA_METRICS: dict[str, str] = {
+    "pd-standard": "DISKS_TOTAL_GB", "pd-balanced": "SSD_TOTAL_GB", "pd-ssd": "SSD_TOTAL_GB",
+    "hyperdisk-balanced": "HYPERDISK_BALANCED_TOTAL_GB",
+}
+
 #: MTU limits of a VPC (cloud.google.com/vpc/docs/mtu).
 MTU_MIN = 1300
 MTU_MAX = 8896

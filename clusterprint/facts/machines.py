@@ -89,6 +89,11 @@ class MachineFamily:
     #: The Slurm topologies its nodes join from where Compute Engine placed them (the first
     #: a tree); () where Google publishes no physical topology for it (facts/topology.py).
     topology: tuple[NetworkTopology, ...] = ()
+    #: Compute Engine's regional quota metric of its GPUs, which ``clusterprint preflight``
+    #: checks (spot and flex-start VMs: see preemptible_quota).
+    gpu_quota: str
+    #: Its regional vCPU quota metric; None where the GPU quota alone limits the family.
+    cpu_quota: str | None = None
 
     @property
     def resume_timeout_s(self) -> int:
@@ -153,11 +158,19 @@ _A3_HIGH_8G_ZONES = zones(
 #: - zones: zones.MACHINE_ZONES_SOURCE; prices: prices.CYCLENERD_PRICING unless the row
 #:   names another source.
 #: - topology: the families Google's "View VM topology" page lists (facts/topology.py).
+#: - quota metrics: the names of Compute Engine v1's Quota.metric enum (cloud.google.com/
+#:   java/docs/reference/google-cloud-compute/latest/com.google.cloud.compute.v1.Quota.Metric:
+#:   A2_CPUS, NVIDIA_A100_GPUS, NVIDIA_A100_80GB_GPUS, NVIDIA_H100_GPUS, NVIDIA_L4_GPUS;
+#:   NVIDIA_H100_MEGA_GPUS, NVIDIA_H200_GPUS, NVIDIA_B200_GPUS and NVIDIA_GB200_GPUS as
+#:   `gcloud compute regions describe` lists them). Which families take a vCPU quota is the
+#:   Cluster Toolkit's quota validator's (pkg/validators/quota.go at 1047080, addCPUMetrics:
+#:   A3 and G2 take none; A2 takes A2_CPUS); A4 and A4X, like A3, only GPU quota.
 MACHINE_FAMILIES: tuple[MachineFamily, ...] = (
     # A4X: 4 x GB200 with arm64 Grace CPUs, 2 Titanium gVNICs + 4 CX-7 MRDMA NICs on a RoCE
     # VPC of 4 subnets, Hyperdisk boot, MTU 8896 (gpu-network-bandwidth "A4X machine types";
     # Cluster Toolkit examples/machine-learning/a4x-highgpu-4g/a4xhigh-slurm-blueprint.yaml).
     MachineFamily(
+        gpu_quota="NVIDIA_GB200_GPUS",
         machine_type="a4x-highgpu-4g", family="A4X", gpu="nvidia-gb200", gres="gb200", gpus=4,
         nvlink=True, system_nics=2, gpu_nics=4, networking="rdma", recommended_mtu=8896,
         boot_disk_type="hyperdisk-balanced", managed=True, arch="arm64", local_ssds=32,
@@ -168,6 +181,7 @@ MACHINE_FAMILIES: tuple[MachineFamily, ...] = (
                              _RECIPES.format("a4x/llama3_8b", "8gpus-fp8cs-seq8192-gbs128"),
                              160, _CHS + "a4x.yaml")),
     MachineFamily(
+        gpu_quota="NVIDIA_B200_GPUS",
         machine_type="a4-highgpu-8g", family="A4", gpu="nvidia-b200", gres="b200", gpus=8,
         nvlink=True, system_nics=2, gpu_nics=8, networking="rdma", recommended_mtu=8896,
         boot_disk_type="hyperdisk-balanced", managed=True, local_ssds=32,
@@ -184,6 +198,7 @@ MACHINE_FAMILIES: tuple[MachineFamily, ...] = (
             _GR + "a4/llama3_70b/megatron-bridge-slurm/nemo2509/64gpus-fp8cs-seq8192-gbs2048/"
             "recipe/submit.slurm")),
     MachineFamily(
+        gpu_quota="NVIDIA_H200_GPUS",
         machine_type="a3-ultragpu-8g", family="A3 Ultra", gpu="nvidia-h200-141gb", gres="h200",
         gpus=8, nvlink=True, system_nics=2, gpu_nics=8, networking="rdma",
         recommended_mtu=8896, boot_disk_type="hyperdisk-balanced", managed=True, local_ssds=32,
@@ -200,6 +215,7 @@ MACHINE_FAMILIES: tuple[MachineFamily, ...] = (
             _GR + "a3ultra/llama3_8b/megatron-bridge-slurm/nemo2511/16gpus-fp8cs-seq8192-gbs128/"
             "recipe/launch_script.sh")),
     MachineFamily(
+        gpu_quota="NVIDIA_H100_MEGA_GPUS",
         machine_type="a3-megagpu-8g", family="A3 Mega", gpu="nvidia-h100-mega-80gb",
         gres="h100", gpus=8, nvlink=True, gpu_nics=8, networking="tcpxo",
         recommended_mtu=8244, managed=True, local_ssds=16, reservation_bound=True,
@@ -213,6 +229,7 @@ MACHINE_FAMILIES: tuple[MachineFamily, ...] = (
                              _CTK + "a3-megagpu-8g/nccl-tests/import_pytorch_container.sh",
                              150, _CHS + "a3plus.yaml")),
     MachineFamily(
+        gpu_quota="NVIDIA_H100_GPUS",
         machine_type="a3-highgpu-8g", family="A3 High", gpu="nvidia-h100-80gb", gres="h100",
         gpus=8, nvlink=True, gpu_nics=4, networking="tcpx", recommended_mtu=8244,
         local_ssds=16, reservation_bound=True, topology=(FABRIC_TREE,),
@@ -222,6 +239,7 @@ MACHINE_FAMILIES: tuple[MachineFamily, ...] = (
                              _CTK + "a3-highgpu-8g/nccl-tests/import_pytorch_container.sh",
                              60, _CHS + "a3.yaml")),
     *(MachineFamily(
+        gpu_quota="NVIDIA_H100_GPUS",
         machine_type=f"a3-highgpu-{n}g", family="A3 High", gpu="nvidia-h100-80gb",
         gres="h100", gpus=n, nvlink=True, local_ssds=2 * n,
         zones=tuple(sorted((*_A3_HIGH_8G_ZONES, "europe-west8-c"))),
@@ -232,6 +250,7 @@ MACHINE_FAMILIES: tuple[MachineFamily, ...] = (
     # bandwidth: "A3 Edge ... GPUDirect-TCPX"; SkyPilot's GCP provisioner gives
     # a3-edgegpu-8g and a3-highgpu-8g the same five VPCs).
     MachineFamily(
+        gpu_quota="NVIDIA_H100_GPUS",
         machine_type="a3-edgegpu-8g", family="A3 Edge", gpu="nvidia-h100-80gb", gres="h100",
         gpus=8, nvlink=True, gpu_nics=4, networking="tcpx", recommended_mtu=8244,
         local_ssds=16,
@@ -245,6 +264,7 @@ MACHINE_FAMILIES: tuple[MachineFamily, ...] = (
                              _CTK + "a3-highgpu-8g/nccl-tests/import_pytorch_container.sh",
                              None, None)),
     *(MachineFamily(
+        gpu_quota="NVIDIA_A100_80GB_GPUS", cpu_quota="A2_CPUS",
         machine_type=f"a2-ultragpu-{n}g", family="A2 Ultra", gpu="nvidia-a100-80gb",
         gres="a100", gpus=n, nvlink=True, local_ssds=n,
         zones=zones("asia-southeast1:c europe-west4:a us-central1:ac us-east4:c us-east5:ab"),
@@ -252,6 +272,7 @@ MACHINE_FAMILIES: tuple[MachineFamily, ...] = (
       for n, price in ((1, (5.0688, 2.7595)), (2, (10.1376, 5.5191)),
                        (4, (20.2752, 11.0382)), (8, (40.5504, 22.0764)))),
     *(MachineFamily(
+        gpu_quota="NVIDIA_A100_GPUS", cpu_quota="A2_CPUS",
         machine_type=f"a2-highgpu-{n}g", family="A2", gpu="nvidia-tesla-a100", gres="a100",
         gpus=n, nvlink=True,
         zones=zones("asia-northeast1:ac asia-northeast3:ab asia-southeast1:abc "
@@ -261,12 +282,14 @@ MACHINE_FAMILIES: tuple[MachineFamily, ...] = (
       for n, price in ((1, (3.6734, 1.928)), (2, (7.3468, 3.856)), (4, (14.6935, 7.7121)),
                        (8, (29.3871, 15.4242)))),
     MachineFamily(
+        gpu_quota="NVIDIA_A100_GPUS", cpu_quota="A2_CPUS",
         machine_type="a2-megagpu-16g", family="A2", gpu="nvidia-tesla-a100", gres="a100",
         gpus=16, nvlink=True,
         zones=zones("asia-southeast1:ac europe-west4:ab us-central1:abcf"),
         price=prices.cyclenerd(55.7395, 29.2557)),
     # G2: 1 to 8 L4 by vCPUs; not in the zone source's copy, so not offered.
     *(MachineFamily(
+        gpu_quota="NVIDIA_L4_GPUS",
         machine_type=f"g2-standard-{vcpus}", family="G2", gpu="nvidia-l4", gres="l4", gpus=n,
         nvlink=False, price=prices.cyclenerd(*price))
       for vcpus, n, price in ((4, 1, (0.7068, 0.3973)), (8, 1, (0.8536, 0.4799)),
@@ -406,6 +429,36 @@ def cpu_machine_known(machine_type: str) -> bool:
     ``custom-CPUS-MEM`` without a series is an N1 custom machine type.
     """
     return machine_type.startswith("custom-") or cpu_shape(machine_type) is not None
+
+
+#: CPU series whose vCPUs count against the regional quota CPUS, not a SERIES_CPUS one of
+#: their own (Cluster Toolkit pkg/validators/quota.go at 1047080, addCPUMetrics; the Quota
+#: .metric enum, as cited at MACHINE_FAMILIES, lists N2_CPUS, C2_CPUS, C3_CPUS and the
+#: other SERIES_CPUS names).
+SHARED_CPU_QUOTA_SERIES = frozenset({"n1", "e2", "f1", "g1"})
+#: Spot and flex-start VMs count against the preemptible quota where the region grants
+#: one (its limit above 0), else against the regular one: "Spot VMs ... consume preemptible
+#: quota if available; otherwise standard quota" (cloud.google.com/compute/resource-usage,
+#: "Preemptible quotas", vCPUs and GPUs alike). Flex-start VMs likewise, as GKE's flex-start
+#: page says of its nodes (kubernetes-engine/docs/concepts/dws: preemptible quota); no stored
+#: source says it of Compute Engine's own, and the fallback to the regular quota keeps a
+#: wrong guess from refusing a project that has it. One preemptible vCPU quota for all series.
+PREEMPTIBLE_CPU_QUOTA = "PREEMPTIBLE_CPUS"
+
+
+def quota_metrics(machine_type: str) -> tuple[str | None, str | None]:
+    """The regional vCPU and GPU quota metrics a regular VM of ``machine_type`` counts
+    against (None where it takes none)."""
+    family = gpu_family(machine_type)
+    if family is not None:
+        return family.cpu_quota, family.gpu_quota
+    series = "n1" if machine_type.startswith("custom-") else machine_type.split("-")[0]
+    return ("CPUS" if series in SHARED_CPU_QUOTA_SERIES else f"{series.upper()}_CPUS"), None
+
+
+def preemptible_quota(metric: str) -> str:
+    """The preemptible quota a spot or flex-start VM uses first instead of ``metric``."""
+    return PREEMPTIBLE_CPU_QUOTA if metric.endswith("CPUS") else f"PREEMPTIBLE_{metric}"
 
 
 #: The least memory per vCPU, in MiB, of each predefined CPU shape over the series above:

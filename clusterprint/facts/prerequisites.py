@@ -146,3 +146,39 @@ def deployer_roles(resource_types: Iterable[str]) -> list[str]:
     """Every role the identity running ``pulumi up`` needs for these resource types."""
     return sorted({s.deployer_role for s in services_of(resource_types)}
                   | DEPLOYER_EXTRA_ROLES.keys())
+
+
+#: Per deployer role, the permissions of it that ``pulumi up`` uses: what ``clusterprint
+#: preflight`` asks testIamPermissions about, so a missing role is found before the first
+#: create fails (cloud.google.com/iam/docs/roles-permissions/<service>: each is in its
+#: role). serviceUsageAdmin is left out: enabling the APIs is once per project and may be
+#: someone else's part; preflight names a disabled API instead.
+ROLE_PERMISSIONS: dict[str, tuple[str, ...]] = {
+    "roles/compute.admin": (
+        "compute.networks.create", "compute.subnetworks.create", "compute.firewalls.create",
+        "compute.routers.create", "compute.instances.create", "compute.instanceTemplates.create",
+        "compute.instanceGroupManagers.create", "compute.disks.create",
+        "compute.resourcePolicies.create", "compute.globalAddresses.create",
+        "compute.images.create"),
+    "roles/compute.networkAdmin": ("servicenetworking.services.addPeering",),
+    "roles/file.editor": ("file.instances.create",),
+    "roles/lustre.admin": ("lustre.instances.create",),
+    "roles/secretmanager.admin": ("secretmanager.secrets.create",
+                                  "secretmanager.secrets.setIamPolicy"),
+    "roles/iam.serviceAccountAdmin": ("iam.serviceAccounts.create",),
+    "roles/iam.roleAdmin": ("iam.roles.create",),
+    "roles/resourcemanager.projectIamAdmin": ("resourcemanager.projects.setIamPolicy",),
+    "roles/iam.serviceAccountUser": ("iam.serviceAccounts.actAs",),
+    "roles/storage.admin": ("storage.buckets.create", "storage.buckets.setIamPolicy"),
+    "roles/aiplatform.user": ("aiplatform.tensorboards.create",),
+    "roles/monitoring.editor": ("monitoring.dashboards.create",),
+    "roles/hypercomputecluster.editor": ("hypercomputecluster.clusters.create",),
+}
+#: The deployer roles no permission check covers, with why.
+UNCHECKED_ROLES = frozenset({"roles/serviceusage.serviceUsageAdmin"})
+
+
+def deployer_permissions(resource_types: Iterable[str]) -> dict[str, str]:
+    """Each permission ``pulumi up`` needs for these resource types, and the role holding it."""
+    return {permission: role for role in deployer_roles(resource_types)
+            if role not in UNCHECKED_ROLES for permission in ROLE_PERMISSIONS[role]}

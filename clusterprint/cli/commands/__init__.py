@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import argparse
 import sys
-from typing import TYPE_CHECKING, TextIO
+from typing import TYPE_CHECKING, Any, TextIO
 
 if TYPE_CHECKING:
     from clusterprint.blueprint.findings import Located
@@ -31,6 +31,26 @@ def checked_blueprint(path: str) -> tuple[Blueprint | None, int]:
     print_findings(checked.findings, sys.stderr)
     print_count(checked.findings, sys.stderr)
     return (checked.blueprint, 0) if checked.ok else (None, checked.exit_code)
+
+
+def session_and_project(who: str, blueprint: Blueprint, project: str | None,
+                        hint: str = "") -> tuple[Any, str] | None:
+    """The Application Default Credentials' session and the project a command acts on (the
+    flag's, else the blueprint's, else the credentials'); None once the reason is on stderr
+    (the caller exits 2). ``hint`` follows the no-credentials line."""
+    from clusterprint.build.compute import NoCredentials, authorized_session
+
+    try:
+        session, credentials_project = authorized_session()
+    except NoCredentials as exc:
+        print(f"{who}: {exc}{hint}", file=sys.stderr)
+        return None
+    project = project or blueprint.project or credentials_project
+    if not project:
+        print(f"{who}: no project: set `project` in the blueprint or pass --project",
+              file=sys.stderr)
+        return None
+    return session, project
 
 
 def print_findings(located: list[Located], stream: TextIO) -> None:

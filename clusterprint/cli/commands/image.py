@@ -125,24 +125,15 @@ def dry_run(images: list[NodeImage], project: str | None, blueprint: Blueprint) 
 def build_all(images: list[NodeImage], blueprint: Blueprint, args: argparse.Namespace) -> int:
     """Build each missing image in turn; 3 when one failed."""
     from clusterprint.build.builder import Timing
-    from clusterprint.build.compute import (
-        ComputeApi,
-        NoCredentials,
-        authorized_session,
-        compute_url,
-    )
+    from clusterprint.build.compute import ComputeApi, compute_url
     from clusterprint.build.site import command_site, network_words
+    from clusterprint.cli.commands import session_and_project
 
-    try:
-        session, credentials_project = authorized_session()
-    except NoCredentials as exc:
-        print(f"{WHO}: {exc}", file=sys.stderr)
+    found = session_and_project(WHO, blueprint, args.project,
+                                ", or use --dry-run to list the images offline")
+    if found is None:
         return EXIT_USAGE
-    project = args.project or blueprint.project or credentials_project
-    if not project:
-        print(f"{WHO}: no project: set `project` in the blueprint or pass --project",
-              file=sys.stderr)
-        return EXIT_USAGE
+    session, project = found
     api = ComputeApi(session, project, compute_url())
     site = command_site(blueprint, project, args.subnetwork)
     print(f"{WHO}: builders run in {blueprint.zone}, in {network_words(site)}",

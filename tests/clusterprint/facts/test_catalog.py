@@ -152,3 +152,31 @@ def test_machine_types_without_a_zone_table_have_no_zones():
     assert machines.machine_zones("a4x-highgpu-4g") == ()
     assert machines.machine_zones("g2-standard-4") == ()
     assert machines.machine_zones("a3-highgpu-3g") == ()
+
+
+@pytest.mark.parametrize(("machine_type", "cpu", "gpu"), [
+    ("n2-standard-4", "N2_CPUS", None), ("c2-standard-8", "C2_CPUS", None),
+    ("e2-standard-2", "CPUS", None), ("n1-highmem-8", "CPUS", None),
+    ("custom-8-32768", "CPUS", None),
+    ("a2-highgpu-8g", "A2_CPUS", "NVIDIA_A100_GPUS"),
+    ("a2-ultragpu-4g", "A2_CPUS", "NVIDIA_A100_80GB_GPUS"),
+    ("a3-highgpu-8g", None, "NVIDIA_H100_GPUS"), ("a3-megagpu-8g", None, "NVIDIA_H100_MEGA_GPUS"),
+    ("a3-ultragpu-8g", None, "NVIDIA_H200_GPUS"), ("a4-highgpu-8g", None, "NVIDIA_B200_GPUS"),
+    ("a4x-highgpu-4g", None, "NVIDIA_GB200_GPUS"), ("g2-standard-24", None, "NVIDIA_L4_GPUS"),
+])
+def test_quota_metrics(machine_type, cpu, gpu):
+    assert machines.quota_metrics(machine_type) == (cpu, gpu)
+
+
+def test_spot_vms_first_draw_on_one_preemptible_vcpu_quota_and_their_gpus_own():
+    assert machines.preemptible_quota("N2_CPUS") == "PREEMPTIBLE_CPUS"
+    assert machines.preemptible_quota("NVIDIA_H200_GPUS") == "PREEMPTIBLE_NVIDIA_H200_GPUS"
+
+
+def test_every_disk_type_a_blueprint_takes_has_a_quota_metric():
+    from typing import get_args
+
+    from clusterprint.blueprint.model import BootDisk
+
+    (types, _) = get_args(BootDisk.model_fields["type"].annotation)
+    assert set(get_args(types)) == catalog.DISK_QUOTA_METRICS.keys()

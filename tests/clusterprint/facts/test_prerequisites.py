@@ -63,3 +63,16 @@ def test_the_names_have_the_form_gcloud_takes():
     roles = ({s.deployer_role for s in services} | prerequisites.DEPLOYER_EXTRA_ROLES.keys()
              | prerequisites.USER_ROLES.keys())
     assert all(re.fullmatch(r"roles/[a-z]+\.[A-Za-z.]+", role) for role in roles)
+
+
+def test_preflight_asks_for_permissions_of_every_deployer_role_and_of_no_other():
+    roles = ({s.deployer_role for s in prerequisites.RESOURCE_SERVICES.values()}
+             | prerequisites.DEPLOYER_EXTRA_ROLES.keys())
+    asked = prerequisites.ROLE_PERMISSIONS.keys()
+    assert sorted(roles - asked - prerequisites.UNCHECKED_ROLES) == []
+    assert sorted(asked - roles) == []
+    permissions = [p for ps in prerequisites.ROLE_PERMISSIONS.values() for p in ps]
+    assert all(re.fullmatch(r"[a-z]+\.[a-zA-Z]+\.[a-zA-Z]+", p) for p in permissions)
+    small = prerequisites.deployer_permissions(planned_types("cpu-small"))
+    assert small["file.instances.create"] == "roles/file.editor"
+    assert "lustre.instances.create" not in small

@@ -1,0 +1,345 @@
+"""Check a project against a blueprint's plan before anything is created.
+
+What a failed ``pulumi up`` would find out an hour in, asked of the APIs first: the APIs the
+plan's resource types need are enabled (facts/prerequisites.py), the deployer holds the
+permissions of the roles those types need, the region's Compute quota covers the VMs and disks
+(preview/quota_needs.py), the zone offers each machine type, each named reservation exists in
+the zone with the machine type, the free count and the reservation-bound model the nodesets
+need, and each image the VMs boot exists or will be built by ``pulumi up`` from a base image
+that exists.
+
+The permissions are asked with Resource Manager's ``projects.testIamPermissions``, not read
+from ``getIamPolicy``: it answers for the caller however the permission reaches them (a
+group, a folder or organization grant, a custom role), and needs no right to read the
+project's policy, which a deployer often lacks.
+
+Every check collects its problems; a check whose API answers an error (403, 404, nothing)
+is itself a problem with its fix, never a pass. Where the Service Usage answer says an API
+is disabled, the checks that call that API are left out: the API's own line says what to do.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, Literal
+
+from clusterprint.build.compute import ComputeError
+from clusterprint.facts import prerequisites
+from clusterprint.preview.quota_needs import Need, planned_disks, planned_vms, quota_needs
+from clusterprint.render import images
+
+if TYPE_CHECKING:
+    from clusterprint.blueprint.model import Blueprint, Nodeset
+    from clusterprint.build.compute import ComputeApi
+    from clusterprint.build.project_apis import ResourceManagerApi, ServiceUsageApi
+    from clusterprint.preview.plan import Plan
+
+COMPUTE_API = "compute.googleapis.com"
+RESOURCE_MANAGER_API = "cloudresourcemanager.googleapis.com"
+SERVICE_USAGE_API = "serviceusage.googleapis.com"
+#: Where a quota is raised.
+QUOTAS_PAGE = "https://console.cloud.google.com/iam-admin/quotas?project={project}"
+#: Reservations whose VMs must use the reservation-bound provisioning model: dense ones
+#: (Reservation.deploymentType DENSE) and calendar-mode ones (cloud.google.com/compute/docs/
+#: instances/about-reservation-bound-vms).
+DENSE = "DENSE"
+CALENDAR = "CALENDAR"
+
+
+@dataclass(frozen=True)
+class Problem:
+    """One thing the project lacks, and how to fix it."""
+
+    check: Literal["api", "permission", "quota", "machine-type", "reservation", "image"]
+    subject: str
+    message: str
+    fix: str
+    severity: Literal["error", "warning"] = "error"
+
+    def line(self) -> str:
+        """``error: quota: N2_CPUS: ... (fix: ...)``."""
+        return f"{self.severity}: {self.check}: {self.subject}: {self.message} (fix: {self.fix})"
+
+    def as_json(self) -> dict[str, str]:
+        """The problem as ``preflight --json`` lists it."""
+        return {"severity": self.severity, "check": self.check, "subject": self.subject,
+                "message": self.message, "fix": self.fix}
+
+
+@dataclass
+class ProjectApis:
+    """The clients of one project; ``compute_of`` gives another project's Compute (a shared
+    reservation's owner, a public image's publisher)."""
+
+    project: str
+    compute: ComputeApi
+    service_usage: ServiceUsageApi
+    resource_manager: ResourceManagerApi
+    compute_of: Callable[[str], ComputeApi]
+
+
+def preflight(blueprint: Blueprint, plan: Plan, apis: ProjectApis) -> list[Problem]:
+    """Every problem the project has with this plan, in the order of the checks."""
+    types = [r.type for r in plan.resources]
+    problems, disabled = check_apis(prerequisites.required_apis(types), apis)
+    if RESOURCE_MANAGER_API not in disabled:
+        problems += check_permissions(prerequisites.deployer_permissions(types), apis)
+    if COMPUTE_API not in disabled:
+        problems += check_compute(blueprint, plan, apis)
+    return problems
+
+
+def check_apis(required: list[str], apis: ProjectApis) -> tuple[list[Problem], set[str]]:
+    """A line per required API the project has not enabled, and those APIs."""
+    project = apis.project
+    try:
+        states = apis.service_usage.states(required)
+    except ComputeError as exc:
+        return [unreadable("api", SERVICE_USAGE_API, "the APIs' states", exc, project,
+                           SERVICE_USAGE_API)], set()
+    disabled = [api for api in required if states.get(api) != "ENABLED"]
+    return [Problem("api", api, f"not enabled in project {project}",
+                    f"gcloud services enable {api} --project {project}")
+            for api in disabled], set(disabled)
+
+
+def check_permissions(needed: dict[str, str], apis: ProjectApis) -> list[Problem]:
+    """A line per role of which the deployer lacks a permission ``pulumi up`` uses."""
+    project = apis.project
+    try:
+        held = apis.resource_manager.held_permissions(sorted(needed))
+    except ComputeError as exc:
+        return [unreadable("permission", RESOURCE_MANAGER_API, "the deployer's permissions",
+                           exc, project, RESOURCE_MANAGER_API)]
+    lacking: dict[str, list[str]] = {}
+    for permission, role in sorted(needed.items()):
+        if permission not in held:
+            lacking.setdefault(role, []).append(permission)
+    return [Problem("permission", role, f"the deployer lacks {', '.join(missing)}",
+                    f"gcloud projects add-iam-policy-binding {project} "
+                    f"--member=user:YOUR_EMAIL --role={role}")
+            for role, missing in sorted(lacking.items())]
+
+
+def check_compute(blueprint: Blueprint, plan: Plan, apis: ProjectApis) -> list[Problem]:
+    """Machine types in the zone, quota in the region, reservations, images."""
+    problems: list[Problem] = []
+    vms = planned_vms(blueprint, plan)
+    cpus = _guest_cpus(sorted({v.machine_type for v in vms}), blueprint.zone, apis, problems)
+    needs = quota_needs(vms, planned_disks(plan), cpus.get)
+    problems += check_quota(needs, blueprint.region, apis)
+    problems += check_reservations(blueprint, apis)
+    problems += check_images(blueprint, apis)
+    return problems
+
+
+def _guest_cpus(machine_types: list[str], zone: str, apis: ProjectApis,
+                problems: list[Problem]) -> dict[str, int]:
+    """Each machine type's vCPUs in ``zone``; a problem for one the zone does not offer."""
+    found: dict[str, int] = {}
+    for machine_type in machine_types:
+        answer = _read(apis.compute.machine_type, (zone, machine_type), problems,
+                       "machine-type", machine_type, f"machine type {machine_type} in {zone}",
+                       apis.project)
+        if answer is UNREAD:
+            continue
+        if answer is None:
+            problems.append(Problem(
+                "machine-type", machine_type, f"zone {zone} does not offer it",
+                f"choose a zone that does: gcloud compute machine-types list "
+                f"--filter=name={machine_type} --project {apis.project}"))
+        else:
+            found[machine_type] = int(answer.get("guestCpus") or 0)
+    return found
+
+
+def check_quota(needs: list[Need], region: str, apis: ProjectApis) -> list[Problem]:
+    """A line per metric whose free quota does not cover what the plan takes at once (an
+    error) or at most, with every elastic node up (a warning)."""
+    project, problems = apis.project, []
+    answer = _read(apis.compute.region, (region,), problems, "quota", region,
+                   f"region {region}'s quotas", project)
+    if answer is UNREAD:
+        return problems
+    if answer is None:
+        return [Problem("quota", region, f"project {project} has no region {region}",
+                        "set `region` to a Compute Engine region")]
+    quotas = {q.get("metric"): q for q in answer.get("quotas") or []}
+    for metric, count, max_count, who in _by_metric_used(needs, quotas):
+        fix = f"request more {metric} in {region}: {QUOTAS_PAGE.format(project=project)}"
+        granted = quotas.get(metric)
+        if granted is None:
+            problems.append(Problem("quota", metric, f"region {region} grants project "
+                                    f"{project} none; the plan needs {count} ({who})", fix))
+            continue
+        free = float(granted.get("limit") or 0) - float(granted.get("usage") or 0)
+        if count > free:
+            problems.append(Problem("quota", metric, f"the plan needs {count} in {region}, "
+                                    f"{_number(free)} of {_number(granted.get('limit'))} are "
+                                    f"free ({who})", fix))
+        elif max_count > free:
+            problems.append(Problem("quota", metric, f"every elastic node up needs "
+                                    f"{max_count} in {region}, {_number(free)} are free "
+                                    f"({who}): nodes above that fail to start", fix, "warning"))
+    return problems
+
+
+def _by_metric_used(needs: list[Need], quotas: dict[Any, dict]
+                    ) -> list[tuple[str, int, int, str]]:
+    """The needs summed by the metric each really draws on: a preemptible one where the
+    region grants it (its limit above 0), else the regular one, which regular VMs share."""
+    totals: dict[str, tuple[int, int, list[str]]] = {}
+    for need in needs:
+        metric = need.metric
+        if need.preemptible and float((quotas.get(need.preemptible) or {}).get("limit") or 0):
+            metric = need.preemptible
+        count, max_count, who = totals.get(metric, (0, 0, []))
+        totals[metric] = (count + need.count, max_count + need.max_count,
+                          who + [w for w in need.who if w not in who])
+    return [(metric, count, max_count, ", ".join(who))
+            for metric, (count, max_count, who) in sorted(totals.items())]
+
+
+def check_reservations(blueprint: Blueprint, apis: ProjectApis) -> list[Problem]:
+    """A line per problem of each named reservation, for all the nodesets that consume it."""
+    users: dict[tuple[str, str], list[Nodeset]] = {}
+    for nodeset in blueprint.slurm.nodesets:
+        if nodeset.provisioning == "reservation" and nodeset.reservation:
+            users.setdefault(reservation_owner(nodeset.reservation, apis.project),
+                             []).append(nodeset)
+    problems = []
+    for (owner, name), nodesets in users.items():
+        problems += _reservation_problems(owner, name, nodesets, blueprint.zone, apis)
+    return problems
+
+
+def reservation_owner(reservation: str, project: str) -> tuple[str, str]:
+    """The project and name of the reservation a nodeset names (a block: its reservation)."""
+    parts = reservation.split("/reservationBlocks/")[0].split("/")
+    return (parts[1] if reservation.startswith("projects/") else project), parts[-1]
+
+
+def _reservation_problems(owner: str, name: str, nodesets: list[Nodeset], zone: str,
+                          apis: ProjectApis) -> list[Problem]:
+    subject = f"projects/{owner}/zones/{zone}/reservations/{name}"
+    problems: list[Problem] = []
+    answer = _read(apis.compute_of(owner).reservation, (zone, name), problems,
+                   "reservation", subject, f"reservation {name}", owner)
+    if answer is UNREAD:
+        return problems
+    names = ", ".join(f"nodeset {ns.name}" for ns in nodesets)
+    if answer is None:
+        return [Problem("reservation", subject, f"no such reservation in {zone} ({names})",
+                        f"create it in {zone}, or name one of `gcloud compute reservations "
+                        f"list --project {owner}` in slurm.nodesets[].reservation")]
+    status = answer.get("status", "READY")
+    if status != "READY":
+        problems.append(Problem("reservation", subject, f"its status is {status}, not READY",
+                                "wait until it is READY, or name another"))
+    specific = answer.get("specificReservation") or {}
+    reserved = str((specific.get("instanceProperties") or {}).get("machineType", ""))
+    reserved = reserved.rsplit("/", 1)[-1]
+    for ns in nodesets:
+        if reserved != ns.machine_type:
+            problems.append(Problem(
+                "reservation", subject, f"it reserves {reserved or 'no machine type'}, nodeset "
+                f"{ns.name} is {ns.machine_type}",
+                f"set the nodeset's machine_type to {reserved}, or name a reservation of "
+                f"{ns.machine_type}" if reserved else f"name a reservation of {ns.machine_type}"))
+    free = int(specific.get("count") or 0) - int(specific.get("inUseCount") or 0)
+    wanted = sum(ns.count for ns in nodesets)
+    if wanted > free:
+        problems.append(Problem(
+            "reservation", subject, f"{free} of its {int(specific.get('count') or 0)} VMs are "
+            f"free, {names} want {wanted}",
+            f"lower the nodesets' count to {max(free, 0)}, or grow it: gcloud compute "
+            f"reservations update {name} --zone {zone} --vm-count "
+            f"{int(specific.get('count') or 0) + wanted - free} --project {owner}"))
+    bound = answer.get("deploymentType") == DENSE or answer.get("reservationMode") == CALENDAR
+    kind = "dense" if answer.get("deploymentType") == DENSE else "calendar-mode"
+    for ns in nodesets:
+        if bound and not ns.reservation_bound:
+            problems.append(Problem(
+                "reservation", subject, f"it is {kind}: its VMs must be reservation-bound, "
+                f"nodeset {ns.name} is not", f"set reservation_bound: true on nodeset {ns.name}"))
+        elif ns.reservation_bound and not bound:
+            problems.append(Problem(
+                "reservation", subject, f"nodeset {ns.name} is reservation_bound, but the "
+                "reservation is neither dense nor calendar-mode",
+                f"set reservation_bound: false on nodeset {ns.name}, or name a dense reservation"))
+    return problems
+
+
+def check_images(blueprint: Blueprint, apis: ProjectApis) -> list[Problem]:
+    """A line per image the VMs boot that neither exists nor will be built: a nodeset's
+    named image, or the base of an image ``pulumi up`` would build."""
+    problems: list[Problem] = []
+    for image in images.needed_images(blueprint):
+        built = _read(apis.compute.image, (image.name,), problems, "image",
+                      image.path(apis.project), f"image {image.name}", apis.project)
+        if built is not None:  # there, or unread (a problem says so)
+            continue
+        base = image.base
+        if _read(apis.compute_of(base.project).image, (base.name,), problems, "image",
+                 base.path, f"image {base.path}", base.project) is None:
+            problems.append(Problem(
+                "image", base.path, f"the base image of {image.name}, which `pulumi up` "
+                "would build, is gone", "use a clusterprint whose facts/images.py names a "
+                "base image that exists"))
+    for ns in blueprint.slurm.nodesets:
+        named = ns.image
+        if named is None:
+            continue
+        path = images.pinned_path(named)
+        compute = apis.compute_of(named.project)
+        read = compute.image if named.name is not None else compute.image_from_family
+        answer = _read(read, (named.name or named.family,), problems, "image", path,
+                       f"image {path}", named.project)
+        if answer is None:
+            problems.append(Problem(
+                "image", path, f"nodeset {ns.name} boots it, and it does not exist",
+                f"build it, or fix slurm.nodesets[].image (gcloud compute images list "
+                f"--project {named.project})"))
+    return problems
+
+
+#: What _read answers for a call that got an error instead of an answer.
+UNREAD: Any = object()
+
+
+def _read(read: Callable[..., dict[str, Any] | None], args: tuple, problems: list[Problem],
+          check: Any, subject: str, what: str, project: str) -> Any:
+    """The Compute API's answer to ``read(*args)`` (None: not found), or UNREAD once a
+    problem says why it could not be read."""
+    try:
+        return read(*args)
+    except ComputeError as exc:
+        problems.append(unreadable(check, subject, what, exc, project, COMPUTE_API))
+        return UNREAD
+
+
+def unreadable(check: Any, subject: str, what: str, exc: ComputeError, project: str,
+               api: str) -> Problem:
+    """The problem of a call to ``api`` that got no answer: its fix by what it got."""
+    text = str(exc)
+    if exc.status == 403 and ("SERVICE_DISABLED" in text or "has not been used" in text
+                              or "is disabled" in text):
+        fix = f"gcloud services enable {api} --project {project}"
+    elif exc.status == 403:
+        fix = (f"grant the deployer a role that may read {what} in project {project} "
+               "(roles/viewer holds them all)")
+    elif exc.status == 404:
+        fix = f"check that project {project} exists and the credentials can see it"
+    elif exc.status in (401, 0) and "credentials" in text:
+        fix = "gcloud auth application-default login"
+    elif exc.status == 0:
+        fix = f"check this machine reaches {api} (a proxy or firewall in the way?)"
+    else:
+        fix = "run preflight again; if it persists, the API's status page may say why"
+    return Problem(check, subject, f"could not read {what}: {text}", fix)
+
+
+def _number(value: Any) -> str:
+    number = float(value or 0)
+    return str(int(number)) if number.is_integer() else str(number)

@@ -1,0 +1,115 @@
+"""preflight's reservation and quota checks, in process against the local fake: the cases a
+reference blueprint does not reach (a shared reservation, a block, calendar mode, two
+nodesets on one reservation, a reservation not ready, a granted preemptible quota)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from google.auth.transport.requests import AuthorizedSession
+from google.oauth2.credentials import Credentials
+from ruamel.yaml import YAML
+
+from clusterprint.blueprint.validate import check_text
+from clusterprint.build import compute, project_apis
+from clusterprint.cli.commands.preflight import project_apis as clients
+from clusterprint.preview.preflight import check_quota, check_reservations, reservation_owner
+from clusterprint.preview.quota_needs import Need
+from tests.support.blueprint_texts import apply_overrides, to_yaml
+from tests.support.image_compute_fake import TOKEN
+from tests.support.paths import blueprint_path
+from tests.support.preflight_fake import FakeProject
+
+ZONE = "us-central1-b"  # a4's
+RESERVED = {"status": "READY", "specificReservation": {
+    "count": 8, "inUseCount": 0, "instanceProperties": {"machineType": "a4-highgpu-8g"}}}
+
+
+def a4(overrides: dict):
+    data = YAML(typ="safe").load(Path(blueprint_path("a4")).read_text())
+    checked = check_text("a4.yaml", to_yaml(apply_overrides(data, overrides)))
+    assert checked.ok, checked.lines()
+    return checked.blueprint
+
+
+@pytest.fixture
+def fake(monkeypatch):
+    project = FakeProject("my-project", ZONE)
+    monkeypatch.setenv(compute.API_VARIABLE, project.url)
+    monkeypatch.setenv(project_apis.SERVICE_USAGE_VARIABLE, project.base("serviceusage"))
+    monkeypatch.setenv(project_apis.RESOURCE_MANAGER_VARIABLE,
+                       project.base("cloudresourcemanager"))
+    yield project
+    project.stop()
+
+
+def apis_of():
+    return clients(AuthorizedSession(Credentials(TOKEN)), "my-project")
+
+
+def lines(problems) -> list[str]:
+    return [p.line() for p in problems]
+
+
+def test_a_shared_reservations_block_is_read_from_its_owner_project(fake):
+    blueprint = a4({"slurm.nodesets[0].reservation":
+                    "projects/other-project/reservations/shared/reservationBlocks/b1"})
+    fake.reservations[("other-project", ZONE, "shared")] = dict(RESERVED)
+    assert check_reservations(blueprint, apis_of()) == []
+    assert fake.requests() == [
+        f"GET /compute/v1/projects/other-project/zones/{ZONE}/reservations/shared"]
+
+
+def test_two_nodesets_on_one_reservation_need_their_counts_together(fake):
+    blueprint = a4({"slurm.nodesets[1].provisioning": "reservation",
+                    "slurm.nodesets[1].reservation": "a4-res", "slurm.nodesets[1].max_count": 2})
+    fake.reservations[("my-project", ZONE, "a4-res")] = {
+        **RESERVED, "specificReservation": {**RESERVED["specificReservation"], "count": 5}}
+    assert lines(check_reservations(blueprint, apis_of())) == [
+        f"error: reservation: projects/my-project/zones/{ZONE}/reservations/a4-res: 5 of its 5 "
+        "VMs are free, nodeset a4, nodeset a4spot want 6 (fix: lower the nodesets' count to "
+        f"5, or grow it: gcloud compute reservations update a4-res --zone {ZONE} --vm-count 6 "
+        "--project my-project)"]
+    assert len(fake.requests()) == 1  # one read for both
+
+
+def test_a_calendar_mode_reservation_needs_reservation_bound_and_a_standard_one_refuses_it(
+        fake):
+    fake.reservations[("my-project", ZONE, "a4-res")] = {**RESERVED, "reservationMode": "CALENDAR"}
+    (problem,) = check_reservations(a4({}), apis_of())
+    assert problem.message == ("it is calendar-mode: its VMs must be reservation-bound, nodeset "
+                               "a4 is not")
+    assert check_reservations(a4({"slurm.nodesets[0].reservation_bound": True}), apis_of()) == []
+    fake.reservations[("my-project", ZONE, "a4-res")] = dict(RESERVED)
+    (problem,) = check_reservations(a4({"slurm.nodesets[0].reservation_bound": True}), apis_of())
+    assert problem.fix == ("set reservation_bound: false on nodeset a4, or name a dense "
+                           "reservation")
+
+
+def test_a_reservation_not_ready_says_its_status(fake):
+    fake.reservations[("my-project", ZONE, "a4-res")] = {**RESERVED, "status": "CREATING"}
+    (problem,) = check_reservations(a4({}), apis_of())
+    assert problem.message == "its status is CREATING, not READY"
+
+
+def test_the_owner_of_a_reservation_path():
+    assert reservation_owner("r1", "mine") == ("mine", "r1")
+    assert reservation_owner("projects/theirs/reservations/r1/reservationBlocks/b/"
+                             "reservationSubBlocks/s", "mine") == ("theirs", "r1")
+
+
+def test_spot_vms_draw_on_granted_preemptible_quota_and_else_share_the_regular_one(fake):
+    needs = [Need("N2_CPUS", None, 4, 4, ("VM login",)),
+             Need("N2_CPUS", "PREEMPTIBLE_CPUS", 8, 16, ("nodeset cpu",))]
+    fake.quotas = {"us-central1": {"N2_CPUS": (10, 0), "PREEMPTIBLE_CPUS": (0, 0)}}
+    (problem,) = check_quota(needs, "us-central1", apis_of())
+    assert (problem.subject, problem.message) == (
+        "N2_CPUS", "the plan needs 12 in us-central1, 10 of 10 are free (VM login, nodeset cpu)")
+    fake.quotas = {"us-central1": {"N2_CPUS": (10, 0), "PREEMPTIBLE_CPUS": (16, 0)}}
+    assert check_quota(needs, "us-central1", apis_of()) == []
+
+
+def test_a_region_that_does_not_exist_is_a_problem(fake):
+    (problem,) = check_quota([Need("CPUS", None, 1, 1, ("VM x",))], "us-nowhere1", apis_of())
+    assert problem.message == "project my-project has no region us-nowhere1"

@@ -1,0 +1,36 @@
+"""The quota a plan takes: from the planned VMs and disks and each nodeset's counts."""
+
+from __future__ import annotations
+
+from clusterprint.blueprint.validate import load_checked
+from clusterprint.preview.quota_needs import Need, Vms, planned_vms, quota_needs
+from tests.support.paths import blueprint_path
+from tests.support.plans import reference_plan
+
+VCPUS = {"c2-standard-8": 8, "n2-standard-4": 4, "a4-highgpu-8g": 224}.get
+
+
+def test_a4_counts_the_single_vms_and_the_spot_gpus_but_not_the_reserved_ones():
+    blueprint = load_checked(blueprint_path("a4"))
+    needs = {(n.metric, n.preemptible): n for n in
+             quota_needs(planned_vms(blueprint, reference_plan("a4")), [], VCPUS)}
+    assert needs[("C2_CPUS", None)].count == 8
+    assert needs[("N2_CPUS", None)].count == 4
+    # a4spot: 2 nodes kept, 8 at most, 8 B200s each; the reserved a4 nodeset takes none
+    gpus = needs[("NVIDIA_B200_GPUS", "PREEMPTIBLE_NVIDIA_B200_GPUS")]
+    assert (gpus.count, gpus.max_count, gpus.who) == (16, 64, ("nodeset a4spot",))
+    # A4 takes GPU quota only
+    assert all("nodeset" not in " ".join(n.who) for (metric, _), n in needs.items()
+               if metric.endswith("CPUS"))
+    # the reserved nodes' boot disks still count
+    assert "nodeset a4" in needs[("HYPERDISK_BALANCED_TOTAL_GB", None)].who
+
+
+def test_disk_gb_follow_the_counts_and_unknown_vcpus_count_nothing():
+    vms = [Vms("n2-standard-4", 2, 5, False, False, (("pd-ssd", 100),), "nodeset n"),
+           Vms("zz-unknown-1", 1, 1, False, False, (), "VM z")]
+    assert quota_needs(vms, [("pd-standard", 30, "state")], VCPUS) == [
+        Need("DISKS_TOTAL_GB", None, 30, 30, ("disk state",)),
+        Need("N2_CPUS", None, 8, 20, ("nodeset n",)),
+        Need("SSD_TOTAL_GB", None, 200, 500, ("nodeset n",)),
+    ]
