@@ -1,4 +1,4 @@
-"""The ``clusterprint`` command: validate, new, schema, render, plan, diff and image.
+"""The ``clusterprint`` command: validate, new, schema, render, plan, diff, image and status.
 
 Each command lives in ``clusterprint.cli.commands.<name>`` with ``add_arguments`` and
 ``run``; this module imports only the one being run, so ``validate`` never pays for
@@ -24,6 +24,7 @@ COMMANDS = {
     "plan": "list the resources `pulumi up` would create, offline under Pulumi's mocks",
     "diff": "compare two blueprints or saved plans: create, update, replace, delete",
     "image": "build the node images a blueprint boots (`image build`), or list them offline",
+    "status": "show a deployed cluster's VMs: created, booting (the step), ready, failed",
 }
 
 #: Exit status for usage errors and unreadable files (argparse's own choice too).

@@ -9,6 +9,7 @@ from typing import TYPE_CHECKING, TextIO
 if TYPE_CHECKING:
     from clusterprint.blueprint.findings import Located
     from clusterprint.blueprint.model import Blueprint
+    from clusterprint.build.compute import ComputeApi
 
 
 def file_argument(text: str) -> str:
@@ -49,3 +50,28 @@ def print_count(located: list[Located], stream: TextIO) -> None:
     text = count_text(f.finding for f in located)
     if text:
         print(text, file=stream)
+
+
+def compute_api(who: str, project: str | None, blueprint: Blueprint,
+                offline_hint: str = "") -> ComputeApi | None:
+    """The Compute API of ``project``, else the blueprint's, else the credentials' project,
+    with the Application Default Credentials; None, having said why on stderr (no
+    credentials, with ``offline_hint`` after the way to get them; no project)."""
+    from clusterprint.build.compute import (
+        ComputeApi,
+        NoCredentials,
+        authorized_session,
+        compute_url,
+    )
+
+    try:
+        session, credentials_project = authorized_session()
+    except NoCredentials as exc:
+        print(f"{who}: {exc}{offline_hint}", file=sys.stderr)
+        return None
+    project = project or blueprint.project or credentials_project
+    if not project:
+        print(f"{who}: no project: set `project` in the blueprint or pass --project",
+              file=sys.stderr)
+        return None
+    return ComputeApi(session, project, compute_url())

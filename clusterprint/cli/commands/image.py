@@ -125,26 +125,14 @@ def dry_run(images: list[NodeImage], project: str | None, blueprint: Blueprint) 
 def build_all(images: list[NodeImage], blueprint: Blueprint, args: argparse.Namespace) -> int:
     """Build each missing image in turn; 3 when one failed."""
     from clusterprint.build.builder import Timing
-    from clusterprint.build.compute import (
-        ComputeApi,
-        NoCredentials,
-        authorized_session,
-        compute_url,
-    )
     from clusterprint.build.site import command_site, network_words
+    from clusterprint.cli.commands import compute_api
 
-    try:
-        session, credentials_project = authorized_session()
-    except NoCredentials as exc:
-        print(f"{WHO}: {exc}", file=sys.stderr)
+    api = compute_api(WHO, args.project, blueprint,
+                      offline_hint=", or use --dry-run to list the images offline")
+    if api is None:
         return EXIT_USAGE
-    project = args.project or blueprint.project or credentials_project
-    if not project:
-        print(f"{WHO}: no project: set `project` in the blueprint or pass --project",
-              file=sys.stderr)
-        return EXIT_USAGE
-    api = ComputeApi(session, project, compute_url())
-    site = command_site(blueprint, project, args.subnetwork)
+    site = command_site(blueprint, api.project, args.subnetwork)
     print(f"{WHO}: builders run in {blueprint.zone}, in {network_words(site)}",
           file=sys.stderr)
     timing = Timing(build_timeout_s=args.timeout * 60.0)
