@@ -21,7 +21,7 @@ CLUSTERPRINT_COMPUTE_API, when set, is the Compute API's endpoint instead of Goo
 Exit status: 0 every wanted VM is ready, 1 something needs you (a boot failed, a VM is
 stopped, missing or cannot be created, a nodeset has no instance group) or the blueprint is
 invalid, 2 usage error, unreadable file, no project, no credentials or an API error, 3 not
-ready yet (VMs being created or booting, nothing failed). With --watch: the last refresh's.
+ready yet (VMs being created or booting, nothing failed), 130 interrupted (how --watch ends).
 """
 
 from __future__ import annotations
