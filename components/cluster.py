@@ -115,6 +115,8 @@ class TrainingCluster(pulumi.ComponentResource):
                        else pulumi.Output.concat("lustre:", storage.lustre_sources[home.lustre]))
         metadata: dict[str, pulumi.Input[str]] = {
             "enable-oslogin": "TRUE",
+            # Each boot publishes its progress there, which `clusterprint status` reads.
+            node_metadata.GUEST_ATTRIBUTES: "TRUE",
             node_metadata.HOME_SOURCE: home_source,
             **{node_metadata.lustre_source(n): s for n, s in storage.lustre_sources.items()}}
         # Login and compute VMs: cloud-init loads the metadata guard before logins open.

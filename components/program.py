@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import shlex
 from pathlib import Path
 
 import pulumi
@@ -35,7 +36,7 @@ def build(blueprint_path: str) -> TrainingCluster | ManagedTrainingCluster:
     mismatch = project_mismatch(blueprint_path, checked.blueprint)
     for finding in warnings + ([mismatch] if mismatch else []):
         pulumi.log.warn(printable(finding.line_text()))
-    return declare(checked.blueprint)
+    return declare(checked.blueprint, blueprint_path)
 
 
 def project_mismatch(blueprint_path: str, blueprint: Blueprint) -> Located | None:
@@ -57,14 +58,19 @@ def project_mismatch(blueprint_path: str, blueprint: Blueprint) -> Located | Non
         f"blueprint to use the stack's", "warning"))
 
 
-def declare(blueprint: Blueprint) -> TrainingCluster | ManagedTrainingCluster:
+def declare(blueprint: Blueprint, blueprint_path: str | None = None
+            ) -> TrainingCluster | ManagedTrainingCluster:
     """Declare the cluster of an already checked blueprint and export what users need.
 
     ``clusterprint plan`` and ``diff`` call this with the blueprint they checked, so a
-    file is read once (a pipe can be read only once).
+    file is read once (a pipe can be read only once). With the blueprint's path (``pulumi
+    up``'s), a self-managed cluster also exports ``status``: the command that shows its VMs
+    boot, which ``pulumi up`` prints as it ends (its groups do not wait for their VMs).
     """
     kind = ManagedTrainingCluster if blueprint.orchestrator == "managed" else TrainingCluster
     cluster = kind(blueprint.name, blueprint)
+    if blueprint_path and isinstance(cluster, TrainingCluster):
+        cluster.exports["status"] = f"clusterprint status {shlex.quote(blueprint_path)}"
     for key, value in cluster.exports.items():
         pulumi.export(key, value)
     return cluster

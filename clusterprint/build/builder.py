@@ -24,6 +24,7 @@ from importlib import metadata
 from typing import Any
 
 from clusterprint.build.compute import ComputeApi, ComputeError
+from clusterprint.contract import node_metadata
 from clusterprint.facts import images as image_facts
 from clusterprint.facts import slurm
 from clusterprint.render.images import NodeImage
@@ -221,7 +222,7 @@ def instance_body(image: NodeImage, site: BuildSite, timing: Timing) -> dict[str
     if site.external_ip:
         interface["accessConfigs"] = [{"type": "ONE_TO_ONE_NAT", "name": "external-nat"}]
     items = {"startup-script": STARTUP_SCRIPT, INSTALL_SCRIPT_KEY: image.script,
-             "enable-guest-attributes": "TRUE", "enable-oslogin": "TRUE"}
+             node_metadata.GUEST_ATTRIBUTES: "TRUE", "enable-oslogin": "TRUE"}
     return {
         "name": name,
         "description": f"clusterprint builder of image {image.name}: deleted when the build "

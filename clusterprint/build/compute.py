@@ -102,7 +102,9 @@ class RestApi:
 
         separator = "" if path.startswith(":") else "/"
         url = f"{self.base_url}/projects/{self.project}{separator}{path}"
-        repeatable = method in ("GET", "DELETE") or path.endswith("/wait")
+        # listManagedInstances is a POST that only reads.
+        repeatable = (method in ("GET", "DELETE")
+                      or path.endswith(("/wait", "/listManagedInstances")))
         attempt = 1
         while True:
             last = attempt == ATTEMPTS or not repeatable
@@ -127,9 +129,9 @@ class RestApi:
             attempt += 1
 
 
-
 class ComputeApi(RestApi):
-    """The Compute calls of one project's image builds and of its preflight."""
+    """The Compute calls of one project's image builds, of its preflight and of
+    ``clusterprint status`` (reads only)."""
 
     def __init__(self, session: Session, project: str, base_url: str = COMPUTE_URL,
                  sleep: Callable[[float], None] = time.sleep) -> None:
@@ -192,6 +194,44 @@ class ComputeApi(RestApi):
         answer = self._required("GET", f"zones/{zone}/instances/{name}/serialPort",
                                 params={"port": 1, "start": start})
         return str(answer.get("contents", "")), int(answer.get("next", start))
+
+    # what `clusterprint status` reads
+    def groups(self, zone: str) -> list[dict[str, Any]]:
+        """Every managed instance group of the zone (instanceGroupManagers.list)."""
+        return self._pages("GET", f"zones/{zone}/instanceGroupManagers", "items")
+
+    def managed_instances(self, zone: str, group: str) -> list[dict[str, Any]]:
+        """The group's VMs, those still being created too (listManagedInstances)."""
+        return self._pages("POST", f"zones/{zone}/instanceGroupManagers/{group}"
+                                   "/listManagedInstances", "managedInstances")
+
+    def group_errors(self, zone: str, group: str) -> list[dict[str, Any]]:
+        """What the group's actions on its VMs failed with, a stockout or a quota among them
+        (listErrors)."""
+        return self._pages("GET", f"zones/{zone}/instanceGroupManagers/{group}/listErrors",
+                           "items")
+
+    def guest_attributes(self, zone: str, name: str, namespace: str) -> dict[str, str]:
+        """The guest attributes the VM wrote under ``namespace``, by key; none while it has
+        written none there (404)."""
+        answer = self._call("GET", f"zones/{zone}/instances/{name}/getGuestAttributes",
+                            params={"queryPath": f"{namespace}/"}, missing_ok=True)
+        items = ((answer or {}).get("queryValue") or {}).get("items") or []
+        return {str(i.get("key")): str(i.get("value", "")) for i in items if isinstance(i, dict)}
+
+    def _pages(self, method: str, path: str, key: str) -> list[dict[str, Any]]:
+        """Every item of a list, a page at a time; a page token seen twice is an error."""
+        items: list[dict[str, Any]] = []
+        token, seen = "", set()
+        while True:
+            page = self._required(method, path, params={"pageToken": token} if token else None)
+            items.extend(i for i in page.get(key) or [] if isinstance(i, dict))
+            token = str(page.get("nextPageToken") or "")
+            if not token:
+                return items
+            if token in seen:
+                raise ComputeError(f"{method} {path}: nextPageToken {token[:40]} repeats")
+            seen.add(token)
 
     # operations
     def wait(self, operation: dict[str, Any], timeout_s: float) -> None:

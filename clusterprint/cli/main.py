@@ -1,4 +1,5 @@
-"""The ``clusterprint`` command: validate, new, schema, render, plan, diff, image and preflight.
+"""The ``clusterprint`` command: validate, new, schema, render, plan, diff, image, preflight
+and status.
 
 Each command lives in ``clusterprint.cli.commands.<name>`` with ``add_arguments`` and
 ``run``; this module imports only the one being run, so ``validate`` never pays for
@@ -25,6 +26,7 @@ COMMANDS = {
     "diff": "compare two blueprints or saved plans: create, update, replace, delete",
     "image": "build the node images a blueprint boots (`image build`), or list them offline",
     "preflight": "check the project before `pulumi up`: APIs, roles, quota, reservations, images",
+    "status": "show a deployed cluster's VMs: created, booting (the step), ready, failed",
 }
 
 #: Exit status for usage errors and unreadable files (argparse's own choice too).

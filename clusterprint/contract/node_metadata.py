@@ -37,6 +37,16 @@ SLURM_CONFIG = "clusterprint-slurm-config"
 #: controller only: its remediation loop reads it every pass and resizes the static groups
 #: (clusterprint/node/scale_down.py), which Pulumi creates and then leaves alone.
 NODESET_SIZES = "clusterprint-nodeset-sizes"
+#: Lets the VM write guest attributes, where its boot script publishes its progress: set on
+#: every node (Compute docs "Setting and querying guest attributes").
+GUEST_ATTRIBUTES = "enable-guest-attributes"
+#: The guest attributes' namespace of a boot (``clusterprint status`` reads it whole, the
+#: image builder's ``clusterprint/build`` beside it), and its two keys: BOOT_STATE is
+#: ``booting STEP``, ``ready`` or ``failed STEP``; BOOT_LOG the last lines of this boot's log
+#: when a step failed.
+BOOT_NAMESPACE = "clusterprint"
+BOOT_STATE = "boot"
+BOOT_LOG = "boot-log"
 #: The device name the controller's state disk is attached under (/dev/disk/by-id/google-...).
 STATE_DISK_DEVICE = "clusterprint-state"
 

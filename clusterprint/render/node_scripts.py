@@ -45,7 +45,9 @@ from clusterprint.render.slurm_config import (
 METADATA_KEYS = {"home_source": node_metadata.HOME_SOURCE,
                  "munge_secret": node_metadata.MUNGE_SECRET,
                  "jwt_secret": node_metadata.JWT_SECRET,
-                 "db_secret": node_metadata.DB_SECRET}
+                 "db_secret": node_metadata.DB_SECRET,
+                 "boot_state": f"{node_metadata.BOOT_NAMESPACE}/{node_metadata.BOOT_STATE}",
+                 "boot_log": f"{node_metadata.BOOT_NAMESPACE}/{node_metadata.BOOT_LOG}"}
 
 #: The login node's helpers: command -> the module that is its program (the broker runs the
 #: same commands as root, mlops_broker.HELPERS).

@@ -117,6 +117,16 @@ def test_the_controller_carries_the_desired_counts_and_pulumi_leaves_the_sizes(c
 
 
 @pytest.mark.parametrize("name", REFERENCES)
+def test_every_node_may_publish_its_boot_as_guest_attributes(cloud, name):
+    """`clusterprint status` reads each boot's stage there: controller, login and nodesets."""
+    build(cloud, reference_blueprint(name))
+    vms = cloud.of_type(INSTANCE) + cloud.of_type(TEMPLATE)
+    assert {vm.inputs["metadata"]["clusterprint-role"] for vm in vms} == {
+        "controller", "login", "compute"}
+    assert {vm.inputs["metadata"][node_metadata.GUEST_ATTRIBUTES] for vm in vms} == {"TRUE"}
+
+
+@pytest.mark.parametrize("name", REFERENCES)
 def test_data_is_protected_as_the_blueprint_says(cloud, name):
     bp = reference_blueprint(name)
     build(cloud, bp)

@@ -33,6 +33,20 @@ def test_the_configured_blueprint_is_built_and_exported(cloud, config):
     assert cloud.logged("warning") == []
 
 
+def test_pulumi_up_ends_with_the_command_that_shows_the_boot(cloud, config, tmp_path):
+    config("clusterprint:blueprint", "blueprints/cpu-small.yaml")
+    assert cloud.run(lambda: program.main().exports["status"]) == (
+        "clusterprint status blueprints/cpu-small.yaml")
+    mine = tmp_path / "my cluster.yaml"  # any path the stack names, quoted for the shell
+    mine.write_text(CPU_SMALL.read_text())
+    config("clusterprint:blueprint", str(mine))
+    assert cloud.run(lambda: program.main().exports["status"]) == (
+        f"clusterprint status '{mine}'")
+    # A managed cluster's VMs are Cluster Director's: no groups for status to read.
+    config("clusterprint:blueprint", str(ROOT / "tests/components/blueprints/managed.yaml"))
+    assert "status" not in cloud.run(lambda: program.main().exports)
+
+
 def test_a_stack_without_a_blueprint_is_refused_with_the_command_that_sets_one(cloud, config):
     """No default: without the key nothing is declared, and the error says what to run."""
     with pytest.raises(pulumi.RunError) as refused:

@@ -394,6 +394,17 @@ class Node:
         path = self.fake / "journal"
         return path.read_text() if path.exists() else ""
 
+    def guest_attribute_writes(self) -> list[str]:
+        """Every guest attribute the scripts wrote, in order: ``NAMESPACE/KEY=VALUE`` (a
+        newline of VALUE as ``\\n``)."""
+        return (self.fake / "guest-attribute-writes").read_text().split("\n")[:-1] if (
+            self.fake / "guest-attribute-writes").exists() else []
+
+    def guest_attribute(self, key: str) -> str | None:
+        """The guest attribute ``NAMESPACE/KEY`` as the VM left it; None where never written."""
+        path = self.fake / "guest-attributes" / key
+        return path.read_text() if path.exists() else None
+
     def calls(self) -> list[str]:
         """Every stubbed command the scripts ran, and clears the record."""
         path = self.fake / "calls"
@@ -446,10 +457,11 @@ class Node:
 
 
 #: What the stubs and bash log of every run, which tree() leaves out: the calls and their
-#: records, the journal, bash's trace, the installs made.
+#: records, the journal, bash's trace, the installs made, the guest attributes written.
 LOGS = ("fake/calls", "fake/journal", "fake/xtrace", "fake/installs", "fake/refused",
-        "fake/record")
-RECORDS = "fake/record/"
+        "fake/record", "fake/guest-attributes", "fake/guest-attribute-writes")
+#: ...and what lies below them, and each boot's own log (/var/log/clusterprint-ROLE-boot.log).
+RECORDS = ("fake/record/", "fake/guest-attributes/", "overlay/var/log/clusterprint-")
 
 
 def _lines(path: Path) -> list[str]:

@@ -3,13 +3,15 @@
 It answers the metadata server's token request and the Compute calls the remediation loop
 and power saving make (list groups, listManagedInstances a page at a time, instances.reset,
 recreateInstances, reportHostAsFaulty, createInstances, deleteInstances) in the REST API's
-shapes, keeps each group's VMs, and runs a test's callback where a real VM would boot,
-reboot, be recreated or deleted (starting, restarting or stopping that node's slurmd).
-A create the test makes fail (``create_errors``: a stockout, a quota) leaves the VM as the
-API does: CREATING, with no status, the error in its ``lastAttempt``, retried for ever.
-A flex-start resize request (insert, list, cancel, delete) creates its named VMs at once
-while ``flex_capacity`` holds, else it waits ACCEPTED until ``provide_flex``; with
-``request_error`` set it FAILED with that error, as the API says of a quota.
+shapes, and those `clusterprint status` makes as a process (a service account key's token,
+instances.get, getGuestAttributes, listErrors); it keeps each group's VMs, and runs a test's
+callback where a real VM would boot, reboot, be recreated or deleted (starting, restarting
+or stopping that node's slurmd). A create the test makes fail (``create_errors``: a
+stockout, a quota) leaves the VM as the API does: CREATING, with no status, the error in its
+``lastAttempt``, retried for ever. A flex-start resize request (insert, list, cancel,
+delete) creates its named VMs at once while ``flex_capacity`` holds, else it waits ACCEPTED
+until ``provide_flex``; with ``request_error`` set it FAILED with that error, as the API
+says of a quota.
 A test can make a verb slow (it acts, then answers late) or answer what the API should
 not (HTML, a wrong shape, a page token that repeats).
 """
@@ -24,8 +26,27 @@ import urllib.parse
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler
+from pathlib import Path
 
 from tests.support.local_http import send_bytes, send_json, serve
+
+
+def service_account_file(folder: Path, project: str, token_url: str) -> Path:
+    """Application Default Credentials for the CLI as a process: a service account key (its
+    own, new) whose ``token_uri`` is a fake's (google-auth keeps a key file's token_uri; a
+    user's file always gets Google's)."""
+    from cryptography.hazmat.primitives import serialization
+    from cryptography.hazmat.primitives.asymmetric import rsa
+
+    key = rsa.generate_private_key(public_exponent=65537, key_size=2048)
+    pem = key.private_bytes(serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8,
+                            serialization.NoEncryption()).decode()
+    path = folder / "service-account.json"
+    path.write_text(json.dumps({
+        "type": "service_account", "project_id": project, "private_key_id": "1",
+        "private_key": pem, "client_email": f"cli@{project}.iam.gserviceaccount.com",
+        "client_id": "1", "token_uri": token_url}))
+    return path
 
 
 @dataclass
@@ -86,6 +107,12 @@ class FakeCompute:
     flex_capacity: bool = True
     #: (code, message) a resize request fails with while set
     request_error: tuple[str, str] | None = None
+    #: `clusterprint status`: VMs outside the groups (controller, login nodes) by name: their
+    #: status; each VM's guest attributes (namespace/key -> value); each group's listErrors
+    #: items, a page of ``page_size`` at a time
+    standalone: dict[str, str] = field(default_factory=dict)
+    guest_attributes: dict[str, dict[str, str]] = field(default_factory=dict)
+    group_errors: dict[str, list[dict]] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
         self.server = serve(self._answer)
@@ -93,6 +120,10 @@ class FakeCompute:
     @property
     def url(self) -> str:
         return f"http://127.0.0.1:{self.server.server_port}"
+
+    def credentials_file(self, folder: Path) -> Path:
+        """Application Default Credentials whose token this fake hands out."""
+        return service_account_file(folder, self.project, f"{self.url}/token")
 
     def config(self) -> dict[str, str]:
         """The remediation config's API keys pointing here."""
@@ -109,6 +140,9 @@ class FakeCompute:
         length = int(handler.headers.get("Content-Length") or 0)
         raw = handler.rfile.read(length) if length else b""
         path = handler.path
+        if path == "/token" and method == "POST":  # a service account key's grant (the CLI)
+            return send_json(handler, 200, {"access_token": "fake", "expires_in": 3600,
+                                            "token_type": "Bearer"})
         if path == "/token":
             assert handler.headers.get("Metadata-Flavor") == "Google"
             self.tokens += 1
@@ -237,12 +271,10 @@ class FakeCompute:
         match = re.fullmatch(r"instanceGroupManagers/([^/]+)/(\w+)", rest)
         if match and match[2] == "listManagedInstances":
             vms = list(self.groups[match[1]][1].items())
-            start = int(query.removeprefix("pageToken=") or 0)
-            page = {"managedInstances": [
-                self._managed(vm, status) for vm, status in vms[start:start + self.page_size]]}
-            if start + self.page_size < len(vms):
-                page["nextPageToken"] = str(start + self.page_size)
-            return 200, page
+            return 200, self._page(query, "managedInstances",
+                                   [self._managed(vm, status) for vm, status in vms])
+        if match and match[2] == "listErrors" and method == "GET":
+            return 200, self._page(query, "items", self.group_errors.get(match[1], []))
         if match and match[2] == "recreateInstances":
             for instance in call.body["instances"]:
                 vm = instance.rsplit("/", 1)[-1]
@@ -262,7 +294,13 @@ class FakeCompute:
                     if self.on_delete:
                         self.on_delete(vm)
             return 200, {"kind": "compute#operation", "status": "DONE"}
+        if (match := re.fullmatch(r"instances/([^/?]+)", rest)) and method == "GET":
+            if match[1] not in self.standalone:
+                return 404, {"error": {"message": f"instance {match[1]} not found"}}
+            return 200, {"name": match[1], "status": self.standalone[match[1]]}
         match = re.fullmatch(r"instances/([^/]+)/(\w+)", rest)
+        if match and match[2] == "getGuestAttributes" and method == "GET":
+            return self._guest_attributes(match[1], urllib.parse.parse_qs(query))
         if match and match[2] == "reset":
             if self.on_reset:
                 self.on_reset(match[1])
@@ -270,6 +308,26 @@ class FakeCompute:
         if match and match[2] == "reportHostAsFaulty":
             return 200, {"kind": "compute#operation", "status": "RUNNING"}
         return 404, {"error": {"message": f"no {method} {rest}"}}
+
+    def _page(self, query: str, key: str, items: list[dict]) -> dict:
+        """One page of a list, ``page_size`` items from ``pageToken`` (a position) on."""
+        start = int(urllib.parse.parse_qs(query).get("pageToken", ["0"])[0])
+        page: dict = {key: items[start:start + self.page_size]}
+        if start + self.page_size < len(items):
+            page["nextPageToken"] = str(start + self.page_size)
+        return page
+
+    def _guest_attributes(self, vm: str, asked: dict[str, list[str]]) -> tuple[int, dict]:
+        """getGuestAttributes?queryPath=NAMESPACE/: every key the VM wrote there; 404 for
+        none, as the API answers a path nothing was written to."""
+        namespace = asked["queryPath"][0].removesuffix("/")
+        items = [{"namespace": namespace, "key": key.split("/", 1)[1], "value": value}
+                 for key, value in self.guest_attributes.get(vm, {}).items()
+                 if key.split("/", 1)[0] == namespace]
+        if not items:
+            return 404, {"error": {"message": f"no guest attributes under {namespace}/"}}
+        return 200, {"kind": "compute#guestAttributes", "queryPath": f"{namespace}/",
+                     "queryValue": {"items": items}}
 
     # --- Host events: instances.list (its own block) --------------------------------------
 

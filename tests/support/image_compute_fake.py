@@ -19,7 +19,7 @@ from http.server import BaseHTTPRequestHandler
 from pathlib import Path
 from urllib.parse import parse_qs, urlsplit
 
-from tests.support.compute_fake import Call
+from tests.support.compute_fake import Call, service_account_file
 from tests.support.local_http import send_json, serve
 
 #: The token the tests' credentials carry (google.oauth2.credentials.Credentials("fake")).
@@ -91,21 +91,9 @@ class FakeImageCompute:
 
     def credentials_file(self, folder: Path) -> Path:
         """Application Default Credentials whose token this fake hands out, for the CLI as
-        a process: a service account key (its own, new) whose ``token_uri`` is the fake's
-        (google-auth keeps a key file's token_uri; a user's file always gets Google's)."""
-        from cryptography.hazmat.primitives import serialization
-        from cryptography.hazmat.primitives.asymmetric import rsa
-
-        key = rsa.generate_private_key(public_exponent=65537, key_size=2048)
-        pem = key.private_bytes(serialization.Encoding.PEM,
-                                serialization.PrivateFormat.PKCS8,
-                                serialization.NoEncryption()).decode()
-        path = folder / "service-account.json"
-        path.write_text(json.dumps({
-            "type": "service_account", "project_id": self.project, "private_key_id": "1",
-            "private_key": pem, "client_email": f"builder@{self.project}.iam.gserviceaccount.com",
-            "client_id": "1", "token_uri": f"http://127.0.0.1:{self.server.server_port}/token"}))
-        return path
+        a process."""
+        return service_account_file(folder, self.project,
+                                    f"http://127.0.0.1:{self.server.server_port}/token")
 
     def _answer(self, handler: BaseHTTPRequestHandler, method: str) -> None:
         length = int(handler.headers.get("Content-Length") or 0)

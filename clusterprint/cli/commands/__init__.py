@@ -9,6 +9,7 @@ from typing import TYPE_CHECKING, Any, TextIO
 if TYPE_CHECKING:
     from clusterprint.blueprint.findings import Located
     from clusterprint.blueprint.model import Blueprint
+    from clusterprint.build.compute import ComputeApi
 
 
 def file_argument(text: str) -> str:
@@ -69,3 +70,17 @@ def print_count(located: list[Located], stream: TextIO) -> None:
     text = count_text(f.finding for f in located)
     if text:
         print(text, file=stream)
+
+
+def compute_api(who: str, project: str | None, blueprint: Blueprint,
+                offline_hint: str = "") -> ComputeApi | None:
+    """The Compute API of the project ``session_and_project`` finds, with the Application
+    Default Credentials; None, having said why on stderr (``offline_hint`` follows the
+    no-credentials line)."""
+    from clusterprint.build.compute import ComputeApi, compute_url
+
+    found = session_and_project(who, blueprint, project, offline_hint)
+    if found is None:
+        return None
+    session, project = found
+    return ComputeApi(session, project, compute_url())

@@ -125,17 +125,14 @@ def dry_run(images: list[NodeImage], project: str | None, blueprint: Blueprint) 
 def build_all(images: list[NodeImage], blueprint: Blueprint, args: argparse.Namespace) -> int:
     """Build each missing image in turn; 3 when one failed."""
     from clusterprint.build.builder import Timing
-    from clusterprint.build.compute import ComputeApi, compute_url
     from clusterprint.build.site import command_site, network_words
-    from clusterprint.cli.commands import session_and_project
+    from clusterprint.cli.commands import compute_api
 
-    found = session_and_project(WHO, blueprint, args.project,
-                                ", or use --dry-run to list the images offline")
-    if found is None:
+    api = compute_api(WHO, args.project, blueprint,
+                      offline_hint=", or use --dry-run to list the images offline")
+    if api is None:
         return EXIT_USAGE
-    session, project = found
-    api = ComputeApi(session, project, compute_url())
-    site = command_site(blueprint, project, args.subnetwork)
+    site = command_site(blueprint, api.project, args.subnetwork)
     print(f"{WHO}: builders run in {blueprint.zone}, in {network_words(site)}",
           file=sys.stderr)
     timing = Timing(build_timeout_s=args.timeout * 60.0)

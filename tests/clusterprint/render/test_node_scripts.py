@@ -81,7 +81,7 @@ def test_two_node_programs_at_one_path_are_refused():
 def test_the_a4x_cluster_checked_here_is_the_one_that_starts_the_nvlink_blocks_service():
     # Else the A4X scripts above would check nothing the reference blueprints do not.
     assert [b for b, files in RENDERED.items()
-            if "\nstart_nvlink_blocks\n" in files["scripts/controller.sh"]] == ["a4x"]
+            if "\nstep start_nvlink_blocks\n" in files["scripts/controller.sh"]] == ["a4x"]
 
 
 def test_scripts_suppress_no_shellcheck_warning(script_dir):

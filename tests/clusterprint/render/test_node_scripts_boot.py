@@ -587,6 +587,10 @@ def test_a_required_step_that_fails_for_good_fails_the_boot_naming_it(
     journal = node.journal().splitlines()
     assert journal[-1] == f"<3>FAILED: {failed}: still failing after 0s", journal[-5:]
     assert not [line for line in journal if line.endswith(" is up")]
+    # `clusterprint status` sees it: failed, the step, and the FAILED line last of its lines.
+    assert node.guest_attribute(BOOT_STATE).split(" ")[0] == "failed"
+    assert node.guest_attribute(BOOT_STATE).split(" ")[1] in steps_of(files[f"scripts/{script}.sh"])
+    assert node.guest_attribute(BOOT_LOG).splitlines()[-1] == journal[-1]
     calls = node.calls()
     assert any(call in c for c in calls), f"{call!r} never ran: {calls}"
     if after_daemon:
@@ -1079,3 +1083,65 @@ def test_a_cluster_with_no_topology_installs_no_per_block_proof(node, files):
     node.booted_from(files, "login")
     assert not os.path.lexists(node.file(topology.NCCL_BLOCKS_COMMAND))
     assert not node.file(f"{MLOPS_LIB}/nccl_blocks.py").exists()
+
+
+BOOT_STATE = f"{node_metadata.BOOT_NAMESPACE}/{node_metadata.BOOT_STATE}"
+BOOT_LOG = f"{node_metadata.BOOT_NAMESPACE}/{node_metadata.BOOT_LOG}"
+
+
+def steps_of(script: str) -> list[str]:
+    """The steps a rendered boot script runs, in order: its ``step NAME ...`` lines."""
+    return re.findall(r"^step (\w+)", script, re.MULTILINE)
+
+
+@pytest.mark.parametrize("script", ["controller", "login", "compute-a3mega"])
+def test_a_boot_publishes_each_step_as_its_stage_then_ready(node, a3mega, script):
+    ready(node, "a3mega")
+    node.env["CLUSTERPRINT_STAGE_INTERVAL_S"] = "0"
+    node.booted_from(a3mega, script)
+    stages = [f"{BOOT_STATE}=booting {name}" for name in steps_of(a3mega[f"scripts/{script}.sh"])]
+    assert len(stages) >= 8
+    assert node.guest_attribute_writes() == [*stages, f"{BOOT_STATE}=ready"]
+    assert node.guest_attribute(BOOT_LOG) is None
+
+
+def test_a_fast_boot_writes_guest_attributes_within_their_rate_limit(node, files):
+    node.booted_from(files, "controller")
+    # 10 writes a minute: the first stage, then none less than 6 s after the last, then ready.
+    assert node.guest_attribute_writes() == [f"{BOOT_STATE}=booting ensure_image",
+                                             f"{BOOT_STATE}=ready"]
+    assert node.file("/var/log/clusterprint-controller-boot.log").stat().st_mode & 0o077 == 0
+
+
+def test_a_failed_step_publishes_failed_with_the_step_and_the_last_lines(node, a3mega):
+    ready(node, "a3mega")
+    node.fail_for_good("mount -t nfs")
+    done = node.boot_from(a3mega, "compute-a3mega")
+    assert done.returncode != 0
+    assert node.guest_attribute(BOOT_STATE) == "failed mount_home"
+    last = node.guest_attribute(BOOT_LOG).splitlines()
+    assert last[-1] == node.journal().splitlines()[-1] == (
+        "<3>FAILED: mount Filestore 10.1.2.3:/home on /home: still failing after 0s")
+    assert "mount: broken by the test (mount -t nfs)" in last
+    assert node.guest_attribute_writes()[-2:] == [
+        f"{BOOT_LOG}={chr(92).join(['', 'n']).join(last)}", f"{BOOT_STATE}=failed mount_home"]
+
+
+def test_the_published_last_lines_are_bounded_and_hold_no_key_like_text(node, files):
+    secret = base64.b64encode(os.urandom(96)).decode()
+    node.metadata(node_metadata.HOME_SOURCE, f"bogus:{secret} " + "x " * 2000)
+    done = node.boot_from(files, "controller")
+    assert done.returncode != 0
+    assert secret in node.journal()  # the journal is root's (and adm's) to read
+    published = node.guest_attribute(BOOT_LOG)
+    assert secret not in published and secret[:24] not in published
+    assert "<3>FAILED: metadata clusterprint-home-source is 'bogus:[...] x x" in published
+    assert len(published.encode()) <= 1024
+    assert node.guest_attribute(BOOT_STATE) == "failed mount_home"
+
+
+def test_a_guest_attribute_that_cannot_be_written_never_fails_the_boot(node, files):
+    node.fail_for_good("guest-attributes")
+    node.booted_from(files, "controller")
+    assert node.guest_attribute_writes() == []
+    assert "<4>guest attribute clusterprint/boot: not written; the boot goes on" in node.journal()

@@ -264,11 +264,11 @@ def test_every_node_of_the_tree_reads_its_place_at_boot_and_no_other_node_does()
         script = files[f"scripts/compute-{nodeset}.sh"]
         assert f"instance_metadata attributes/{PHYSICAL_TOPOLOGY_KEY} >" in script
         assert f"TOPOLOGY=$(python3 {PLACE_PROGRAM} --tree fabric " in script
-        assert "\nplace_in_topology\nstart_slurmd\n" in script
+        assert "\nstep place_in_topology\nstep start_slurmd\n" in script
     assert "place_in_topology" not in files["scripts/compute-cpu.sh"]
     # A4X nodes join the tree at boot; the controller puts them in their blocks.
     for nodeset in ("a4", "a4spot"):
-        assert "\nplace_in_topology\n" in rendered_files(A4X)[f"scripts/compute-{nodeset}.sh"]
+        assert "\nstep place_in_topology\n" in rendered_files(A4X)[f"scripts/compute-{nodeset}.sh"]
 
 
 def test_the_nvlink_blocks_service_runs_on_the_controller_for_the_a4x_nodesets_only():
@@ -278,7 +278,7 @@ def test_the_nvlink_blocks_service_runs_on_the_controller_for_the_a4x_nodesets_o
     controller = rendered_files(tree_and_blocks())["scripts/controller.sh"]
     assert unit_line.format("a4spot") in controller
     # After slurmctld is up: the service asks it where the nodes are.
-    assert "\nstart_slurmctld\nstart_nvlink_blocks\n" in controller
+    assert "\nstep start_slurmctld\nstep start_nvlink_blocks\n" in controller
     assert "nvlink_blocks" not in rendered_files(TREE_CLUSTERS["a4"])["scripts/controller.sh"]
 
 

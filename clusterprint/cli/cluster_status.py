@@ -1,0 +1,210 @@
+"""Where a cluster's VMs are, read from the Compute API alone: ``clusterprint status``.
+
+Each node's boot script publishes its progress as guest attributes
+(``clusterprint/render/templates/scripts/boot_status.sh.j2``): ``booting STEP``, ``ready``
+or ``failed STEP`` with the last lines of its log. They are read with the user's
+credentials (``compute.instances.getGuestAttributes``), no SSH. Any process on a VM can
+write its guest attributes (Compute docs, "Setting and querying guest attributes"): where
+users are kept off the metadata server (``security.users_get_node_credentials`` false,
+clusterprint/render/metadata_guard.py) only root can, so a user cannot forge a node's stage;
+elsewhere a user on a node could.
+
+A nodeset's static VMs are its groups' whose base instance name is the nodeset's
+(``naming.base_instance_name``), found as the remediation loop finds them, by listing the
+zone's groups; its elastic VMs are in the groups of ``naming.elastic_base_instance_name``,
+created by power saving when jobs need them. A VM not created yet is listed by its group
+with its last try's error, and the group's ``listErrors`` says what its creates failed with
+(a stockout, a quota, a reservation). Fetching (``read_cluster``) is apart from deciding
+(``vm_state``, ``nodeset_status``), which tests drive with plain data.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from dataclasses import asdict, dataclass, field
+from typing import TYPE_CHECKING, Any
+
+from clusterprint.contract import naming, node_metadata
+
+if TYPE_CHECKING:
+    from clusterprint.blueprint.model import Blueprint, Nodeset
+    from clusterprint.build.compute import ComputeApi
+
+#: A VM's states, from the API's status and the boot's guest attribute.
+CREATING, BOOTING, READY, FAILED, STOPPED, MISSING = (
+    "creating", "booting", "ready", "failed", "stopped", "missing")
+#: Instance statuses on the way to RUNNING, where no boot script runs yet.
+STARTING_STATUSES = frozenset({"PROVISIONING", "STAGING", "REPAIRING"})
+#: The group errors shown per group: the most recent kinds.
+GROUP_ERRORS_SHOWN = 5
+
+
+@dataclass(frozen=True)
+class VmStatus:
+    """One VM: ``state`` one of the states above; ``stage`` the step it boots or failed at;
+    ``lines`` the last lines of a failed boot; ``error`` why its creation failed so far."""
+
+    name: str
+    state: str
+    status: str = ""
+    stage: str = ""
+    lines: tuple[str, ...] = ()
+    error: str = ""
+
+
+@dataclass(frozen=True)
+class GroupError:
+    """One kind of error a group's actions met (listErrors), how often, when last."""
+
+    code: str
+    message: str
+    count: int
+    last: str
+
+
+@dataclass
+class NodesetStatus:
+    """A nodeset: its VMs, ``wanted`` static ones and up to ``elastic`` on demand."""
+
+    name: str
+    wanted: int
+    elastic: int
+    vms: list[VmStatus] = field(default_factory=list)
+    #: group name -> its errors, most recent first
+    groups: dict[str, list[GroupError]] = field(default_factory=dict)
+    #: a problem with no VM to name (no group at all)
+    problems: list[str] = field(default_factory=list)
+
+    def count(self, state: str) -> int:
+        return sum(vm.state == state for vm in self.vms)
+
+    @property
+    def created(self) -> int:
+        """VMs that exist, whatever they do."""
+        return sum(vm.state not in (CREATING, MISSING) for vm in self.vms)
+
+
+@dataclass
+class ClusterStatus:
+    """The controller, the login nodes and the nodesets of one cluster."""
+
+    cluster: str
+    project: str
+    zone: str
+    controller: VmStatus
+    logins: list[VmStatus]
+    nodesets: list[NodesetStatus]
+
+    @property
+    def failed(self) -> bool:
+        """Something needs the user: a boot failed, a VM is missing or cannot be created."""
+        vms = [self.controller, *self.logins, *(vm for n in self.nodesets for vm in n.vms)]
+        return (any(vm.state in (FAILED, STOPPED, MISSING) or vm.error for vm in vms)
+                or any(n.problems for n in self.nodesets))
+
+    @property
+    def ready(self) -> bool:
+        """Every wanted VM booted to the end."""
+        return (self.controller.state == READY and all(vm.state == READY for vm in self.logins)
+                and all(n.count(READY) >= n.wanted for n in self.nodesets))
+
+    def as_json(self) -> dict[str, Any]:
+        nodesets = []
+        for n in self.nodesets:
+            nodesets.append({
+                "name": n.name, "wanted": n.wanted, "elastic": n.elastic, "created": n.created,
+                **{state: n.count(state) for state in (CREATING, BOOTING, READY, FAILED)},
+                "vms": [asdict(vm) for vm in n.vms],
+                "groups": {g: [asdict(e) for e in errors] for g, errors in n.groups.items()},
+                "problems": n.problems})
+        return {"cluster": self.cluster, "project": self.project, "zone": self.zone,
+                "ready": self.ready, "failed": self.failed,
+                "controller": asdict(self.controller),
+                "login": [asdict(vm) for vm in self.logins], "nodesets": nodesets}
+
+
+def vm_state(name: str, status: str, attributes: dict[str, str], error: str = "") -> VmStatus:
+    """A VM from its instance status (empty while its group still creates it) and its boot's
+    guest attributes."""
+    if not status:
+        return VmStatus(name, CREATING, error=error)
+    if status in STARTING_STATUSES:
+        return VmStatus(name, BOOTING, status, stage=status.lower())
+    if status != "RUNNING":
+        return VmStatus(name, STOPPED, status)
+    word, _, step = attributes.get(node_metadata.BOOT_STATE, "").partition(" ")
+    if word == "ready":
+        return VmStatus(name, READY, status)
+    if word == "failed":
+        lines = tuple(attributes.get(node_metadata.BOOT_LOG, "").splitlines())
+        return VmStatus(name, FAILED, status, stage=step, lines=lines)
+    # Running, its boot script not yet at its first step (or it published none yet).
+    return VmStatus(name, BOOTING, status, stage=step if word == "booting" else "starting")
+
+
+def group_errors(items: list[dict[str, Any]]) -> list[GroupError]:
+    """listErrors' items as kinds of error, most recent first, the first few."""
+    counts: Counter[tuple[str, str]] = Counter()
+    last: dict[tuple[str, str], str] = {}
+    for item in items:
+        error = item.get("error") or {}
+        kind = (str(error.get("code", "")), " ".join(str(error.get("message", "")).split()))
+        counts[kind] += 1
+        last[kind] = max(last.get(kind, ""), str(item.get("timestamp", "")))
+    kinds = sorted(counts, key=lambda k: last[k], reverse=True)[:GROUP_ERRORS_SHOWN]
+    return [GroupError(code, message, counts[(code, message)], last[(code, message)])
+            for code, message in kinds]
+
+
+def last_attempt_error(item: dict[str, Any]) -> str:
+    """``CODE: message`` of a managed VM's last failed try to create it, "" for none."""
+    errors = ((item.get("lastAttempt") or {}).get("errors") or {}).get("errors") or []
+    first = errors[0] if errors and isinstance(errors[0], dict) else {}
+    return f"{first.get('code', '')}: {first.get('message', '')}" if first else ""
+
+
+def read_cluster(api: ComputeApi, blueprint: Blueprint) -> ClusterStatus:
+    """Every VM of the blueprint's cluster as the Compute API sees it now."""
+    zone, cluster = blueprint.zone, blueprint.name
+    groups = api.groups(zone)
+    controller = _standalone(api, zone, node_metadata.controller_hostname(cluster))
+    logins = [_standalone(api, zone, node_metadata.login_hostname(cluster, i))
+              for i in range(blueprint.slurm.login.count)]
+    nodesets = [_nodeset(api, zone, cluster, nodeset, groups)
+                for nodeset in blueprint.slurm.nodesets]
+    return ClusterStatus(cluster, api.project, zone, controller, logins, nodesets)
+
+
+def _standalone(api: ComputeApi, zone: str, name: str) -> VmStatus:
+    instance = api.instance(zone, name)
+    if instance is None:
+        return VmStatus(name, MISSING)
+    status = str(instance.get("status", ""))
+    attributes = (api.guest_attributes(zone, name, node_metadata.BOOT_NAMESPACE)
+                  if status == "RUNNING" else {})
+    return vm_state(name, status, attributes)
+
+
+def _nodeset(api: ComputeApi, zone: str, cluster: str, nodeset: Nodeset,
+             groups: list[dict[str, Any]]) -> NodesetStatus:
+    found = NodesetStatus(nodeset.name, nodeset.count, nodeset.elastic)
+    bases = [naming.base_instance_name(cluster, nodeset.name)]
+    if nodeset.elastic:
+        bases.append(naming.elastic_base_instance_name(cluster, nodeset.name))
+    for base in bases:
+        names = sorted(str(g.get("name")) for g in groups if g.get("baseInstanceName") == base)
+        if not names and base == bases[0]:
+            found.problems.append(f"no instance group of {base}-* VMs in {zone}: has "
+                                  "`pulumi up` created the cluster?")
+        for group in names:
+            for item in api.managed_instances(zone, group):
+                name = str(item.get("name") or str(item.get("instance", "")).rsplit("/", 1)[-1])
+                status = str(item.get("instanceStatus", ""))
+                attributes = (api.guest_attributes(zone, name, node_metadata.BOOT_NAMESPACE)
+                              if status == "RUNNING" else {})
+                found.vms.append(vm_state(name, status, attributes,
+                                          last_attempt_error(item) if not status else ""))
+            errors = group_errors(api.group_errors(zone, group))
+            if errors:
+                found.groups[group] = errors
+    return found
