@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import difflib
 from collections.abc import Iterator
 
 from clusterprint.blueprint.findings import Finding, error, warning
@@ -38,16 +39,33 @@ def check_machine_in_zone(bp: Blueprint) -> Iterator[Finding]:
     """A machine type the zone does not offer fails only at ``pulumi up``, after the
     network and storage exist; the catalog's zone table says so offline.
 
-    A warning, not an error: the table is a dated copy (``facts.zones.MACHINE_ZONES_SOURCE``)
-    and Google adds zones; a type the table does not list is not checked at all.
+    An error with the zones that do offer it, as the wizard refuses such a zone. The table
+    is a dated copy (``facts.zones.MACHINE_ZONES_SOURCE``) and Google adds zones, so
+    ``zone_unlisted: true`` makes it a warning; a type whose zones the table does not list
+    is not checked at all.
     """
-    for path, machine_type in machine_types(bp):
-        zones = machines.machine_zones(machine_type)
+    escaped = False
+    for key in machine_types(bp):
+        zones = machines.machine_zones(key.machine_type)
         if not zones or bp.zone in zones:
             continue
+        message = f"{key.machine_type} is not offered in zone {bp.zone}"
+        if bp.zone_unlisted:
+            escaped = True
+            yield warning(key.path, f"{message} as far as the catalog's zone table knows; "
+                                    "zone_unlisted says it is",
+                          "check it is: gcloud compute machine-types list "
+                          f"--filter=name={key.machine_type} --zones={bp.zone}")
+            continue
         here = [z for z in zones if zone_region(z) == bp.region]
-        hint = (f"zones of {bp.region} that offer it: {', '.join(here)}" if here else
-                f"{bp.region} has none; regions that do: "
-                f"{', '.join(sorted({zone_region(z) for z in zones}))}")
-        yield warning(path, f"{machine_type} is not offered in zone {bp.zone}, as far as the "
-                            f"catalog's zone table knows", hint)
+        offered = (f"zones of {bp.region} that offer it: {', '.join(here)}" if here else
+                   f"{bp.region} has none; regions that do: "
+                   f"{', '.join(sorted({zone_region(z) for z in zones}))}")
+        close = difflib.get_close_matches(bp.zone, zones, n=1, cutoff=0.6)
+        yield error(key.path, message,
+                    (f"did you mean {close[0]}? " if close else "") + f"{offered}; if the "
+                    "catalog's zone table is older than the zone's offer, set zone_unlisted: true")
+    if bp.zone_unlisted and not escaped:
+        yield warning(("zone_unlisted",), f"the catalog's zone table lists every machine type "
+                                          f"of the blueprint in {bp.zone}, or none of them",
+                      "remove zone_unlisted, so validate checks the zone")
