@@ -67,11 +67,20 @@ def test_machine_zone_hint_names_the_zones_of_the_region_or_the_regions(rules_ch
     far = rules_check.refused({"region": "us-east1", "zone": "us-east1-c",
                                f"{NS}.machine_type": Here("a3-ultragpu-8g")},
                               "location.machine-zone", f"{NS}.machine_type")
-    assert far.finding.hint == ("did you mean us-west1-c? us-east1 has none; regions that do: "
-                                "asia-south1, asia-south2, europe-west1, europe-west4, "
-                                "us-central1, us-east4, us-east5, us-south1, us-west1; if the "
-                                "catalog's zone table is older than the zone's offer, set "
-                                "zone_unlisted: true")
+    assert far.finding.hint == ("us-east1 has none; regions that do: asia-south1, asia-south2, "
+                                "europe-west1, europe-west4, us-central1, us-east4, us-east5, "
+                                "us-south1, us-west1; if the catalog's zone table is older than "
+                                "the zone's offer, set zone_unlisted: true")
+
+
+def test_a_default_controller_type_the_zone_lacks_names_the_same_shape_it_has(check, make_text):
+    """C2, the controller's default, is not in every GPU zone: the hint names N2 there."""
+    checked = check(make_text({"region": "us-south1", "zone": "us-south1-b",
+                               f"{NS}.machine_type": "a4-highgpu-8g"}))
+    assert checked.exit_code == 1
+    assert [f.finding.hint for f in checked.findings] == [
+        "us-south1-b offers n2-standard-8: set slurm.controller.machine_type to one; if the "
+        "catalog's zone table is older than the zone's offer, set zone_unlisted: true"]
 
 
 def test_zone_unlisted_turns_the_error_into_a_warning_that_says_how_to_check(rules_check):
