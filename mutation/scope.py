@@ -22,7 +22,8 @@ NODE = "clusterprint/node/"
 SCOPES: dict[str, tuple[list[str], list[str]]] = {
     "node": ([f"{NODE}common.py", f"{NODE}healthcheck.py", f"{NODE}remediate.py",
               f"{NODE}config_sync.py"], ["tests/clusterprint/node"]),
-    "policies": (["clusterprint/preview/policies.py"],
+    "policies": (["clusterprint/preview/policies.py", "clusterprint/facts/addresses.py",
+                  "clusterprint/facts/credentials.py"],
                  ["tests/clusterprint/preview/test_policies.py", "tests/policy"]),
 }
 

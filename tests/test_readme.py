@@ -48,3 +48,29 @@ def test_the_apis_to_enable_are_those_the_plans_need():
     needed = {*prerequisites.required_apis(planned_types("cpu-small")),
               *prerequisites.RUNTIME_APIS}
     assert small.group(1).split() == sorted(api.split(".")[0] for api in needed)
+
+
+def test_the_deploy_step_runs_the_policy_pack_as_the_blueprint_needs_it():
+    """Step 3 of the first cluster installs the pack where PulumiPolicy.yaml looks for its
+    virtualenv, and tells it storage.protect exactly when the blueprint turns it off."""
+    import json
+
+    import yaml
+
+    from clusterprint.blueprint.validate import load_checked
+
+    step = README.read_text().split("### 3. Deploy", 1)[1].split("\n### ", 1)[0]
+    blueprint = re.search(r"config set clusterprint:blueprint (\S+)", step).group(1)
+    pack = yaml.safe_load((ROOT / "policy/PulumiPolicy.yaml").read_text())
+    install = (f"python3 -m venv policy/{pack['runtime']['options']['virtualenv']} && "
+               f"policy/{pack['runtime']['options']['virtualenv']}/bin/pip install -r "
+               "policy/requirements.txt")
+    assert install in step
+    config = "--policy-pack-config policy/unprotected.json"
+    protect = load_checked(str(ROOT / blueprint)).storage.protect
+    for command in ("pulumi preview --diff", "pulumi up"):
+        line = next(line for line in step.splitlines() if line.startswith(command))
+        assert "--policy-pack policy" in line
+        assert (config in line) is (not protect)
+    unprotected = json.loads((ROOT / "policy/unprotected.json").read_text())
+    assert {c["storageProtect"] for c in unprotected.values()} == {False}

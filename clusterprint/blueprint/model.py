@@ -72,6 +72,15 @@ MOUNT_WORDS = ("Limited by its pattern to letters, digits, `.`, `_`, `-` and `/`
                "separate mounts).")
 
 
+#: The escape of rule slurm.machine-type, beside every ``machine_type`` (one text for all).
+MachineTypeUnlisted = Annotated[bool, Field(
+    description="true: `machine_type` is newer than clusterprint's catalog, so validate only "
+                "warns that it does not know it. Its VMs are then built as CPU nodes (no GPUs "
+                "in Slurm, no GPU networks, the CPU image), the cost estimate has no price for "
+                "them and their zones are not checked. Default false: an unknown type is an "
+                "error.")]
+
+
 class Strict(BaseModel):
     """Base for every blueprint section: unknown keys and loose types are errors.
 
@@ -218,6 +227,7 @@ class Controller(Strict):
         "c2-standard-8", pattern=MACHINE_TYPE_PATTERN,
         description="Machine type of the controller VM, which runs slurmctld and, with "
                     "accounting on, slurmdbd. Default c2-standard-8.")
+    machine_type_unlisted: MachineTypeUnlisted = False
     disk_size_gb: int = Field(
         100, ge=50, le=65536,
         description="Boot disk size of the controller VM in GB, 50 to 65536 (default 100). "
@@ -234,6 +244,7 @@ class Login(Strict):
     machine_type: str = Field("n2-standard-4", pattern=MACHINE_TYPE_PATTERN,
                               description="Machine type of each login VM. Default "
                                           "n2-standard-4.")
+    machine_type_unlisted: MachineTypeUnlisted = False
 
 
 class BootDisk(Strict):
@@ -275,6 +286,7 @@ class Nodeset(Strict):
         description="Machine type of every VM in the nodeset, e.g. a3-megagpu-8g or "
                     "n2-standard-4; a GPU machine type brings its GPUs, GPU NICs and GPU "
                     "networks.")
+    machine_type_unlisted: MachineTypeUnlisted = False
     count: int = Field(ge=0, le=16384, description="Nodes kept up (static).")
     max_count: int | None = Field(
         None, ge=1, le=16384,
@@ -575,6 +587,11 @@ class Blueprint(Strict):
                                     "subnets, Cloud NAT and every regional part.")
     zone: str = Field(pattern=ZONE_PATTERN, description="The one zone of every zonal part; "
                                                        "must lie in `region`.")
+    zone_unlisted: bool = Field(
+        False,
+        description="true: `zone` offers the blueprint's machine types though clusterprint's "
+                    "catalog of zones does not list them there (the zone or the type is newer "
+                    "than the catalog), so validate only warns.")
     orchestrator: Literal["self-managed", "managed"] = Field(
         "self-managed", description="self-managed: Slurm on Compute Engine; managed: the "
                                     "Cluster Director API.")

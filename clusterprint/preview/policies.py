@@ -9,6 +9,17 @@ mocked plan). A mandatory violation fails both; an advisory one only warns.
 Values only the cloud knows are the string ``[unknown]`` in both callers (the pack maps
 Pulumi's unknown sentinels to it), and a policy never refuses what it cannot see.
 
+What a mandatory policy refuses that a blueprint alone can cause, `validate` refuses too,
+so a `pulumi up` without the pack (whose stack program refuses an invalid blueprint)
+refuses it as well: each such policy names that rule (``rule``) and shares its judgement
+through ``clusterprint.facts`` (``addresses`` for `no-open-firewall`, ``credentials`` for
+`no-plaintext-secret` and `no-secret-in-outputs`). The others need the planned resources,
+as no blueprint key leads to a break (``plan_only`` says why for each): `no-external-ip`
+(no key gives a node an address), `least-privilege-identity` (no key names an account or
+a role), `bucket-access` (a bucket's settings are the component's) and `storage-protected`
+(``protect`` is a resource option; `storage.protect: false` is the advisory
+`storage-unprotected`).
+
 No Pulumi import here: the offline runner stays fast and the pack imports only this.
 """
 
@@ -20,7 +31,7 @@ from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass
 from typing import Any, Literal
 
-from clusterprint.facts import catalog
+from clusterprint.facts import addresses, catalog, credentials
 from clusterprint.facts.iam import (
     BUCKET_ROLE,
     CLOUD_SQL_VIEWER_ROLE,
@@ -79,39 +90,6 @@ BASIC_ROLES = frozenset({"roles/owner", "roles/editor"})
 #: (cloud.google.com/compute/docs/access/service-accounts#default_service_account).
 DEFAULT_COMPUTE_ACCOUNT = re.compile(r"\d+-compute@developer\.gserviceaccount\.com")
 
-Network = ipaddress.IPv4Network | ipaddress.IPv6Network
-
-#: Blocks whose addresses are not public: those the IANA IPv4 and IPv6 Special-Purpose
-#: Address Registries mark not "Globally Reachable" (iana.org/assignments/
-#: iana-ipv4-special-registry, .../iana-ipv6-special-registry), as CPython 3.13's ipaddress
-#: lists them for ``is_global``. Kept here, not read from ``is_global``, because the Python
-#: that runs the pack may be older and disagree: 3.11's tables predate CPython's 2024
-#: correction (gh-113171), and a network's ``is_global`` looks at its first and last
-#: address only. Unlike CPython, a block IANA marks N/A (2002::/16 6to4) counts as public:
-#: its hosts are anywhere on the internet, and a firewall errs on the side of counting.
-NOT_PUBLIC: tuple[Network, ...] = tuple(ipaddress.ip_network(block) for block in (
-    "0.0.0.0/8", "10.0.0.0/8", "100.64.0.0/10", "127.0.0.0/8", "169.254.0.0/16",
-    "172.16.0.0/12", "192.0.0.0/24", "192.0.2.0/24", "192.168.0.0/16", "198.18.0.0/15",
-    "198.51.100.0/24", "203.0.113.0/24", "240.0.0.0/4",
-    "::/128", "::1/128", "::ffff:0:0/96", "64:ff9b:1::/48", "100::/64", "2001::/23",
-    "2001:db8::/32", "3fff::/20", "fc00::/7", "fe80::/10"))
-#: The blocks inside NOT_PUBLIC that the registries mark globally reachable (PCP and TURN
-#: anycast, AMT, AS112, ORCHIDv2, DRIP) or N/A (Teredo, the retired ORCHID): public.
-PUBLIC_EXCEPTIONS: tuple[Network, ...] = tuple(ipaddress.ip_network(block) for block in (
-    "192.0.0.9/32", "192.0.0.10/32", "2001::/32", "2001:1::1/128", "2001:1::2/128",
-    "2001:3::/32", "2001:4:112::/48", "2001:10::/28", "2001:20::/28", "2001:30::/28"))
-#: The bound of `no-open-firewall`: the most public addresses one rule's source ranges may
-#: admit together, IAP's range aside, given as the prefix length of a block that holds as
-#: many, by IP version. A /24 (IPv4) and a /48 (IPv6) are the smallest blocks routed on the
-#: internet, so one is at most one organisation's site; the bound is 256 of them, a /16's
-#: worth of IPv4 (65,536 addresses) and a /40's of IPv6. Past it a rule lets a whole
-#: provider's customers in, however its ranges are split, and the policy refuses it.
-OPEN_PREFIX = {4: 16, 6: 40}
-#: SSH from more public addresses than one routed site's block holds (a /24, a /48), IAP's
-#: range aside, is "wide": advisory, for a rule within OPEN_PREFIX.
-WIDE_SSH_PREFIX = {4: 24, 6: 48}
-#: Address bits by IP version, for the size of a block of a given prefix length.
-ADDRESS_BITS = {4: ipaddress.IPV4LENGTH, 6: ipaddress.IPV6LENGTH}
 #: Public image projects whose images support Shielded VM's vTPM and integrity monitoring
 #: ("By default, Shielded VM supports Container-Optimized OS, various distributions of
 #: Linux, and multiple versions of Windows Server", cloud.google.com/security/
@@ -125,33 +103,6 @@ SHIELDED_IMAGE_PROJECTS = ("ubuntu-os-cloud", "ubuntu-os-accelerator-images", "d
 SHIELDED_IMAGE_PREFIX = "clusterprint-"
 #: How an image path names a family rather than an image.
 FAMILY_PATH = re.compile(r"(?:.*/)?projects/[^/]+/global/images/family/[^/]+$")
-
-#: What the detector looks for in every string a resource carries: credential formats
-#: whose shape alone gives them away, so an ordinary script line never matches.
-SECRET_PATTERNS: dict[str, re.Pattern[str]] = {
-    "a private key": re.compile(r"-----BEGIN (?:[A-Z0-9]+ )*PRIVATE KEY-----"),
-    "a service account key": re.compile(r'"private_key(?:_id)?"\s*:\s*"'),
-    "a GitHub token": re.compile(r"\b(?:gh[pousr]_[A-Za-z0-9]{36,}|github_pat_\w{22,})"),
-    "a Google API key": re.compile(r"\bAIza[0-9A-Za-z_-]{35}"),
-    "a Google OAuth access token": re.compile(r"\bya29\.[0-9A-Za-z_-]{20,}"),
-    "a Pulumi access token": re.compile(r"\bpul-[0-9a-f]{40}\b"),
-    "an AWS access key": re.compile(r"\b(?:AKIA|ASIA)[0-9A-Z]{16}\b"),
-    "a Slack token": re.compile(r"\bxox[abposr]-[0-9A-Za-z-]{10,}"),
-    # A munge key is 32 to 1024 random bytes (mungekey(8)); as text it is a long base64 or
-    # hex run. 256 base64 characters is 192 bytes: longer than any word, hash or name.
-    "a munge key (a long base64 blob)": re.compile(r"[A-Za-z0-9+/]{256,}={0,2}"),
-    # A literal key echoed into munge.key: the literal is echo's argument, piped or
-    # redirected on the same line, so a long path elsewhere on the line never matches.
-    "a munge key written from the script": re.compile(
-        r"\b(?:echo|printf)\s+(?:\S+\s+)*?['\"]?[A-Za-z0-9+/]{32,}={0,2}['\"]?\s*[|>]"
-        r"[^\n]*munge\.key"),
-}
-#: A metadata key or label that says it holds the munge key.
-MUNGE_KEY_NAME = re.compile(r"munge[-_.]?key", re.IGNORECASE)
-#: What such a key may hold: the Secret Manager secret's name, never the key.
-SECRET_REFERENCE = re.compile(
-    r"projects/[^/\s]+/secrets/[^/\s]+|\[(?:id of [^\]]+|unknown|secret)\]")
-
 
 @dataclass(frozen=True)
 class PolicyResource:
@@ -185,6 +136,12 @@ class Policy:
     check: Check
     #: A stack policy checks the stack's outputs instead of each resource's inputs.
     stack: bool = False
+    #: The validate rule that refuses, from the blueprint alone, what would break this
+    #: policy (clusterprint.blueprint.rules): `pulumi up` without the pack refuses it too.
+    rule: str | None = None
+    #: Why only the planned resources can show a break of this policy: no blueprint key
+    #: leads to one. A mandatory policy names its rule or says this.
+    plan_only: str | None = None
 
 
 @dataclass(frozen=True)
@@ -205,13 +162,13 @@ class Violation:
 POLICIES: dict[str, Policy] = {}
 
 
-def policy(name: str, level: Level, checks: str, fix: str, *,
-           stack: bool = False) -> Callable[[Check], Check]:
+def policy(name: str, level: Level, checks: str, fix: str, *, stack: bool = False,
+           rule: str | None = None, plan_only: str | None = None) -> Callable[[Check], Check]:
     """Register a check as the policy ``name``; the pack and the offline runner read POLICIES."""
     def register(check: Check) -> Check:
         if name in POLICIES:
             raise ValueError(f"policy {name} is registered twice")
-        POLICIES[name] = Policy(name, level, checks, fix, check, stack)
+        POLICIES[name] = Policy(name, level, checks, fix, check, stack, rule, plan_only)
         return check
     return register
 
@@ -237,20 +194,6 @@ def _known(value: Any) -> bool:
     return value is not None and value != UNKNOWN
 
 
-def _strings(value: Any, path: str = "") -> Iterator[tuple[str, str]]:
-    """Every string in a value with its path, dict keys included (a label's key can leak)."""
-    if isinstance(value, str):
-        yield path, value
-    elif isinstance(value, Mapping):
-        for key, item in value.items():
-            sub = f"{path}.{key}" if path else str(key)
-            yield sub, str(key)
-            yield from _strings(item, sub)
-    elif isinstance(value, list | tuple):
-        for index, item in enumerate(value):
-            yield from _strings(item, f"{path}[{index}]")
-
-
 def _interfaces(res: PolicyResource) -> list[Mapping[str, Any]]:
     nics = res.inputs.get("networkInterfaces")
     return [n for n in nics if isinstance(n, Mapping)] if isinstance(nics, list) else []
@@ -266,7 +209,11 @@ def _login_nodes(res: PolicyResource) -> Mapping[str, Any]:
 @policy("no-external-ip", "mandatory",
         "no VM, instance template or managed cluster node has an external IP",
         "remove the access config; nodes reach the internet through Cloud NAT and users "
-        "through IAP (`gcloud compute ssh --tunnel-through-iap`)")
+        "through IAP (`gcloud compute ssh --tunnel-through-iap`)",
+        plan_only="no blueprint key gives a node an address: every VM, template and managed "
+                  "login node is made without an access config whatever the blueprint says "
+                  "(`network.nat` only adds Cloud NAT); only a change to the components could "
+                  "break it")
 def no_external_ip(res: PolicyResource, settings: Settings) -> Iterator[str]:
     """A node with a public address is reachable from the internet past every firewall intent."""
     if res.type in VM_TYPES:
@@ -302,81 +249,25 @@ def _allows(res: PolicyResource, port: int | None) -> bool:
     return any(isinstance(a, Mapping) and _admits_port(a, port) for a in allows)
 
 
-def _source_ranges(res: PolicyResource) -> tuple[list[tuple[str, Network]], list[Any]]:
-    """The rule's known source ranges: those that parse, with their text, and those that do not.
+def _source_ranges(res: PolicyResource) -> tuple[list[str], list[Any]]:
+    """The rule's known source ranges: those that parse, and those that do not.
 
-    A range with host bits set reads as the block it lies in: whatever the API makes of it,
-    it admits no more. A lone value reads as a list of one.
+    A range with host bits set parses (addresses.public_sources reads it as the block it
+    lies in). A lone value reads as a list of one.
     """
     ranges = res.inputs.get("sourceRanges")
     items = ranges if isinstance(ranges, list | tuple) else [ranges]
-    parsed: list[tuple[str, Network]] = []
+    parsed: list[str] = []
     unreadable: list[Any] = []
     for item in filter(_known, items):
         try:
             if not isinstance(item, str):  # ip_network would read an integer as an address
                 raise ValueError(item)
-            parsed.append((item, ipaddress.ip_network(item, strict=False)))
+            ipaddress.ip_network(item, strict=False)
+            parsed.append(item)
         except ValueError:
             unreadable.append(item)
     return parsed, unreadable
-
-
-def _without(networks: Iterable[Network], holes: Iterable[Network]) -> list[Network]:
-    """The addresses of ``networks`` that are in none of ``holes``, as disjoint blocks."""
-    left = list(networks)
-    for hole in holes:
-        left = [piece for network in left for piece in _cut(network, hole)]
-    return left
-
-
-def _cut(network: Network, hole: Network) -> Iterable[Network]:
-    """``network`` less ``hole``: two blocks are disjoint or one holds the other."""
-    if network.version != hole.version or not network.overlaps(hole):
-        return [network]
-    if network.subnet_of(hole):
-        return []
-    return network.address_exclude(hole)
-
-
-#: Every address a firewall need not count: the special-purpose blocks less their public
-#: exceptions, and IAP's range, which every cluster admits SSH from.
-UNCOUNTED: tuple[Network, ...] = (*_without(NOT_PUBLIC, PUBLIC_EXCEPTIONS),
-                                  ipaddress.ip_network(catalog.IAP_RANGE))
-
-
-@dataclass(frozen=True)
-class PublicSources:
-    """The public addresses a rule's source ranges of one IP version admit, IAP's aside."""
-
-    version: int
-    count: int
-    #: The ranges as written that hold any of them, each once.
-    ranges: tuple[str, ...]
-
-    def exceed(self, prefixes: Mapping[int, int]) -> bool:
-        """Whether they outnumber a block of this version's prefix length in ``prefixes``."""
-        return self.count > 2 ** (ADDRESS_BITS[self.version] - prefixes[self.version])
-
-    def text(self, prefixes: Mapping[int, int]) -> str:
-        """How many they are, the bound they pass and the ranges that hold them."""
-        return (f"{self.count:,} public IPv{self.version} addresses, more than a "
-                f"/{prefixes[self.version]} holds: {', '.join(self.ranges)}")
-
-
-def _public_sources(res: PolicyResource) -> list[PublicSources]:
-    """What the union of the rule's source ranges admits, by IP version: an address counts
-    once however many ranges hold it, so splitting or repeating a range changes nothing."""
-    parsed, _ = _source_ranges(res)
-    found = []
-    for version in sorted({network.version for _, network in parsed}):
-        mine = [(text, network) for text, network in parsed if network.version == version]
-        union = ipaddress.collapse_addresses(network for _, network in mine)
-        count = sum(block.num_addresses for block in _without(union, UNCOUNTED))
-        ranges = dict.fromkeys(text for text, network in mine if _without([network], UNCOUNTED))
-        if count:
-            found.append(PublicSources(version, count, tuple(ranges)))
-    return found
 
 
 @policy("no-open-firewall", "mandatory",
@@ -385,7 +276,7 @@ def _public_sources(res: PolicyResource) -> list[PublicSources]:
         "range aside; nor from a source range that is not an IP range, nor from no source",
         f"set `network.ssh_source_ranges` to IAP's {catalog.IAP_RANGE} or the ranges your "
         "users come from, a /16's worth of public addresses at most in all; a rule needs "
-        "source ranges, tags or service accounts")
+        "source ranges, tags or service accounts", rule="network.open-firewall")
 def no_open_firewall(res: PolicyResource, settings: Settings) -> Iterator[str]:
     """An ingress rule from a large share of the internet opens the cluster to it, whether
     it says 0.0.0.0/0 or 0.0.0.0/1 and 128.0.0.0/1. A range that does not parse is refused:
@@ -395,9 +286,8 @@ def no_open_firewall(res: PolicyResource, settings: Settings) -> Iterator[str]:
     _, unreadable = _source_ranges(res)
     for item in unreadable:
         yield f"sourceRanges holds {item!r}, which is not an IP range: what it admits is unknown"
-    for admitted in _public_sources(res):
-        if admitted.exceed(OPEN_PREFIX):
-            yield f"sourceRanges admit {admitted.text(OPEN_PREFIX)}"
+    for admitted in addresses.open_to_internet(_source_ranges(res)[0]):
+        yield f"sourceRanges admit {admitted.text(addresses.OPEN_PREFIX)}"
     sources = ("sourceRanges", "sourceTags", "sourceServiceAccounts")
     if not any(res.inputs.get(key) for key in sources):
         # The API treats a rule without sources as 0.0.0.0/0
@@ -416,7 +306,9 @@ def _roles(res: PolicyResource) -> list[str]:
         "secret's and the mounted buckets' roles)",
         "give each VM its own service account "
         "(clusterprint.components.identity.NodeServiceAccount) and grant only the roles in "
-        "clusterprint.preview.policies.ALLOWED_ROLES")
+        "clusterprint.preview.policies.ALLOWED_ROLES",
+        plan_only="no blueprint key names a service account or a role: the components make "
+                  "each node's account and grant it the roles of clusterprint.facts.iam")
 def least_privilege_identity(res: PolicyResource, settings: Settings) -> Iterator[str]:
     """The default account is Editor on the project in many projects; roles beyond the table
     let one compromised node act on the whole project."""
@@ -441,7 +333,8 @@ def least_privilege_identity(res: PolicyResource, settings: Settings) -> Iterato
         "no munge key, private key or token in metadata, labels, startup scripts, bucket "
         "names or any other input; the munge and JWT secrets get no version from Pulumi",
         "keep secrets in Secret Manager and pass only the secret's name "
-        "(the controller writes the munge and JWT keys on first boot)")
+        "(the controller writes the munge and JWT keys on first boot)",
+        rule="security.plaintext-secret")
 def no_plaintext_secret(res: PolicyResource, settings: Settings) -> Iterator[str]:
     """Inputs land in Pulumi state, plans, the console and CI logs: a secret there is leaked."""
     yield from _secrets_in(res.inputs)
@@ -455,39 +348,24 @@ def no_plaintext_secret(res: PolicyResource, settings: Settings) -> Iterator[str
 
 @policy("no-secret-in-outputs", "mandatory",
         "no munge key, private key or token in the stack's outputs",
-        "export the secret's name, never its value", stack=True)
+        "export the secret's name, never its value", stack=True,
+        rule="security.plaintext-secret")
 def no_secret_in_outputs(res: PolicyResource, settings: Settings) -> Iterator[str]:
     """`pulumi stack output` prints outputs to anyone who can read the stack."""
     yield from _secrets_in(res.inputs)
 
 
 def _secrets_in(inputs: Mapping[str, Any]) -> Iterator[str]:
-    for path, text in _strings(inputs):
-        for kind, pattern in SECRET_PATTERNS.items():
-            if pattern.search(text):
-                yield f"{path} holds {kind}"
-    for path, value in _munge_named(inputs):
-        if not SECRET_REFERENCE.fullmatch(value):
-            yield f"{path} is named as the munge key but holds a value, not a secret's name"
-
-
-def _munge_named(value: Any, path: str = "") -> Iterator[tuple[str, str]]:
-    """String values under a key that says it is the munge key, anywhere in the inputs."""
-    if isinstance(value, Mapping):
-        for key, item in value.items():
-            sub = f"{path}.{key}" if path else str(key)
-            if isinstance(item, str) and MUNGE_KEY_NAME.search(str(key)):
-                yield sub, item
-            else:
-                yield from _munge_named(item, sub)
-    elif isinstance(value, list | tuple):
-        for index, item in enumerate(value):
-            yield from _munge_named(item, f"{path}[{index}]")
+    for path, problem in credentials.leaks(inputs):
+        yield f"{credentials.dotted(path)} {problem}"
 
 
 @policy("bucket-access", "mandatory",
         "every bucket has uniform bucket-level access and enforced public access prevention",
-        "set uniform_bucket_level_access=True and public_access_prevention=\"enforced\"")
+        "set uniform_bucket_level_access=True and public_access_prevention=\"enforced\"",
+        plan_only="a bucket's access settings are the component's, not the blueprint's: "
+                  "`storage.buckets[]` names a bucket and whether to create it, and an existing "
+                  "one is no resource of the plan")
 def bucket_access(res: PolicyResource, settings: Settings) -> Iterator[str]:
     """Per-object ACLs and public access are how bucket data leaks."""
     if res.type != BUCKET:
@@ -503,7 +381,10 @@ def bucket_access(res: PolicyResource, settings: Settings) -> Iterator[str]:
 @policy("storage-protected", "mandatory",
         "Filestore, Lustre, buckets, persistent disks (the controller's state) and the "
         "managed cluster are `protect`-ed while `storage.protect` is true",
-        "create them with pulumi.ResourceOptions(protect=True), as SharedStorage does")
+        "create them with pulumi.ResourceOptions(protect=True), as SharedStorage does",
+        plan_only="`protect` is a resource option the components set from `storage.protect`; "
+                  "a blueprint that turns it off meets the advisory storage-unprotected "
+                  "instead")
 def storage_protected(res: PolicyResource, settings: Settings) -> Iterator[str]:
     """An unprotected data resource is one `pulumi destroy` or replacing diff from data loss."""
     if settings.storage_protect and res.type in DATA_TYPES and not res.protect:
@@ -514,15 +395,14 @@ def storage_protected(res: PolicyResource, settings: Settings) -> Iterator[str]:
         "SSH is admitted from more public addresses than a /24 holds (a /48 of IPv6), counted "
         "over all the rule's source ranges together, IAP's range aside",
         f"narrow `network.ssh_source_ranges` to IAP's {catalog.IAP_RANGE} or your offices' "
-        "ranges")
+        "ranges", rule="network.ssh-wide")
 def ssh_source_ranges_wide(res: PolicyResource, settings: Settings) -> Iterator[str]:
     """A wide public range lets far more hosts than your users try SSH on every node; past
     OPEN_PREFIX `no-open-firewall` refuses the rule instead."""
     if not _ingress(res) or not _allows(res, 22):
         return
-    for admitted in _public_sources(res):
-        if admitted.exceed(WIDE_SSH_PREFIX) and not admitted.exceed(OPEN_PREFIX):
-            yield f"SSH is open to {admitted.text(WIDE_SSH_PREFIX)}"
+    for admitted in addresses.wide_ssh(_source_ranges(res)[0]):
+        yield f"SSH is open to {admitted.text(addresses.WIDE_SSH_PREFIX)}"
 
 
 @policy("storage-unprotected", "advisory",

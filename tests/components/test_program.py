@@ -79,18 +79,32 @@ def test_an_invalid_blueprint_is_refused_with_the_validator_lines(cloud, tmp_pat
     assert not cloud.resources
 
 
-def test_a_validator_warning_reaches_pulumis_log_as_validate_prints_it(cloud, config, tmp_path):
-    from clusterprint.blueprint.validate import check_file
-
+def test_a_misspelt_machine_type_is_refused_before_any_resource(cloud, tmp_path):
     typo = tmp_path / "typo.yaml"
     typo.write_text(CPU_SMALL.read_text().replace("machine_type: n2-standard-4",
                                                   "machine_type: n2-standrd-4"))
-    cloud.run(lambda: program.build(str(typo)).exports["controller"])
-    assert cloud.logged("warning") == check_file(str(typo)).lines()
+    with pytest.raises(pulumi.RunError) as refused:
+        cloud.run(lambda: program.build(str(typo)))
+    assert (f"{typo}:24:21: error: slurm.nodesets[0].machine_type: n2-standrd-4 is not a "
+            "machine type clusterprint knows (did you mean n2-standard-4?") in str(refused.value)
+    assert not cloud.resources
+
+
+def test_a_validator_warning_reaches_pulumis_log_as_validate_prints_it(cloud, config, tmp_path):
+    from clusterprint.blueprint.validate import check_file
+
+    newer = tmp_path / "newer.yaml"
+    newer.write_text(CPU_SMALL.read_text().replace(
+        "machine_type: n2-standard-4",
+        "machine_type: n5-standard-4\n      machine_type_unlisted: true"))
+    cloud.run(lambda: program.build(str(newer)).exports["controller"])
+    assert cloud.logged("warning") == check_file(str(newer)).lines()
     assert cloud.logged("warning") == [
-        f"{typo}:24:21: warning: slurm.nodesets[0].machine_type: n2-standrd-4 is not a "
-        "machine type clusterprint knows; its nodes would get no GPU GRES, no GPU networks "
-        "and the CPU image (did you mean n2-standard-4?)"]
+        f"{newer}:24:21: warning: slurm.nodesets[0].machine_type: n5-standard-4 is not in "
+        "clusterprint's catalog, so its GPUs, NICs and price are unknown; its nodes are then "
+        "built as CPU nodes: no GPU GRES, no GPU networks, no GPU drivers, and no price in the "
+        "cost estimate (check it exists in the zone: gcloud compute machine-types list "
+        "--filter=name=n5-standard-4 --zones=us-central1-c)"]
     assert cloud.one("clusterprint:index:TrainingCluster").name == "cpu-small"
 
 

@@ -89,10 +89,10 @@ def default_times(draw, max_time: str | None, max_shown: str) -> tuple[str | Non
 
 
 def blueprint_of(cluster: str, nodesets: list[dict], partitions: list[dict]) -> Blueprint:
-    """A blueprint of these parts in the us-central1-a zone."""
+    """A blueprint of these parts in us-central1-b, a zone that offers every drawn machine type."""
     return Blueprint.model_validate({
         "apiVersion": "clusterprint/v1", "kind": "TrainingCluster", "name": cluster,
-        "region": "us-central1", "zone": "us-central1-a",
+        "region": "us-central1", "zone": "us-central1-b",
         "slurm": {"nodesets": nodesets, "partitions": partitions}})
 
 

@@ -6,10 +6,10 @@ import ipaddress
 from collections.abc import Iterator
 
 from clusterprint.blueprint.findings import Finding, Fix, KeyPath, error, format_path, warning
-from clusterprint.blueprint.gpu_fabric import fabric_kinds, subnets_needed
+from clusterprint.blueprint.gpu_fabric import fabric_kinds, gpu_ranges, subnets_needed
 from clusterprint.blueprint.model import Blueprint
 from clusterprint.blueprint.rules.registry import rule
-from clusterprint.facts import catalog, machines
+from clusterprint.facts import addresses, catalog, machines
 
 #: GPU subnets are carved as /N from gpu_subnets_cidr; smaller than /29 is useless.
 SMALLEST_GPU_SUBNET = 29
@@ -243,3 +243,66 @@ def check_psa_size(bp: Blueprint) -> Iterator[Finding]:
     takes = ", ".join(parts[:-1]) + " and " + parts[-1] if len(parts) > 1 else parts[0]
     yield error(path, f"a /{prefix} range holds {2 ** (32 - prefix)} addresses, but {takes} "
                       f"take {needed}", f"use a prefix length of {wanted} or shorter")
+
+
+SSH_RANGES: KeyPath = ("network", "ssh_source_ranges")
+
+
+def firewall_sources(bp: Blueprint) -> list[tuple[KeyPath, list[str]]]:
+    """The source ranges of each firewall rule the blueprint's ranges make, at the key that
+    gives them: the SSH rule's, each isolated GPU or gVNIC subnet's own range (a RoCE VPC
+    takes no rule), and the Lustre LNet rule's explicit private service access range."""
+    net = bp.network
+    found: list[tuple[KeyPath, list[str]]] = []
+    if net.ssh_source_ranges:
+        found.append((SSH_RANGES, list(net.ssh_source_ranges)))
+    if subnets_needed(bp) and len(fabric_kinds(bp)) == 1 and parse_cidr(net.gpu_subnets_cidr)[0]:
+        gpu, gvnic = gpu_ranges(bp)
+        isolated = gvnic + (gpu if fabric_kinds(bp) != ["rdma"] else [])
+        found += [(GPU_RANGE, [cidr]) for cidr in isolated]
+    if bp.storage.lustre and net.private_service_access.range:
+        found.append((PSA_RANGE, [net.private_service_access.range]))
+    return found
+
+
+def _at_first(path: KeyPath, ranges: list[str], held: tuple[str, ...]) -> KeyPath:
+    """The SSH list's first range that holds public addresses; another key as it is."""
+    return (*path, ranges.index(held[0])) if path == SSH_RANGES else path
+
+
+#: The one bound of no-open-firewall, as the policy's fix says it.
+OPEN_BOUND = f"a /{addresses.OPEN_PREFIX[4]}'s worth of public addresses"
+
+
+@rule("network.open-firewall")
+def check_open_firewall(bp: Blueprint) -> Iterator[Finding]:
+    """No firewall rule the blueprint makes is open to the internet: the judgement of the
+    mandatory policy `no-open-firewall` (clusterprint.facts.addresses), made from the file,
+    so `validate` and a `pulumi up` without the policy pack refuse what the pack would."""
+    carved: dict[KeyPath, list[str]] = {}
+    for path, ranges in firewall_sources(bp):
+        for admitted in addresses.open_to_internet(ranges):
+            if path == SSH_RANGES:
+                yield error(_at_first(path, ranges, admitted.ranges),
+                            f"SSH would be open to {admitted.text(addresses.OPEN_PREFIX)}, "
+                            "which the policy no-open-firewall refuses",
+                            f"admit IAP's {catalog.IAP_RANGE} or the ranges your users come "
+                            f"from, {OPEN_BOUND} at most in all")
+            else:
+                carved.setdefault(path, []).extend(admitted.ranges)
+    for path, subnets in carved.items():
+        yield error(path, f"the firewall rule of each subnet made from it would admit more than "
+                          f"{OPEN_BOUND}: {', '.join(subnets)}, which the policy "
+                          "no-open-firewall refuses",
+                    "use a private range: 10.0.0.0/8, 172.16.0.0/12 or 192.168.0.0/16")
+
+
+@rule("network.ssh-wide")
+def check_ssh_wide(bp: Blueprint) -> Iterator[Finding]:
+    """SSH from more public addresses than one routed site holds: the advisory policy
+    `ssh-source-ranges-wide`, as a warning."""
+    ranges = bp.network.ssh_source_ranges
+    for admitted in addresses.wide_ssh(ranges):
+        yield warning(_at_first(SSH_RANGES, ranges, admitted.ranges),
+                      f"SSH would be open to {admitted.text(addresses.WIDE_SSH_PREFIX)}",
+                      f"narrow it to IAP's {catalog.IAP_RANGE} or your offices' ranges")

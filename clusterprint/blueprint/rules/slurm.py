@@ -4,8 +4,9 @@ from __future__ import annotations
 
 import difflib
 from collections.abc import Iterator
+from dataclasses import dataclass
 
-from clusterprint.blueprint.findings import Finding, KeyPath, error, warning
+from clusterprint.blueprint.findings import Finding, KeyPath, error, format_path, warning
 from clusterprint.blueprint.model import Blueprint
 from clusterprint.blueprint.rules.registry import rule
 from clusterprint.blueprint.slurm_time import (
@@ -92,30 +93,67 @@ def close_machine_type(machine_type: str) -> str | None:
     return close[0] if close else None
 
 
-def machine_types(bp: Blueprint) -> list[tuple[KeyPath, str]]:
+@dataclass(frozen=True)
+class MachineTypeKey:
+    """One ``machine_type`` of the blueprint: where it is, what it says, and its escape."""
+
+    path: KeyPath
+    machine_type: str
+    #: ``machine_type_unlisted`` beside it: the type is newer than the catalog.
+    unlisted: bool
+
+    @property
+    def escape(self) -> str:
+        """The dotted key that says the type is newer than the catalog."""
+        return f"{format_path(self.path[:-1])}.machine_type_unlisted"
+
+
+def machine_types(bp: Blueprint) -> list[MachineTypeKey]:
     """Every machine type of the blueprint at its key path: controller, login, nodesets."""
-    return [(("slurm", "controller", "machine_type"), bp.slurm.controller.machine_type),
-            (("slurm", "login", "machine_type"), bp.slurm.login.machine_type),
-            *((("slurm", "nodesets", i, "machine_type"), ns.machine_type)
-              for i, ns in enumerate(bp.slurm.nodesets))]
+    slurm = bp.slurm
+    return [MachineTypeKey(("slurm", "controller", "machine_type"),
+                           slurm.controller.machine_type, slurm.controller.machine_type_unlisted),
+            MachineTypeKey(("slurm", "login", "machine_type"), slurm.login.machine_type,
+                           slurm.login.machine_type_unlisted),
+            *(MachineTypeKey(("slurm", "nodesets", i, "machine_type"), ns.machine_type,
+                             ns.machine_type_unlisted)
+              for i, ns in enumerate(slurm.nodesets))]
+
+
+#: What clusterprint makes of a machine type it does not know: the catalog's row is where
+#: GPUs, GPU NICs, the boot disk type, the image and the price come from.
+UNLISTED_AS = ("its nodes are then built as CPU nodes: no GPU GRES, no GPU networks, no GPU "
+               "drivers, and no price in the cost estimate")
 
 
 @rule("slurm.machine-type")
 def check_machine_known(bp: Blueprint) -> Iterator[Finding]:
-    """A machine type outside the catalog may not exist, and a GPU one would get no GPUs.
+    """A machine type outside the catalog is a typo until the blueprint says it is newer.
 
-    Such a node gets no GPU GRES, no GPU networks and a CPU image, so an unlisted GPU
-    type boots as a CPU node; a typo only fails at `pulumi up`.
+    A typo (``a3-ultragpu-8``) only fails at `pulumi up`, after the network and storage
+    exist, so it is an error with the closest known type. A type newer than the catalog
+    is let through with ``machine_type_unlisted: true``, as a warning: such a node gets no
+    GPU GRES, no GPU networks and a CPU image, so an unlisted GPU type boots as a CPU node.
     """
     series = sorted(set(machines.CPU_MACHINE_SERIES)
                     | {t.split("-")[0] for t in machines.GPU_MACHINES})
-    for path, machine_type in machine_types(bp):
-        if machines.machine_known(machine_type):
+    for key in machine_types(bp):
+        if machines.machine_known(key.machine_type):
+            if key.unlisted:
+                yield warning(key.path, f"{key.machine_type} is in clusterprint's catalog",
+                              f"remove {key.escape}, so validate checks it")
             continue
-        close = close_machine_type(machine_type)
-        yield warning(path, f"{machine_type} is not a machine type clusterprint knows; its "
-                            f"nodes would get no GPU GRES, no GPU networks and the CPU image",
-                      f"did you mean {close}?" if close else f"known series: {', '.join(series)}")
+        if key.unlisted:
+            yield warning(key.path, f"{key.machine_type} is not in clusterprint's catalog, so "
+                                    f"its GPUs, NICs and price are unknown; {UNLISTED_AS}",
+                          "check it exists in the zone: gcloud compute machine-types list "
+                          f"--filter=name={key.machine_type} --zones={bp.zone}")
+            continue
+        close = close_machine_type(key.machine_type)
+        yield error(key.path, f"{key.machine_type} is not a machine type clusterprint knows",
+                    (f"did you mean {close}? " if close else
+                     f"known series: {', '.join(series)}; ")
+                    + f"if it is newer than the catalog, set {key.escape}: true; {UNLISTED_AS}")
 
 
 @rule("slurm.boot-disk")

@@ -16,9 +16,9 @@ CASES = [
     ({"network.mut": Here(8244)}, "schema.unknown-key", "network.mut", "unknown key",
      "did you mean `mtu`?"),
     ({f"{NS}.bogus": Here(1)}, "schema.unknown-key", f"{NS}.bogus", "unknown key",
-     "known keys: boot_disk, count, image, machine_type, maintenance_reservations, "
-     "max_count, name, placement, power_saving, provisioning, reservation, reservation_bound, "
-     "suspend_time_s"),
+     "known keys: boot_disk, count, image, machine_type, machine_type_unlisted, "
+     "maintenance_reservations, max_count, name, placement, power_saving, provisioning, "
+     "reservation, reservation_bound, suspend_time_s"),
     ({f"{NS}.count": Here("2")}, "schema.type", f"{NS}.count",
      'expected an integer, got a string ("2")', None),
     ({f"{NS}.count": Here(2.5)}, "schema.type", f"{NS}.count",

@@ -56,7 +56,7 @@ def test_explicit_names_fit_their_limits(cluster):
 def longest_blueprint() -> Blueprint:
     """Every list entry at its longest name, on the machine with the most networks."""
     text = blueprint_text({
-        "name": LONGEST_CLUSTER, "project": "my-project",
+        "name": LONGEST_CLUSTER, "project": "my-project", "zone": "us-central1-b",
         "slurm.nodesets[0]": {"name": LONGEST_ENTRY, "machine_type": "a3-ultragpu-8g",
                               "count": 2, "placement": "compact"},
         "slurm.partitions[0].nodesets": [LONGEST_ENTRY],

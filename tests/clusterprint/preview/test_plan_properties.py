@@ -53,6 +53,8 @@ def blueprints(draw) -> dict:
     data = {
         "orchestrator": "managed" if managed else "self-managed",
         "project": "my-project",
+        # A zone that offers every drawn machine type, so a draw is refused for its names only.
+        "zone": "us-central1-b",
         "labels": {key: "v" for key in draw(st.lists(st.sampled_from(LABEL_KEYS), max_size=2))},
         "slurm.nodesets": [
             {"name": name, "machine_type": draw(st.sampled_from(MACHINES)), "count": 2,

@@ -120,23 +120,23 @@ def test_a_canary_token_is_caught_where_a_user_could_leak_it(plans, where):
             "script": "a3mega-login-0"}[where] in names
 
 
-def test_a_canary_in_the_blueprint_fails_plan_policy_with_exit_4(tmp_path, capsys):
-    """A user's label reaches every resource: plan --policy names each and exits 4."""
+def test_a_canary_in_the_blueprint_is_refused_before_any_plan(tmp_path, capsys):
+    """A user's label reaches every resource, so validate refuses it as the policy would
+    (tests/clusterprint/preview/test_policies_in_validate.py): plan --policy exits 1."""
     text = (ROOT / "blueprints/cpu-small.yaml").read_text()
     path = tmp_path / "leaky.yaml"
     path.write_text(text + f"labels:\n  deploy-token: {CANARY}\n")
-    assert main(["plan", str(path), "--policy"]) == EXIT_POLICY
-    err = capsys.readouterr().err.splitlines()
-    assert ("mandatory: cpu-small-controller-vm: labels.deploy-token holds a Pulumi access "
-            "token [no-plaintext-secret]; fix: keep secrets in Secret Manager") in "\n".join(err)
-    assert err[-1].startswith("policy: ") and "advisory violations" in err[-1]
+    assert main(["plan", str(path), "--policy"]) == 1
+    err = capsys.readouterr().err
+    assert (f"{path}:35:17: error: labels.deploy-token: it holds a Pulumi access token, which "
+            "the policy no-plaintext-secret refuses") in err
 
 
 @pytest.mark.parametrize(("ranges", "code", "line"), [
-    pytest.param("[0.0.0.0/1, 128.0.0.0/1]", EXIT_POLICY,
-                 f"mandatory: cpu-small-network-ssh: sourceRanges admit {PUBLIC_IPV4} public "
-                 "IPv4 addresses, more than a /16 holds: 0.0.0.0/1, 128.0.0.0/1 "
-                 "[no-open-firewall]; fix: set `network.ssh_source_ranges` to IAP's",
+    pytest.param("[0.0.0.0/1, 128.0.0.0/1]", 1,
+                 f"error: network.ssh_source_ranges[0]: SSH would be open to {PUBLIC_IPV4} "
+                 "public IPv4 addresses, more than a /16 holds: 0.0.0.0/1, 128.0.0.0/1, which "
+                 "the policy no-open-firewall refuses",
                  id="internet-in-two-halves"),
     pytest.param("[8.0.0.0/17, 8.0.128.0/17]", 0,
                  "advisory: cpu-small-network-ssh: SSH is open to 65,536 public IPv4 addresses, "
@@ -145,13 +145,35 @@ def test_a_canary_in_the_blueprint_fails_plan_policy_with_exit_4(tmp_path, capsy
 ])
 def test_plan_policy_judges_what_the_ssh_sources_admit_together(tmp_path, capsys, ranges, code,
                                                                 line):
-    """Past a /16's worth of public addresses a blueprint's SSH sources fail the plan (exit 4)
-    however they are split; up to it they plan with a warning."""
+    """Past a /16's worth of public addresses a blueprint's SSH sources fail validate (exit
+    1) however they are split, as no-open-firewall would fail the plan; up to it they plan
+    with a warning."""
     path = tmp_path / "ssh.yaml"
     path.write_text((ROOT / "blueprints/cpu-small.yaml").read_text()
                     + f"network:\n  ssh_source_ranges: {ranges}\n")
     assert main(["plan", str(path), "--policy"]) == code
     assert line in capsys.readouterr().err
+
+
+def test_a_plan_that_breaks_a_plan_only_policy_fails_plan_policy_with_exit_4(monkeypatch, capsys):
+    """What no blueprint can cause (a component giving a VM an external IP) only the plan
+    shows: plan --policy names it and exits 4."""
+    from clusterprint.preview import plan as planning
+
+    planned = planning.plan_blueprint
+
+    def with_external_ip(blueprint):
+        plan = planned(blueprint)
+        plan.resources.append(PlannedResource(
+            policies.INSTANCE, "stray-vm", None,
+            {"networkInterfaces": [{"accessConfigs": [{}]}],
+             "serviceAccount": {"email": "[unknown]"}, "metadata": {"enable-oslogin": "TRUE"}}))
+        return plan
+
+    monkeypatch.setattr(planning, "plan_blueprint", with_external_ip)
+    assert main(["plan", str(ROOT / "blueprints/cpu-small.yaml"), "--policy"]) == EXIT_POLICY
+    assert ("mandatory: stray-vm: networkInterfaces[0].accessConfigs gives it an external IP "
+            "[no-external-ip]") in capsys.readouterr().err
 
 
 def test_plan_policy_passes_a_reference_blueprint_and_prints_the_plan(capsys):

@@ -180,7 +180,7 @@ def test_a_gpu_family_catalogued_as_managed_is_allowed(rules_check, monkeypatch)
     # A made-up family: only ``managed`` matters to this rule.
     later = machines.MachineFamily(machine_type="a9-highgpu-8g", family="A9", gpu="nvidia-next",
                                    gres="next", gpus=8, nvlink=True, managed=True,
-                                   price="made up")
+                                   price="made up", gpu_quota="NVIDIA_NEXT_GPUS")
     rules_check.refused({**MANAGED, f"{NS}.machine_type": Here(later.machine_type)},
                         "managed.machine-type", f"{NS}.machine_type")
     monkeypatch.setitem(machines.GPU_MACHINES, later.machine_type, later)

@@ -166,6 +166,23 @@ ACCEPTED = [
 
 #: Several problems of one rule in one blueprint: each is reported, none twice.
 REFUSED += [
+    pytest.param("network.open-firewall", "network.ssh_source_ranges[0]",
+                 {"network.ssh_source_ranges": [Here("0.0.0.0/0")]}, "error", 1,
+                 id="ssh-from-anywhere"),
+    pytest.param("network.open-firewall", "network.ssh_source_ranges[1]",
+                 {"network.ssh_source_ranges": ["10.0.0.0/8", Here("0.0.0.0/1"), "128.0.0.0/1"]},
+                 "error", 1, id="ssh-from-anywhere-in-halves"),
+    pytest.param("network.open-firewall", "network.gpu_subnets_cidr",
+                 {"slurm.nodesets[0].machine_type": "a3-megagpu-8g",
+                  "network.gpu_subnets_cidr": Here("8.0.0.0/8")}, "error", 1,
+                 id="gpu-subnets-of-public-addresses"),
+    pytest.param("network.open-firewall", "network.private_service_access.range",
+                 {"storage.lustre": [{"name": "s", "filesystem": "s", "capacity_gib": 18000}],
+                  "network.private_service_access.range": Here("8.0.0.0/12")}, "error", 1,
+                 id="lustre-reached-from-a-public-psa-range"),
+    pytest.param("network.ssh-wide", "network.ssh_source_ranges[0]",
+                 {"network.ssh_source_ranges": [Here("8.8.0.0/20")]}, "warning", 1,
+                 id="ssh-from-sixteen-sites"),
     pytest.param("network.cidr", "network.ssh_source_ranges[0]",
                  {"network.subnet_cidr": "10.0.0.1/20", "network.gpu_subnets_cidr": "10.0.0.0/64",
                   "network.ssh_source_ranges": [Here("999.0.0.0/8"), "1.2.3.4/8"]}, "error", 4,
@@ -202,6 +219,14 @@ REFUSED += [
                  "warning", 2, id="mtu-and-subnet-both-ignored"),
 ]
 ACCEPTED += [
+    pytest.param("network.open-firewall", {"network.ssh_source_ranges": ["8.8.0.0/16",
+                                                                         "35.235.240.0/20"]},
+                 id="ssh-from-a-slash-16-and-iap"),
+    pytest.param("network.open-firewall",
+                 {"network.private_service_access.range": "8.0.0.0/12"},
+                 id="a-psa-range-without-lustre-gets-no-lnet-rule"),
+    pytest.param("network.ssh-wide", {"network.ssh_source_ranges": ["8.8.8.0/24"]},
+                 id="ssh-from-one-site"),
     pytest.param("network.range-size", {"network.subnet_cidr": "10.0.0.0/29",
                                         "network.private_service_access.range":
                                             "10.200.0.0/24",
@@ -260,3 +285,14 @@ def test_psa_size_says_what_each_producer_takes(rules_check):
     assert hit.finding.message == ("a /24 range holds 256 addresses, but Filestore ZONAL a /26 "
                                    "and Lustre scratch a /23 take 576")
     assert hit.finding.hint == "use a prefix length of 22 or shorter"
+
+
+def test_a_roce_vpc_takes_no_firewall_but_the_extra_gvnic_subnet_does(rules_check):
+    hit = rules_check.refused({"slurm.nodesets[0].machine_type": "a3-ultragpu-8g",
+                               "zone": "us-central1-b",
+                               "network.gpu_subnets_cidr": Here("8.0.0.0/8")},
+                              "network.open-firewall", "network.gpu_subnets_cidr")
+    assert hit.finding.message == (
+        "the firewall rule of each subnet made from it would admit more than a /16's worth of "
+        "public addresses: 8.128.0.0/12, which the policy no-open-firewall refuses")
+    assert hit.finding.hint == "use a private range: 10.0.0.0/8, 172.16.0.0/12 or 192.168.0.0/16"

@@ -57,18 +57,26 @@ REFUSED = [
     pytest.param("slurm.max-count", f"{NS}.count", {f"{NS}.count": Here(0)}, "error", 1,
                  id="count-0-without-max"),
     pytest.param("slurm.machine-type", f"{NS}.machine_type",
-                 {f"{NS}.machine_type": Here("a3-megagpu-16g")}, "warning", 1,
+                 {f"{NS}.machine_type": Here("a3-megagpu-16g")}, "error", 1,
                  id="gpu-type-not-in-catalog"),
     pytest.param("slurm.machine-type", f"{NS}.machine_type",
-                 {f"{NS}.machine_type": Here("n2-standrd-4")}, "warning", 1,
+                 {f"{NS}.machine_type": Here("n2-standrd-4")}, "error", 1,
                  id="cpu-shape-misspelt"),
     pytest.param("slurm.machine-type", f"{NS}.machine_type",
-                 {f"{NS}.machine_type": Here("qq-zzzzzz-4")}, "warning", 1,
+                 {f"{NS}.machine_type": Here("qq-zzzzzz-4")}, "error", 1,
                  id="unknown-series"),
     pytest.param("slurm.machine-type", "slurm.login.machine_type",
                  {"slurm.controller.machine_type": "c2-standrd-8",
-                  "slurm.login.machine_type": Here("n2-standard4")}, "warning", 2,
+                  "slurm.login.machine_type": Here("n2-standard4")}, "error", 2,
                  id="controller-and-login-misspelt"),
+    pytest.param("slurm.machine-type", f"{NS}.machine_type",
+                 {f"{NS}.machine_type": Here("a3-ultragpu-8"),
+                  f"{NS}.machine_type_unlisted": True}, "warning", 1,
+                 id="unlisted-type-newer-than-the-catalog"),
+    pytest.param("slurm.machine-type", "slurm.login.machine_type",
+                 {"slurm.login.machine_type_unlisted": True,
+                  "slurm.login.machine_type": Here("n2-standard-4")}, "warning", 1,
+                 id="unlisted-set-on-a-type-the-catalog-knows"),
     pytest.param("slurm.boot-disk", f"{NS}.boot_disk.type",
                  {**ULTRA, f"{NS}.boot_disk.type": Here("pd-ssd")}, "error", 1,
                  id="a3ultra-on-pd-ssd"),
@@ -224,8 +232,44 @@ def test_defaults_follow_the_contract(make_text, check):
 ])
 def test_unknown_machine_type_suggests_the_closest(rules_check, typo, hint):
     hit = rules_check.refused({f"{NS}.machine_type": Here(typo)},
+                              "slurm.machine-type", f"{NS}.machine_type")
+    assert hit.finding.hint == (f"{hint} if it is newer than the catalog, set "
+                                f"{NS}.machine_type_unlisted: true; its nodes are then built as "
+                                "CPU nodes: no GPU GRES, no GPU networks, no GPU drivers, and "
+                                "no price in the cost estimate")
+
+
+def test_a_typo_of_a_gpu_type_is_an_error_that_names_it_and_the_escape(rules_check):
+    hit = rules_check.refused({f"{NS}.machine_type": Here("a3-ultragpu-8")},
+                              "slurm.machine-type", f"{NS}.machine_type")
+    assert hit.line_text() == (
+        "bp.yaml:9:21: error: slurm.nodesets[0].machine_type: a3-ultragpu-8 is not a machine "
+        "type clusterprint knows (did you mean a3-ultragpu-8g? if it is newer than the catalog, "
+        "set slurm.nodesets[0].machine_type_unlisted: true; its nodes are then built as CPU "
+        "nodes: no GPU GRES, no GPU networks, no GPU drivers, and no price in the cost "
+        "estimate)")
+
+
+def test_an_unlisted_type_warns_that_its_facts_are_unknown_and_builds_a_cpu_node(rules_check):
+    hit = rules_check.refused({f"{NS}.machine_type": Here("a5-ultragpu-8g"),
+                               f"{NS}.machine_type_unlisted": True},
                               "slurm.machine-type", f"{NS}.machine_type", "warning")
-    assert hit.finding.hint == hint
+    assert hit.finding.message == (
+        "a5-ultragpu-8g is not in clusterprint's catalog, so its GPUs, NICs and price are "
+        "unknown; its nodes are then built as CPU nodes: no GPU GRES, no GPU networks, no GPU "
+        "drivers, and no price in the cost estimate")
+    assert hit.finding.hint == ("check it exists in the zone: gcloud compute machine-types "
+                                "list --filter=name=a5-ultragpu-8g --zones=us-central1-a")
+    checked = rules_check.accepted({f"{NS}.machine_type": "a5-ultragpu-8g",
+                                    f"{NS}.machine_type_unlisted": True}, "location.machine-zone")
+    assert checked.exit_code == 0 and checked.blueprint.slurm.nodesets[0].gpus == 0
+
+
+def test_the_escape_belongs_to_its_own_machine_type(rules_check):
+    hit = rules_check.refused({"slurm.controller.machine_type": Here("c2-standrd-8"),
+                               f"{NS}.machine_type_unlisted": True},
+                              "slurm.machine-type", "slurm.controller.machine_type", count=2)
+    assert "set slurm.controller.machine_type_unlisted: true" in hit.finding.hint
 
 
 def test_time_limit_message_gives_the_range(rules_check):
@@ -246,7 +290,7 @@ def test_zero_time_limit_says_slurm_keeps_zero(rules_check):
 
 def test_a_type_with_nothing_close_lists_the_known_series(rules_check):
     hit = rules_check.refused({f"{NS}.machine_type": Here("qq-zzzzzz-4")},
-                              "slurm.machine-type", f"{NS}.machine_type", "warning")
+                              "slurm.machine-type", f"{NS}.machine_type")
     assert hit.finding.hint.startswith("known series: a2, a3, a4, a4x, c2, ")
 
 

@@ -162,3 +162,38 @@ def test_help_explains_output_and_exit_codes(capsys):
     assert "FILE:LINE:COL: error: KEY.PATH: message (hint)" in out
     assert "0 valid (warnings allowed), 1 invalid, 2 usage error or unreadable file" in out
     assert "--format" in out and "--quiet" in out
+
+
+@pytest.mark.parametrize(("overrides", "line"), [
+    ({"slurm.nodesets[0].machine_type": Here("a3-ultragpu-8")},
+     "error: slurm.nodesets[0].machine_type: a3-ultragpu-8 is not a machine type clusterprint "
+     "knows (did you mean a3-ultragpu-8g? if it is newer than the catalog, set "
+     "slurm.nodesets[0].machine_type_unlisted: true; "),
+    ({"slurm.nodesets[0].machine_type": Here("a4-highgpu-8g")},
+     "error: slurm.nodesets[0].machine_type: a4-highgpu-8g is not offered in zone us-central1-a "
+     "(did you mean us-central1-b? zones of us-central1 that offer it: us-central1-b; if the "
+     "catalog's zone table is older than the zone's offer, set zone_unlisted: true)"),
+], ids=["type-the-catalog-does-not-know", "zone-without-the-type"])
+def test_what_the_wizard_refuses_fails_validate_with_the_close_match(capsys, write, overrides,
+                                                                     line):
+    code, out, _ = run(capsys, write("bad.yaml", blueprint_text(overrides)))
+    assert code == 1
+    assert len(out) == 1 and line in out[0]
+
+
+def test_the_escapes_let_a_type_and_zone_newer_than_the_catalog_through_as_warnings(capsys,
+                                                                                    write):
+    newer = write("newer.yaml", blueprint_text({
+        "slurm.nodesets[0].machine_type": "a5-ultragpu-8g",
+        "slurm.nodesets[0].machine_type_unlisted": True,
+        "slurm.nodesets[1]": {"name": "a4", "machine_type": "a4-highgpu-8g", "count": 1},
+        "slurm.partitions[0].nodesets": ["cpu", "a4"], "zone_unlisted": True}))
+    code, out, _ = run(capsys, newer)
+    assert code == 0
+    assert [line.split(": ")[2:4] for line in out] == [
+        ["slurm.nodesets[0].machine_type", "a5-ultragpu-8g is not in clusterprint's catalog, so "
+                                           "its GPUs, NICs and price are unknown; its nodes are "
+                                           "then built as CPU nodes"],
+        ["slurm.nodesets[1].machine_type", "a4-highgpu-8g is not offered in zone us-central1-a "
+                                           "as far as the catalog's zone table knows; "
+                                           "zone_unlisted says it is (check it is"]]
