@@ -931,3 +931,18 @@ def test_a_flex_start_nodeset_renders_its_run_duration_and_others_none():
         update={"nodesets": nodesets})})
     assert rendered.capacity_config(flex).nodesets["a4spot"].run_duration_s == FLEX_RUN_S
     assert rendered.capacity_config(BLUEPRINT).nodesets["a4spot"].run_duration_s == 0
+
+
+def test_a_reservation_nodeset_is_elastic_only_when_asked():
+    # a4's nodeset a4 consumes a reservation: its max_count stays a ceiling unless
+    # power_saving is set, and then its nodes above count are created (in the reservation,
+    # by its template's affinity) and deleted like a spot nodeset's.
+    reserved = BLUEPRINT.slurm.nodesets[0].model_copy(update={"max_count": 6})
+    assert reserved.provisioning == "reservation" and not reserved.elastic
+    asked = reserved.model_copy(update={"power_saving": True})
+    blueprint = BLUEPRINT.model_copy(update={"slurm": BLUEPRINT.slurm.model_copy(
+        update={"nodesets": [asked, BLUEPRINT.slurm.nodesets[1]]})})
+    config = rendered.capacity_config(blueprint)
+    assert list(config.nodesets) == ["a4", "a4spot"]
+    assert config.nodesets["a4"].names() == ["a4-a4-e00001", "a4-a4-e00002"]
+    assert config.nodesets["a4"].run_duration_s == 0
