@@ -48,3 +48,17 @@ def test_the_apis_to_enable_are_those_the_plans_need():
     needed = {*prerequisites.required_apis(planned_types("cpu-small")),
               *prerequisites.RUNTIME_APIS}
     assert small.group(1).split() == sorted(api.split(".")[0] for api in needed)
+
+
+def test_tear_it_down_says_what_bills_after_destroy_as_the_stack_output_does():
+    """README step 7 and the stack's ``after_destroy`` output warn of the same things."""
+    from clusterprint.components.teardown import IMAGES, RUNNING_JOBS, STATE
+
+    step = README.read_text().split("### 7. Tear it down", 1)[1].split("\n### ", 1)[0]
+    before = step.split("What blocks `pulumi destroy`", 1)[0]
+    for said in ("kills running jobs", "`squeue`", "state=drain", "`after_destroy`",
+                 "reservation", "`create: false`", "clusterprint image build",
+                 "Pulumi's state bucket"):
+        assert said in before, said
+    assert "kills running jobs" in RUNNING_JOBS and "clusterprint image build" in IMAGES
+    assert "Pulumi's state" in STATE
