@@ -12,6 +12,7 @@ from clusterprint.blueprint.model import Blueprint
 from clusterprint.blueprint.validate import check_file, printable
 from clusterprint.components.cluster import TrainingCluster
 from clusterprint.components.managed import ManagedTrainingCluster
+from clusterprint.components.teardown import after_destroy
 
 #: The stack config key naming the blueprint file, relative to the project directory.
 BLUEPRINT_KEY = "blueprint"
@@ -60,7 +61,8 @@ def project_mismatch(blueprint_path: str, blueprint: Blueprint) -> Located | Non
 
 def declare(blueprint: Blueprint, blueprint_path: str | None = None
             ) -> TrainingCluster | ManagedTrainingCluster:
-    """Declare the cluster of an already checked blueprint and export what users need.
+    """Declare the cluster of an already checked blueprint and export what users need,
+    ending with what a ``pulumi destroy`` would leave billing (components/teardown.py).
 
     ``clusterprint plan`` and ``diff`` call this with the blueprint they checked, so a
     file is read once (a pipe can be read only once). With the blueprint's path (``pulumi
@@ -73,6 +75,7 @@ def declare(blueprint: Blueprint, blueprint_path: str | None = None
         cluster.exports["status"] = f"clusterprint status {shlex.quote(blueprint_path)}"
     for key, value in cluster.exports.items():
         pulumi.export(key, value)
+    pulumi.export("after_destroy", after_destroy(blueprint))
     return cluster
 
 

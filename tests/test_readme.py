@@ -74,3 +74,17 @@ def test_the_deploy_step_runs_the_policy_pack_as_the_blueprint_needs_it():
         assert (config in line) is (not protect)
     unprotected = json.loads((ROOT / "policy/unprotected.json").read_text())
     assert {c["storageProtect"] for c in unprotected.values()} == {False}
+
+
+def test_tear_it_down_says_what_bills_after_destroy_as_the_stack_output_does():
+    """README step 7 and the stack's ``after_destroy`` output warn of the same things."""
+    from clusterprint.components.teardown import IMAGES, RUNNING_JOBS, STATE
+
+    step = README.read_text().split("### 7. Tear it down", 1)[1].split("\n### ", 1)[0]
+    before = step.split("What blocks `pulumi destroy`", 1)[0]
+    for said in ("kills running jobs", "`squeue`", "state=drain", "`after_destroy`",
+                 "reservation", "`create: false`", "clusterprint image build",
+                 "Pulumi's state bucket"):
+        assert said in before, said
+    assert "kills running jobs" in RUNNING_JOBS and "clusterprint image build" in IMAGES
+    assert "Pulumi's state" in STATE

@@ -4,8 +4,9 @@ Resources match by (type, logical name), as Pulumi's URNs do. A changed input th
 the provider cannot update in place makes the change a replacement; which inputs
 those are comes from ``clusterprint.preview.replacements``. A replaced or deleted
 Filestore, Lustre or bucket loses its data: the diff says so loudly and the CLI
-exits non-zero. This is a review aid worked out offline; `pulumi preview --diff`
-against the real stack is the authority.
+exits non-zero. A change to the Slurm files' metadata carries each changed file's unified
+diff (``clusterprint.preview.file_diff``). This is a review aid worked out offline;
+`pulumi preview --diff` against the real stack is the authority.
 """
 
 from __future__ import annotations
@@ -15,6 +16,7 @@ from dataclasses import dataclass, field
 from typing import Any, Literal
 
 from clusterprint.blueprint.findings import Located, format_path
+from clusterprint.preview.file_diff import FileDiff, slurm_file_diffs
 from clusterprint.preview.plan import Plan, mock_id
 from clusterprint.preview.replacements import (
     forces_replacement,
@@ -53,11 +55,16 @@ class InputChange:
     old: Any
     new: Any
     forces_replacement: bool
+    #: Where the input is the Slurm files' metadata: each changed file's unified diff.
+    files: tuple[FileDiff, ...] = ()
 
     def as_json(self) -> dict[str, Any]:
-        """The change as ``diff --json`` prints it."""
-        return {"path": self.path, "old": self.old, "new": self.new,
-                "forcesReplacement": self.forces_replacement}
+        """The change as ``diff --json`` prints it; "files" only on the Slurm files' input."""
+        out: dict[str, Any] = {"path": self.path, "old": self.old, "new": self.new,
+                               "forcesReplacement": self.forces_replacement}
+        if self.files:
+            out["files"] = [f.as_json() for f in self.files]
+        return out
 
 
 @dataclass(frozen=True)
@@ -182,7 +189,9 @@ def _input_changes(type_: str, old: dict, new: dict) -> tuple[InputChange, ...]:
                 forced = keyed[_normalise(item)]
             else:
                 forced = forces_replacement(type_, _normalise(path), before, after)
-            out.append(InputChange(format_path(path), before, after, forced))
+            shown = format_path(path)
+            out.append(InputChange(shown, before, after, forced,
+                                   slurm_file_diffs(shown, before, after)))
     return tuple(out)
 
 

@@ -3,6 +3,12 @@
 Both forms lead with what loses data, because that is the change a reviewer must
 not miss, then say which changes reach the running VMs by themselves and which wait for a
 reboot or a recreated VM, and end by naming `pulumi preview --diff` as the authority.
+A change to the Slurm files' metadata names the files it changes and shows each file's
+unified diff (under the change in a terminal, in ``diff`` blocks after the table in
+Markdown). A changed startup script keeps its one-line form (first changed line and how
+many more): every VM and template carries one, so a change to a shared step would
+repeat the same long diff for each, while a Slurm file change is what a reviewer reads
+line by line.
 
 A saved plan may name a resource, an input or a file with any character: each is printed
 escaped (``printable``), so a newline or an escape sequence in it never splits a line or
@@ -51,7 +57,9 @@ def text_report(diff: PlanDiff, old: str, new: str, allow_data_loss: bool) -> st
     for change in diff.changes:
         lines.append(f"{SYMBOLS[change.action]:>2} {change.action:<8} "
                      f"{printable(change.name)}  {printable(change.type)}")
-        lines += [f"      {_input_text(c)}" for c in change.inputs]
+        for c in change.inputs:
+            lines.append(f"      {_input_text(c)}")
+            lines += [f"        {printable(line)}" for f in c.files for line in f.lines]
         if change.replaced_dependencies:
             lines.append(f"      (depends on replaced {_names(change.replaced_dependencies)})")
     if diff.rollouts:
@@ -88,6 +96,7 @@ def markdown_report(diff: PlanDiff, old: str, new: str, allow_data_loss: bool) -
         lines += [_table_row(c) for c in diff.changes]
     else:
         lines.append("No changes.")
+    lines += _markdown_files(diff)
     if diff.rollouts:
         lines += ["", "#### How the changes reach the running VMs", ""]
         lines += [f"- **{r.kind}** {_code(r.name)} ({', '.join(_code(i) for i in r.inputs)}): "
@@ -103,6 +112,20 @@ def _table_row(change: ResourceChange) -> str:
                            cell=True))
     return (f"| {SYMBOLS[change.action]} | {change.action} | {_code(change.name, cell=True)} | "
             f"{_code(change.type, cell=True)} | {'<br>'.join(cells)} |")
+
+
+def _markdown_files(diff: PlanDiff) -> list[str]:
+    """Each changed Slurm file's unified diff, by resource, in a ``diff`` block a table cell
+    cannot hold."""
+    lines = []
+    for change in diff.changes:
+        for file in (f for c in change.inputs for f in c.files):
+            body = [printable(line) for line in file.lines]
+            fence = "`" * max(3, max((len(r) for line in body
+                                      for r in re.findall("`+", line)), default=0) + 1)
+            lines += ["", f"{_code(file.name)} on {_code(change.name)}:", "",
+                      f"{fence}diff", *body, fence]
+    return ["", "#### Slurm files", *lines] if lines else []
 
 
 def _names(names: tuple[str, ...]) -> str:
@@ -123,6 +146,9 @@ def _code(text: str, cell: bool = False) -> str:
 def _input_text(change: InputChange) -> str:
     forced = "  (forces replacement)" if change.forces_replacement else ""
     path = printable(change.path)
+    if change.files:
+        names = ", ".join(printable(f.name) for f in change.files)
+        return f"{path}: Slurm files changed: {names}{forced}"
     if _is_text(change.old) and _is_text(change.new):
         return f"{path}: {_changed_lines(change.old, change.new)}{forced}"
     return f"{path}: {_value(change.old)} -> {_value(change.new)}{forced}"

@@ -49,6 +49,10 @@ class RecipeRun:
     pipeline_parallel: int
     #: sbatch options that keep its nodes close in the network (render/topology.py)
     close: tuple[str, ...] = ()
+    #: Whether the user's folder under ``storage_root`` must be the user's own: on Lustre,
+    #: whose root every user can write (storage.sh.j2), and /home; not on a bucket, where
+    #: gcsfuse shows every file as root's.
+    owns_user_folder: bool = True
 
     @property
     def tasks_per_node(self) -> int:
@@ -99,7 +103,8 @@ def recipe_run(blueprint: Blueprint, job: RecipeJob) -> RecipeRun | None:
         mounts=gpu_software.FABRIC_MOUNTS[networking], networking=networking,
         storage_root=storage_root(blueprint), tensor_parallel=tensor,
         pipeline_parallel=max(1, min(recipe.pipeline_parallel, gpus // tensor)),
-        close=tuple(close_nodes(blueprint, partition, job.nodes)))
+        close=tuple(close_nodes(blueprint, partition, job.nodes)),
+        owns_user_folder=bool(blueprint.storage.lustre) or not blueprint.storage.buckets)
 
 
 def render_recipe(blueprint: Blueprint, run: RecipeRun) -> str:

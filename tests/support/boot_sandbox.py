@@ -65,6 +65,8 @@ OVERLAID = ("/dev", "/etc", "/mnt", "/usr", "/var")
 SANDBOXED += ("/opt", "/etc/profile.d")
 #: The controller's clusterprint-remediate command.
 SANDBOXED += ("/usr/local/sbin",)
+#: The reference blueprints' Lustre scratch mount: its root's owner and mode are the node's.
+SANDBOXED += ("/lustre",)
 #: The scripts' retry budgets (CLUSTERPRINT_<NAME>_BUDGET_S), all set to 0 by fail_for_good.
 BUDGETS = ("MOUNT", "MUNGE_KEY", "APT", "DOWNLOAD", "SECRET", "SLURMCTLD", "CONTROLLER",
            "SLURMD", "NIC", "DB", "SLURMDBD")
