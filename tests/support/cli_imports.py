@@ -46,3 +46,14 @@ def loaded_modules(*runs: list[str], watched: tuple[str, ...], cwd: Path = ROOT,
     assert process.returncode == 0 and reports, process.stderr
     statuses, modules = json.loads(reports[-1][len(REPORT):])
     return Loaded(statuses, modules, process)
+
+
+def clusterprint(*argv: str, env: dict[str, str]) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-m", "clusterprint.cli", *argv], cwd=ROOT,
+                          capture_output=True, text=True, timeout=120, env=env)
+
+
+def offline_env(tmp_path) -> dict[str, str]:
+    """No credentials anywhere, and no metadata server to ask for them."""
+    return {**os.environ, "GOOGLE_APPLICATION_CREDENTIALS": str(tmp_path / "none.json"),
+            "NO_GCE_CHECK": "True", "CLOUDSDK_CONFIG": str(tmp_path)}

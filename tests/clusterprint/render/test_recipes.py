@@ -21,7 +21,8 @@ from clusterprint.facts import catalog
 from clusterprint.render import rendered_files
 from clusterprint.render.recipes import recipe_path
 from tests.support.job_blueprints import FAMILIES, every_recipe, sbatch_options, with_recipes
-from tests.support.paths import ROOT, blueprint_path
+from tests.support.paths import blueprint_path
+from tests.support.recipe_stubs import DATE_STUB, NOW, SQUEUE_STUB, SRUN_STUB, STUBS
 
 
 @pytest.mark.parametrize("name", sorted(FAMILIES))
@@ -131,23 +132,6 @@ def test_sft_imports_its_hugging_face_checkpoint_once(tmp_path):
 #: A recipe of each method, by the framework whose checkpoint layout it resumes from.
 FRAMEWORKS = {"llama3-8b-pretrain": "megatron", "gemma3-1b-sft": "megatron",
               "gemma3-1b-rl": "nemo-rl"}
-STUBS = ROOT / "tests" / "clusterprint" / "render" / "stubs"
-#: The clock of a start (seconds since the epoch), as `date +%s` tells the script.
-NOW = 1_700_000_000
-#: The training step: srun runs its last argument, the trainer (CLUSTERPRINT_RECIPE_PROGRAM).
-SRUN_STUB = r"""#!/bin/bash
-echo "srun $*" >>"$FAKE/calls"
-exec "${@: -1}"
-"""
-#: The job's end as `squeue -o %e` prints it: $FAKE_LEFT seconds after the clock.
-SQUEUE_STUB = r"""#!/bin/bash
-[[ $* == "-h -j $SLURM_JOB_ID -o %e" ]] || { echo "squeue: unexpected $*" >&2; exit 1; }
-date -d "@$((FAKE_NOW + FAKE_LEFT))" +%Y-%m-%dT%H:%M:%S
-"""
-#: The clock the test set; any other use of date is the real one.
-DATE_STUB = r"""#!/bin/bash
-if [[ $* == +%s ]]; then echo "$FAKE_NOW"; else exec /usr/bin/date "$@"; fi
-"""
 #: The trainer: says what it was told to resume from, then exits as the test asks.
 TRAINER = r"""#!/bin/bash
 echo "trainer resumes from ${CLUSTERPRINT_RESUME_STEP:-scratch}"

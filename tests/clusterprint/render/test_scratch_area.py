@@ -5,7 +5,7 @@ user made first is refused.
 
 The boot runs in the sandbox (tests/support/boot_sandbox.py), whose /lustre is a folder of
 the node's own; the recipe then runs as ``nobody`` with that folder bound at /lustre, its
-``srun`` and trainer stand-ins (tests/clusterprint/render/test_recipes.py) writing a
+``srun`` and trainer stand-ins (tests/support/recipe_stubs.py) writing a
 Megatron checkpoint as the real trainer would.
 """
 
@@ -22,9 +22,9 @@ import pytest
 
 from clusterprint.render import rendered_files
 from clusterprint.render.recipes import recipe_path
-from tests.clusterprint.render.test_recipes import DATE_STUB, NOW, SQUEUE_STUB, SRUN_STUB, STUBS
 from tests.support.boot_sandbox import Node, storage_ready
 from tests.support.job_blueprints import with_recipes
+from tests.support.recipe_stubs import DATE_STUB, NOW, SQUEUE_STUB, SRUN_STUB, STUBS
 
 RECIPE = "llama3-8b-pretrain"
 NOBODY = 65534

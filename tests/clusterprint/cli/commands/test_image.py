@@ -16,7 +16,7 @@ from clusterprint.build import compute
 from clusterprint.cli.commands import image as command
 from clusterprint.cli.main import main
 from clusterprint.render.images import needed_images
-from tests.support.cli_imports import loaded_modules
+from tests.support.cli_imports import clusterprint, loaded_modules, offline_env
 from tests.support.image_compute_fake import FakeImageCompute, installs, reach_in_process
 from tests.support.paths import ROOT, blueprint_path
 
@@ -142,17 +142,6 @@ def test_no_project_anywhere_exits_2(fake, tmp_path, capsys):
     assert capsys.readouterr().err.splitlines()[-1] == (
         "clusterprint image build: no project: set `project` in the blueprint or pass "
         "--project")
-
-
-def clusterprint(*argv: str, env: dict[str, str]) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "clusterprint.cli", *argv], cwd=ROOT,
-                          capture_output=True, text=True, timeout=120, env=env)
-
-
-def offline_env(tmp_path) -> dict[str, str]:
-    """No credentials anywhere, and no metadata server to ask for them."""
-    return {**os.environ, "GOOGLE_APPLICATION_CREDENTIALS": str(tmp_path / "none.json"),
-            "NO_GCE_CHECK": "True", "CLOUDSDK_CONFIG": str(tmp_path)}
 
 
 def test_dry_run_lists_the_images_offline_without_loading_google_auth(tmp_path):

@@ -13,7 +13,7 @@ import pytest
 from clusterprint.build import compute
 from clusterprint.cli.cluster_status import vm_state
 from clusterprint.contract import naming, node_metadata
-from tests.clusterprint.cli.commands.test_image import clusterprint, offline_env
+from tests.support.cli_imports import clusterprint, offline_env
 from tests.support.compute_fake import FakeCompute
 from tests.support.paths import ROOT, blueprint_path
 
