@@ -19,6 +19,18 @@ def file_argument(text: str) -> str:
     return text
 
 
+def project_argument(text: str) -> str:
+    """An argparse type for ``--project``: a project id as the blueprint's ``project`` takes
+    one (the commands that call Google's APIs share it)."""
+    import re
+
+    from clusterprint.blueprint.model import PROJECT_PATTERN
+
+    if not re.fullmatch(PROJECT_PATTERN, text):
+        raise argparse.ArgumentTypeError(f"{text!r} is not a project id")
+    return text
+
+
 def checked_blueprint(path: str) -> tuple[Blueprint | None, int]:
     """The valid blueprint in ``path`` and exit 0, or None and validate's exit status.
 

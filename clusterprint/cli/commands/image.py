@@ -42,7 +42,7 @@ import sys
 import time
 from typing import TYPE_CHECKING, NoReturn
 
-from clusterprint.cli.commands import file_argument
+from clusterprint.cli.commands import file_argument, project_argument
 from clusterprint.cli.main import EXIT_USAGE
 
 if TYPE_CHECKING:
@@ -73,13 +73,6 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                        help="list the images and how each would be made; offline")
     build.add_argument("--timeout", metavar="MINUTES", type=minutes_argument, default=120,
                        help="fail a build whose install script runs longer (default 120)")
-
-
-def project_argument(text: str) -> str:
-    """A project id (6 to 30 lowercase letters, digits and hyphens, a letter first)."""
-    if not re.fullmatch(r"[a-z][a-z0-9-]{4,28}[a-z0-9]", text):
-        raise argparse.ArgumentTypeError(f"{text!r} is not a project id")
-    return text
 
 
 def subnetwork_argument(text: str) -> str:

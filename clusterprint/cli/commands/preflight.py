@@ -35,8 +35,7 @@ import argparse
 import json
 import sys
 
-from clusterprint.cli.commands import file_argument
-from clusterprint.cli.commands.image import project_argument
+from clusterprint.cli.commands import file_argument, project_argument
 from clusterprint.cli.main import EXIT_USAGE
 
 WHO = "clusterprint preflight"

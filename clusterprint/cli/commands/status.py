@@ -32,8 +32,7 @@ import sys
 import time
 from typing import TYPE_CHECKING
 
-from clusterprint.cli.commands import file_argument
-from clusterprint.cli.commands.image import project_argument
+from clusterprint.cli.commands import file_argument, project_argument
 from clusterprint.cli.main import EXIT_USAGE
 
 if TYPE_CHECKING:
