@@ -211,6 +211,12 @@ class ComputeApi(RestApi):
         return self._pages("GET", f"zones/{zone}/instanceGroupManagers/{group}/listErrors",
                            "items")
 
+    def resize_requests(self, zone: str, group: str) -> list[dict[str, Any]]:
+        """The group's resize requests, a flex-start group's way to get VMs
+        (instanceGroupManagerResizeRequests.list)."""
+        return self._pages("GET", f"zones/{zone}/instanceGroupManagers/{group}/resizeRequests",
+                           "items")
+
     def guest_attributes(self, zone: str, name: str, namespace: str) -> dict[str, str]:
         """The guest attributes the VM wrote under ``namespace``, by key; none while it has
         written none there (404)."""

@@ -14,8 +14,12 @@ A nodeset's static VMs are its groups' whose base instance name is the nodeset's
 zone's groups; its elastic VMs are in the groups of ``naming.elastic_base_instance_name``,
 created by power saving when jobs need them. A VM not created yet is listed by its group
 with its last try's error, and the group's ``listErrors`` says what its creates failed with
-(a stockout, a quota, a reservation). Fetching (``read_cluster``) is apart from deciding
-(``vm_state``, ``nodeset_status``), which tests drive with plain data.
+(a stockout, a quota, a reservation). A flex-start group gets its VMs only through resize
+requests (Pulumi's for ``count``, the controller's for elastic nodes): one still waiting for
+capacity is shown with its VMs and age, one that failed with its error; a nodeset waiting
+on them is not ready yet, one whose request failed needs the user. Fetching
+(``read_cluster``) is apart from deciding (``vm_state``, ``nodeset_status``), which tests
+drive with plain data.
 """
 
 from __future__ import annotations
@@ -35,6 +39,9 @@ CREATING, BOOTING, READY, FAILED, STOPPED, MISSING = (
     "creating", "booting", "ready", "failed", "stopped", "missing")
 #: Instance statuses on the way to RUNNING, where no boot script runs yet.
 STARTING_STATUSES = frozenset({"PROVISIONING", "STAGING", "REPAIRING"})
+#: A resize request's states once it is over (clusterprint/node/capacity.py's FINISHED):
+#: only the others wait for capacity.
+FINISHED_REQUESTS = frozenset({"SUCCEEDED", "FAILED", "CANCELLED"})
 #: The group errors shown per group: the most recent kinds.
 GROUP_ERRORS_SHOWN = 5
 
@@ -62,6 +69,27 @@ class GroupError:
     last: str
 
 
+@dataclass(frozen=True)
+class ResizeRequest:
+    """A flex-start group's request for ``count`` VMs: ``state`` as the API says
+    (ACCEPTED while it waits for capacity), ``error`` ``CODE: message`` when it FAILED."""
+
+    name: str
+    group: str
+    state: str
+    count: int
+    created: str = ""
+    error: str = ""
+
+    @property
+    def waiting(self) -> bool:
+        return self.state not in FINISHED_REQUESTS
+
+    @property
+    def failed(self) -> bool:
+        return self.state == "FAILED"
+
+
 @dataclass
 class NodesetStatus:
     """A nodeset: its VMs, ``wanted`` static ones and up to ``elastic`` on demand."""
@@ -74,6 +102,8 @@ class NodesetStatus:
     groups: dict[str, list[GroupError]] = field(default_factory=dict)
     #: a problem with no VM to name (no group at all)
     problems: list[str] = field(default_factory=list)
+    #: flex-start only: its groups' resize requests that wait or failed
+    requests: list[ResizeRequest] = field(default_factory=list)
 
     def count(self, state: str) -> int:
         return sum(vm.state == state for vm in self.vms)
@@ -100,7 +130,8 @@ class ClusterStatus:
         """Something needs the user: a boot failed, a VM is missing or cannot be created."""
         vms = [self.controller, *self.logins, *(vm for n in self.nodesets for vm in n.vms)]
         return (any(vm.state in (FAILED, STOPPED, MISSING) or vm.error for vm in vms)
-                or any(n.problems for n in self.nodesets))
+                or any(n.problems or any(r.failed for r in n.requests)
+                       for n in self.nodesets))
 
     @property
     def ready(self) -> bool:
@@ -116,7 +147,7 @@ class ClusterStatus:
                 **{state: n.count(state) for state in (CREATING, BOOTING, READY, FAILED)},
                 "vms": [asdict(vm) for vm in n.vms],
                 "groups": {g: [asdict(e) for e in errors] for g, errors in n.groups.items()},
-                "problems": n.problems})
+                "problems": n.problems, "resize_requests": [asdict(r) for r in n.requests]})
         return {"cluster": self.cluster, "project": self.project, "zone": self.zone,
                 "ready": self.ready, "failed": self.failed,
                 "controller": asdict(self.controller),
@@ -163,6 +194,19 @@ def last_attempt_error(item: dict[str, Any]) -> str:
     return f"{first.get('code', '')}: {first.get('message', '')}" if first else ""
 
 
+def resize_request(group: str, item: dict[str, Any]) -> ResizeRequest:
+    """A resize request as the API lists it: its VMs named (``instances``) or counted
+    (``resizeBy``), the first of its errors."""
+    status = item.get("status") or {}
+    errors = ((status.get("error") or (status.get("lastAttempt") or {}).get("error") or {})
+              .get("errors") or [])
+    first = errors[0] if errors and isinstance(errors[0], dict) else {}
+    count = len(item.get("instances") or []) or int(item.get("resizeBy") or 0)
+    return ResizeRequest(str(item.get("name", "")), group, str(item.get("state", "")), count,
+                         str(item.get("creationTimestamp", "")),
+                         f"{first.get('code', '')}: {first.get('message', '')}" if first else "")
+
+
 def read_cluster(api: ComputeApi, blueprint: Blueprint) -> ClusterStatus:
     """Every VM of the blueprint's cluster as the Compute API sees it now."""
     zone, cluster = blueprint.zone, blueprint.name
@@ -204,6 +248,10 @@ def _nodeset(api: ComputeApi, zone: str, cluster: str, nodeset: Nodeset,
                               if status == "RUNNING" else {})
                 found.vms.append(vm_state(name, status, attributes,
                                           last_attempt_error(item) if not status else ""))
+            if nodeset.provisioning == "flex-start":
+                found.requests += [r for r in (resize_request(group, item) for item in
+                                               api.resize_requests(zone, group))
+                                   if r.waiting or r.failed]
             errors = group_errors(api.group_errors(zone, group))
             if errors:
                 found.groups[group] = errors

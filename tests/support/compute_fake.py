@@ -101,7 +101,9 @@ class FakeCompute:
     #: (``scheduling``, ``resourceStatus``), and VMs per page of that list
     vm_details: dict[str, dict] = field(default_factory=dict)
     vms_page_size: int = 500
-    #: resize requests: {group: {name: {"state", "instances", "error", "seconds"}}}
+    #: resize requests: {group: {name: {"state", "instances", "error", "seconds"}}}; one
+    #: made by Pulumi for ``count`` has ``resize_by`` instead of ``instances``, and any may
+    #: have ``created`` (its creationTimestamp)
     resize_requests: dict[str, dict[str, dict]] = field(default_factory=dict)
     #: whether Dynamic Workload Scheduler has the capacity a resize request asks for now
     flex_capacity: bool = True
@@ -211,6 +213,9 @@ class FakeCompute:
         if not rest and method == "GET":
             return 200, {"items": [
                 {"name": name, "state": r["state"],
+                 **({"instances": [{"name": vm} for vm in r["instances"]]}
+                    if r.get("instances") else {"resizeBy": r.get("resize_by", 0)}),
+                 **({"creationTimestamp": r["created"]} if r.get("created") else {}),
                  **({"status": {"error": {"errors": [
                      {"code": r["error"][0], "message": r["error"][1]}]}}}
                     if r["error"] else {})} for name, r in requests.items()]}

@@ -10,6 +10,8 @@ as the instance groups and the VMs' boot scripts (their guest attributes) say.
     NAME: booting (STEP) | failed at STEP, then the last lines of its boot's log
     NAME: being created[: CODE: message of its last try]
     group G: CODE (xN, last TIME): message     (the group's listErrors: stockout, quota...)
+    resize request R (group G): waiting for capacity: N VMs, asked TIME | failed: CODE: message
+                                              (flex-start: the requests that wait or failed)
 
 Ready VMs of a nodeset are counted, not listed. Elastic nodes (above `count`, up to
 `max_count`) are created when jobs need them: they are not wanted until then.
@@ -19,9 +21,11 @@ one object a line. The project: --project, else the blueprint's, else the creden
 CLUSTERPRINT_COMPUTE_API, when set, is the Compute API's endpoint instead of Google's.
 
 Exit status: 0 every wanted VM is ready, 1 something needs you (a boot failed, a VM is
-stopped, missing or cannot be created, a nodeset has no instance group) or the blueprint is
+stopped, missing or cannot be created, a nodeset has no instance group, a flex-start resize
+request failed) or the blueprint is
 invalid, 2 usage error, unreadable file, no project, no credentials or an API error, 3 not
-ready yet (VMs being created or booting, nothing failed), 130 interrupted (how --watch ends).
+ready yet (VMs being created or booting, flex-start capacity asked for, nothing failed), 130
+interrupted (how --watch ends).
 """
 
 from __future__ import annotations
@@ -130,6 +134,11 @@ def nodeset_lines(nodeset: NodesetStatus) -> list[str]:
         if vm.state != "ready":
             lines.append(f"  {vm_line(vm)}")
             lines += ["  " + line for line in failed_lines(vm)]
+    for request in nodeset.requests:
+        lines.append(f"  resize request {request.name} (group {request.group}): " + (
+            f"failed: {request.error}" if request.failed else
+            f"waiting for capacity: {request.count} VMs, asked {request.created or '(no time)'}"
+            + ("" if request.state == "ACCEPTED" else f" ({request.state})")))
     for group, errors in nodeset.groups.items():
         lines += [f"  group {group}: {e.code} (x{e.count}, last {e.last}): {e.message}"
                   for e in errors]

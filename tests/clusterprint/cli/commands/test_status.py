@@ -7,6 +7,7 @@ import json
 import signal
 import subprocess
 import sys
+from pathlib import Path
 
 import pytest
 
@@ -205,3 +206,48 @@ def test_a_vm_state_is_its_status_then_its_boots_word(status, attributes, state,
     vm = vm_state("vm", status, attributes)
     assert (vm.state, vm.stage) == (state, stage)
 
+
+
+@pytest.fixture
+def flex_blueprint(tmp_path):
+    """cpu-small with its nodeset on flex-start."""
+    path = tmp_path / "flex.yaml"
+    path.write_text(Path(CPU_SMALL).read_text().replace(
+        "provisioning: spot", "provisioning: flex-start"))
+    return str(path)
+
+
+def test_a_flex_start_nodeset_waiting_for_capacity_is_not_ready_and_says_on_what(
+        cluster, flex_blueprint):
+    cluster.groups[GROUP][1].clear()  # Pulumi's request for count has no VM yet
+    cluster.resize_requests[GROUP] = {"cpu-small-cpu-resize-0": {
+        "state": "ACCEPTED", "error": None, "resize_by": 2,
+        "created": "2026-12-03T09:00:00.000-08:00"}}
+    cluster.resize_requests[ELASTIC] = {"cp-resume-1": {
+        "state": "SUCCEEDED", "error": None, "instances": ["cpu-small-cpu-e1"]}}
+    done = clusterprint("status", flex_blueprint, env=cluster.env)
+    assert done.returncode == 3, done.stderr
+    assert done.stdout.splitlines()[3:] == [
+        "nodeset cpu: 2 wanted, 0 created, 0 booting, 0 ready, 0 failed; up to 2 more on demand",
+        f"  resize request cpu-small-cpu-resize-0 (group {GROUP}): waiting for capacity: 2 VMs, "
+        "asked 2026-12-03T09:00:00.000-08:00"]
+    assert [r for r in requests(cluster) if "resizeRequests" in r] == [
+        f"GET instanceGroupManagers/{GROUP}/resizeRequests",
+        f"GET instanceGroupManagers/{ELASTIC}/resizeRequests"]
+
+
+def test_a_failed_flex_start_request_needs_the_user_and_the_json_has_it(cluster, flex_blueprint):
+    cluster.resize_requests[ELASTIC] = {"cp-resume-7": {
+        "state": "FAILED", "error": ("RESOURCE_POOL_EXHAUSTED", "no capacity in 7 days"),
+        "instances": ["cpu-small-cpu-e1", "cpu-small-cpu-e2"]}}
+    done = clusterprint("status", flex_blueprint, "--json", env=cluster.env)
+    assert done.returncode == 1, done.stderr
+    (nodeset,) = json.loads(done.stdout)["nodesets"]
+    assert nodeset["resize_requests"] == [{
+        "name": "cp-resume-7", "group": ELASTIC, "state": "FAILED", "count": 2, "created": "",
+        "error": "RESOURCE_POOL_EXHAUSTED: no capacity in 7 days"}]
+
+
+def test_a_nodeset_not_on_flex_start_reads_no_resize_requests(cluster):
+    status(cluster)
+    assert not [r for r in requests(cluster) if "resizeRequests" in r]
