@@ -10,7 +10,7 @@ on purpose) and that destroy kills running jobs. README "Tear it down" says the 
 
 from __future__ import annotations
 
-from clusterprint.blueprint.model import Blueprint
+from clusterprint.blueprint.model import Blueprint, reservation_owner
 from clusterprint.facts.images import FAMILY_PREFIX
 
 #: Said first: destroy deletes the VMs at once, whatever runs on them.
@@ -34,13 +34,19 @@ PEERING = ("the private service access peering is abandoned, not deleted (it cos
 def after_destroy(bp: Blueprint) -> list[str]:
     """The lines of ``after_destroy`` for ``bp``: jobs first, then each thing that bills."""
     lines = [RUNNING_JOBS]
+    consumers: dict[str, list[str]] = {}
     for nodeset in bp.slurm.nodesets:
         if nodeset.reservation:
-            lines.append(
-                f"reservation {nodeset.reservation} (nodeset {nodeset.name}) is consumed, "
-                f"not created, by this stack: it bills until it ends or you release it "
-                f"(`gcloud compute reservations delete NAME --zone {bp.zone}`; a calendar "
-                f"or dense reservation is released with Google Cloud, not by deleting VMs)")
+            consumers.setdefault(nodeset.reservation, []).append(nodeset.name)
+    for reservation, nodesets in consumers.items():
+        owner, name = reservation_owner(reservation, bp.project or "")
+        project = f" --project {owner}" if owner else ""
+        lines.append(
+            f"reservation {reservation} ({', '.join(f'nodeset {n}' for n in nodesets)}) is "
+            f"consumed, not created, by this stack: it bills until it ends or you release it "
+            f"(`gcloud compute reservations delete {name} --zone {bp.zone}{project}`; a "
+            f"calendar or dense reservation is released with Google Cloud, not by deleting "
+            f"VMs)")
     for bucket in bp.storage.buckets:
         if bucket.create:
             lines.append(f"bucket gs://{bucket.bucket} is never force-destroyed: destroy "

@@ -72,6 +72,13 @@ MOUNT_WORDS = ("Limited by its pattern to letters, digits, `.`, `_`, `-` and `/`
                "separate mounts).")
 
 
+def reservation_owner(reservation: str, project: str) -> tuple[str, str]:
+    """The project and name of the reservation a nodeset names (a block: its reservation);
+    ``project`` where the name is not a path."""
+    parts = reservation.split("/reservationBlocks/")[0].split("/")
+    return (parts[1] if reservation.startswith("projects/") else project), parts[-1]
+
+
 #: The escape of rule slurm.machine-type, beside every ``machine_type`` (one text for all).
 MachineTypeUnlisted = Annotated[bool, Field(
     description="true: `machine_type` is newer than clusterprint's catalog, so validate only "

@@ -100,7 +100,7 @@ class RestApi:
         import requests
         from google.auth import exceptions
 
-        separator = "" if path.startswith(":") else "/"
+        separator = "" if not path or path.startswith(":") else "/"
         url = f"{self.base_url}/projects/{self.project}{separator}{path}"
         # listManagedInstances is a POST that only reads.
         repeatable = (method in ("GET", "DELETE")
@@ -141,6 +141,10 @@ class ComputeApi(RestApi):
     def region(self, region: str) -> dict[str, Any] | None:
         """The region, with its ``quotas`` (metric, limit, usage); None when there is none."""
         return self._call("GET", f"regions/{region}", missing_ok=True)
+
+    def project_info(self) -> dict[str, Any]:
+        """The project, with its project-wide ``quotas`` (GPUS_ALL_REGIONS among them)."""
+        return self._required("GET", "")
 
     def machine_type(self, zone: str, name: str) -> dict[str, Any] | None:
         """The machine type in ``zone`` (``guestCpus``); None where the zone has none."""

@@ -444,6 +444,11 @@ SHARED_CPU_QUOTA_SERIES = frozenset({"n1", "e2", "f1", "g1"})
 #: source says it of Compute Engine's own, and the fallback to the regular quota keeps a
 #: wrong guess from refusing a project that has it. One preemptible vCPU quota for all series.
 PREEMPTIBLE_CPU_QUOTA = "PREEMPTIBLE_CPUS"
+#: The project's quota on GPUs of every kind in every region together, beside each region's
+#: per-model one: a new project's is 0, and every GPU VM outside a reservation counts against
+#: it, spot ones too (Cluster Toolkit's quota validator, pkg/validators/quota.go at 1047080,
+#: addGPUMetrics; it is read from ``projects.get``, not from a region).
+PROJECT_GPU_QUOTA = "GPUS_ALL_REGIONS"
 
 
 def quota_metrics(machine_type: str) -> tuple[str | None, str | None]:

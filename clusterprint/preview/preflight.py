@@ -24,8 +24,9 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Literal
 
+from clusterprint.blueprint.model import reservation_owner
 from clusterprint.build.compute import ComputeError
-from clusterprint.facts import prerequisites
+from clusterprint.facts import machines, prerequisites
 from clusterprint.preview.quota_needs import Need, planned_disks, planned_vms, quota_needs
 from clusterprint.render import images
 
@@ -42,9 +43,10 @@ SERVICE_USAGE_API = "serviceusage.googleapis.com"
 QUOTAS_PAGE = "https://console.cloud.google.com/iam-admin/quotas?project={project}"
 #: Reservations whose VMs must use the reservation-bound provisioning model: dense ones
 #: (Reservation.deploymentType DENSE) and calendar-mode ones (cloud.google.com/compute/docs/
-#: instances/about-reservation-bound-vms).
+#: instances/about-reservation-bound-vms). Only the first shows on the Reservation: calendar
+#: mode is a field of the FutureReservation it came from (``reservationMode``), which the v1
+#: Reservation lacks.
 DENSE = "DENSE"
-CALENDAR = "CALENDAR"
 
 
 @dataclass(frozen=True)
@@ -156,7 +158,10 @@ def _guest_cpus(machine_types: list[str], zone: str, apis: ProjectApis,
 
 def check_quota(needs: list[Need], region: str, apis: ProjectApis) -> list[Problem]:
     """A line per metric whose free quota does not cover what the plan takes at once (an
-    error) or at most, with every elastic node up (a warning)."""
+    error) or at most, with every elastic node up (a warning). The project-wide GPU quota
+    is read from the project, the others from the region; a metric neither lists cannot be
+    checked (a warning: the API lists only some metrics, newer ones not always, and the
+    Cluster Toolkit skips them likewise)."""
     project, problems = apis.project, []
     answer = _read(apis.compute.region, (region,), problems, "quota", region,
                    f"region {region}'s quotas", project)
@@ -166,21 +171,30 @@ def check_quota(needs: list[Need], region: str, apis: ProjectApis) -> list[Probl
         return [Problem("quota", region, f"project {project} has no region {region}",
                         "set `region` to a Compute Engine region")]
     quotas = {q.get("metric"): q for q in answer.get("quotas") or []}
+    if any(need.metric == machines.PROJECT_GPU_QUOTA for need in needs):
+        info = _read(apis.compute.project_info, (), problems, "quota", project,
+                     f"project {project}'s quotas", project)
+        if info is not UNREAD:
+            quotas.update({q.get("metric"): q for q in info.get("quotas") or []
+                           if q.get("metric") == machines.PROJECT_GPU_QUOTA})
     for metric, count, max_count, who in _by_metric_used(needs, quotas):
-        fix = f"request more {metric} in {region}: {QUOTAS_PAGE.format(project=project)}"
+        where = "all regions" if metric == machines.PROJECT_GPU_QUOTA else region
+        fix = f"request more {metric} in {where}: {QUOTAS_PAGE.format(project=project)}"
         granted = quotas.get(metric)
         if granted is None:
-            problems.append(Problem("quota", metric, f"region {region} grants project "
-                                    f"{project} none; the plan needs {count} ({who})", fix))
+            problems.append(Problem(
+                "quota", metric, f"project {project} lists no quota {metric} in {where}, so "
+                f"the plan's {count} ({who}) cannot be checked",
+                f"look it up on {QUOTAS_PAGE.format(project=project)}", "warning"))
             continue
         free = float(granted.get("limit") or 0) - float(granted.get("usage") or 0)
         if count > free:
-            problems.append(Problem("quota", metric, f"the plan needs {count} in {region}, "
+            problems.append(Problem("quota", metric, f"the plan needs {count} in {where}, "
                                     f"{_number(free)} of {_number(granted.get('limit'))} are "
                                     f"free ({who})", fix))
         elif max_count > free:
             problems.append(Problem("quota", metric, f"every elastic node up needs "
-                                    f"{max_count} in {region}, {_number(free)} are free "
+                                    f"{max_count} in {where}, {_number(free)} are free "
                                     f"({who}): nodes above that fail to start", fix, "warning"))
     return problems
 
@@ -214,12 +228,6 @@ def check_reservations(blueprint: Blueprint, apis: ProjectApis) -> list[Problem]
     return problems
 
 
-def reservation_owner(reservation: str, project: str) -> tuple[str, str]:
-    """The project and name of the reservation a nodeset names (a block: its reservation)."""
-    parts = reservation.split("/reservationBlocks/")[0].split("/")
-    return (parts[1] if reservation.startswith("projects/") else project), parts[-1]
-
-
 def _reservation_problems(owner: str, name: str, nodesets: list[Nodeset], zone: str,
                           apis: ProjectApis) -> list[Problem]:
     subject = f"projects/{owner}/zones/{zone}/reservations/{name}"
@@ -249,25 +257,34 @@ def _reservation_problems(owner: str, name: str, nodesets: list[Nodeset], zone: 
                 f"{ns.machine_type}" if reserved else f"name a reservation of {ns.machine_type}"))
     free = int(specific.get("count") or 0) - int(specific.get("inUseCount") or 0)
     wanted = sum(ns.count for ns in nodesets)
+    most = sum(ns.upper_bound for ns in nodesets)
+    grow = (f"gcloud compute reservations update {name} --zone {zone} --vm-count "
+            f"{{}} --project {owner}")
     if wanted > free:
         problems.append(Problem(
             "reservation", subject, f"{free} of its {int(specific.get('count') or 0)} VMs are "
             f"free, {names} want {wanted}",
-            f"lower the nodesets' count to {max(free, 0)}, or grow it: gcloud compute "
-            f"reservations update {name} --zone {zone} --vm-count "
-            f"{int(specific.get('count') or 0) + wanted - free} --project {owner}"))
-    bound = answer.get("deploymentType") == DENSE or answer.get("reservationMode") == CALENDAR
-    kind = "dense" if answer.get("deploymentType") == DENSE else "calendar-mode"
+            f"lower the nodesets' count to {max(free, 0)}, or grow it: "
+            + grow.format(int(specific.get('count') or 0) + wanted - free)))
+    elif most > free:
+        problems.append(Problem(
+            "reservation", subject, f"{free} of its {int(specific.get('count') or 0)} VMs are "
+            f"free, {names} grow to {most} at most: nodes above {free} fail to start",
+            "lower max_count, or grow it: "
+            + grow.format(int(specific.get('count') or 0) + most - free), "warning"))
+    dense = answer.get("deploymentType") == DENSE
     for ns in nodesets:
-        if bound and not ns.reservation_bound:
+        if dense and not ns.reservation_bound:
             problems.append(Problem(
-                "reservation", subject, f"it is {kind}: its VMs must be reservation-bound, "
+                "reservation", subject, f"it is dense: its VMs must be reservation-bound, "
                 f"nodeset {ns.name} is not", f"set reservation_bound: true on nodeset {ns.name}"))
-        elif ns.reservation_bound and not bound:
+        elif ns.reservation_bound and not dense:
             problems.append(Problem(
                 "reservation", subject, f"nodeset {ns.name} is reservation_bound, but the "
-                "reservation is neither dense nor calendar-mode",
-                f"set reservation_bound: false on nodeset {ns.name}, or name a dense reservation"))
+                "reservation is not dense: its VMs are refused unless it is a calendar-mode "
+                "reservation (which the Reservation resource does not say)",
+                f"set reservation_bound: false on nodeset {ns.name} unless the reservation "
+                "came from a calendar-mode future reservation", "warning"))
     return problems
 
 
@@ -281,12 +298,17 @@ def check_images(blueprint: Blueprint, apis: ProjectApis) -> list[Problem]:
         if built is not None:  # there, or unread (a problem says so)
             continue
         base = image.base
-        if _read(apis.compute_of(base.project).image, (base.name,), problems, "image",
-                 base.path, f"image {base.path}", base.project) is None:
+        answer = _read(apis.compute_of(base.project).image, (base.name,), problems, "image",
+                       base.path, f"image {base.path}", base.project)
+        if answer is None:
             problems.append(Problem(
                 "image", base.path, f"the base image of {image.name}, which `pulumi up` "
                 "would build, is gone", "use a clusterprint whose facts/images.py names a "
                 "base image that exists"))
+        elif answer is not UNREAD:
+            problems += _unusable(answer, base.path, f"the base image of {image.name}",
+                                  "use a clusterprint whose facts/images.py names a base "
+                                  "image that is current")
     for ns in blueprint.slurm.nodesets:
         named = ns.image
         if named is None:
@@ -296,12 +318,36 @@ def check_images(blueprint: Blueprint, apis: ProjectApis) -> list[Problem]:
         read = compute.image if named.name is not None else compute.image_from_family
         answer = _read(read, (named.name or named.family,), problems, "image", path,
                        f"image {path}", named.project)
+        fix = (f"build it, or fix slurm.nodesets[].image (gcloud compute images list "
+               f"--project {named.project})")
         if answer is None:
             problems.append(Problem(
-                "image", path, f"nodeset {ns.name} boots it, and it does not exist",
-                f"build it, or fix slurm.nodesets[].image (gcloud compute images list "
-                f"--project {named.project})"))
+                "image", path, f"nodeset {ns.name} boots it, and it does not exist", fix))
+        elif answer is not UNREAD:
+            problems += _unusable(answer, path, f"nodeset {ns.name} boots it", fix)
     return problems
+
+
+#: Image deprecation states (Image.deprecated.state) in which no VM can be created from it.
+REFUSED_STATES = frozenset({"OBSOLETE", "DELETED"})
+
+
+def _unusable(image: dict[str, Any], path: str, who: str, fix: str) -> list[Problem]:
+    """A problem for an image that exists but that no VM can boot yet (status not READY)
+    or any more (OBSOLETE, DELETED); a warning for one DEPRECATED (creates still work)."""
+    state = str((image.get("deprecated") or {}).get("state") or "")
+    status = str(image.get("status") or "READY")
+    if state in REFUSED_STATES:
+        return [Problem("image", path, f"{who}, and it is {state}: no VM can be created "
+                        "from it", fix)]
+    if status != "READY":
+        return [Problem("image", path, f"{who}, and its status is {status}, not READY", fix)]
+    if state == "DEPRECATED":
+        replacement = (image.get("deprecated") or {}).get("replacement")
+        return [Problem("image", path, f"{who}, and it is DEPRECATED"
+                        + (f" (replaced by {replacement})" if replacement else ""),
+                        fix, "warning")]
+    return []
 
 
 #: What _read answers for a call that got an error instead of an answer.

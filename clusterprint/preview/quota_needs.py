@@ -7,8 +7,10 @@ nodeset takes no vCPU or GPU quota of its own: its reservation already holds it 
 Toolkit's quota validator skips them likewise, pkg/validators/quota.go at 1047080,
 isReservationUsed); its boot disks still count. Spot and flex-start VMs take the preemptible
 quota where the region grants one (facts/machines.py PREEMPTIBLE_CPU_QUOTA says so), so a need
-names both. Filestore and Managed Lustre capacity are quotas of their own APIs, not Compute's
-regional ones, and are not counted here.
+names both. GPUs also count against the project's quota on all GPUs in all regions
+(machines.PROJECT_GPU_QUOTA), a metric of the project, not of its region. Filestore and
+Managed Lustre capacity are quotas of their own APIs, not Compute's regional ones, and are not
+counted here.
 """
 
 from __future__ import annotations
@@ -98,6 +100,8 @@ def quota_needs(vms: list[Vms], disks: list[tuple[str, int, str]],
             family = machines.gpu_family(group.machine_type)
             if family is not None:
                 add(gpu, group.preemptible, family.gpus * group.count,
+                    family.gpus * group.max_count, group.who)
+                add(machines.PROJECT_GPU_QUOTA, False, family.gpus * group.count,
                     family.gpus * group.max_count, group.who)
         for disk_type, size_gb in group.disks:
             add(catalog.DISK_QUOTA_METRICS.get(disk_type), False, size_gb * group.count,

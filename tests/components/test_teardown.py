@@ -30,6 +30,8 @@ def test_a_consumed_reservation_bills_until_released():
     (line,) = [x for x in after_destroy(BLUEPRINTS / "a3mega.yaml") if "reservation " in x]
     assert "projects/my-project/reservations/a3mega-res (nodeset a3mega)" in line
     assert "not created, by this stack: it bills until it ends or you release it" in line
+    assert ("`gcloud compute reservations delete a3mega-res --zone us-central1-a --project "
+            "my-project`") in line
 
 
 def test_a_created_bucket_must_be_emptied_and_an_existing_one_keeps_its_contents():

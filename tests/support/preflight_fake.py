@@ -27,12 +27,17 @@ class FakeProject(FakeImageCompute):
     held: set[str] = field(default_factory=set)
     #: region -> metric -> (limit, usage)
     quotas: dict[str, dict[str, tuple[float, float]]] = field(default_factory=dict)
+    #: the project's own quotas (projects.get): metric -> (limit, usage)
+    project_quotas: dict[str, tuple[float, float]] = field(default_factory=dict)
     #: (zone, machine type) -> vCPUs
     machine_types: dict[tuple[str, str], int] = field(default_factory=dict)
     #: (project, zone, name) -> the reservation's fields
     reservations: dict[tuple[str, str, str], dict] = field(default_factory=dict)
     #: (project, image name) of images outside the project (public bases, pinned images)
     other_images: set[tuple[str, str]] = field(default_factory=set)
+    #: fields an image of ``other_images`` or ``families`` has beyond its name and READY
+    #: status (``deprecated``, another ``status``), by (project, name or family)
+    image_fields: dict[tuple[str, str], dict] = field(default_factory=dict)
     #: (project, family) that have an image
     families: set[tuple[str, str]] = field(default_factory=set)
 
@@ -56,6 +61,10 @@ class FakeProject(FakeImageCompute):
                                  path):
             assert method == "POST" and match[1] == self.project and body is not None, path
             return 200, {"permissions": [p for p in body["permissions"] if p in self.held]}
+        if path == f"/compute/v1/projects/{self.project}" and method == "GET":
+            return 200, {"name": self.project, "quotas": [
+                {"metric": metric, "limit": limit, "usage": usage}
+                for metric, (limit, usage) in sorted(self.project_quotas.items())]}
         match = re.fullmatch(r"/compute/v1/projects/([^/]+)/(.+)", path)
         assert match, path
         project, rest = match[1], match[2]
@@ -74,9 +83,11 @@ class FakeProject(FakeImageCompute):
             return ((200, {"name": found[2], **reservation}) if reservation is not None
                     else self._missing(found[2]))
         if found := re.fullmatch(r"global/images/family/([^/]+)", rest):
-            return ((200, {"name": f"{found[1]}-1", "family": found[1]})
+            return ((200, {"name": f"{found[1]}-1", "family": found[1], "status": "READY",
+                           **self.image_fields.get((project, found[1]), {})})
                     if (project, found[1]) in self.families else self._missing(found[1]))
         if project != self.project and (found := re.fullmatch(r"global/images/([^/]+)", rest)):
-            return ((200, {"name": found[1], "status": "READY"})
+            return ((200, {"name": found[1], "status": "READY",
+                           **self.image_fields.get((project, found[1]), {})})
                     if (project, found[1]) in self.other_images else self._missing(found[1]))
         return super()._act(method, url, body)

@@ -5,10 +5,11 @@ application-default login`) and read-only calls, it asks what a failed deploy wo
 an hour later: the APIs the plan needs are enabled (Service Usage), the deployer holds the
 permissions of the roles the plan needs (Resource Manager testIamPermissions), the zone
 offers every machine type and the region's Compute quota covers the vCPUs, GPUs and disks
-(spot and flex-start VMs: the preemptible quota where the region grants one), each named
-reservation exists in the zone with the machine type, enough free VMs and, for dense or
-calendar-mode ones, reservation_bound, and every image the VMs boot exists or `pulumi up`
-builds it from a base image that exists. Filestore and Lustre capacity quotas are not checked.
+(spot and flex-start VMs: the preemptible quota where the region grants one) and the
+project's GPUS_ALL_REGIONS the GPUs, each named reservation exists in the zone with the
+machine type, enough free VMs and, for dense ones, reservation_bound, and every image the VMs
+boot exists and is usable or `pulumi up` builds it from a base image that is. Filestore and
+Lustre capacity quotas are not checked.
 Run it before the first `pulumi up`: a deployed cluster's own VMs are in the quotas' usage
 and the reservation's in-use count.
 
@@ -18,8 +19,9 @@ APIs' endpoints instead of Google's.
 
 stdout has one line per problem, with its fix, every problem in one run:
   FILE: error: CHECK: SUBJECT: what is wrong (fix: what to run or change)
-CHECK is api, permission, quota, machine-type, reservation or image. A warning (quota that
-covers the nodes kept up but not every elastic node) prints the same way and does not fail.
+CHECK is api, permission, quota, machine-type, reservation or image. A warning (quota or a
+reservation that covers the nodes kept up but not every elastic node, a quota metric the API
+does not list, a deprecated image) prints the same way and does not fail.
 An API that refuses or does not answer is a problem line too, never a pass. stderr ends
 with `FILE: ok: project P is ready for pulumi up`, or the count of problems. --json prints
 {"file", "project", "region", "zone", "ok", "problems": [{"severity", "check", "subject",

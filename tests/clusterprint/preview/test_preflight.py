@@ -1,6 +1,7 @@
 """preflight's reservation and quota checks, in process against the local fake: the cases a
-reference blueprint does not reach (a shared reservation, a block, calendar mode, two
-nodesets on one reservation, a reservation not ready, a granted preemptible quota)."""
+reference blueprint does not reach (a shared reservation, a block, reservation_bound off a
+dense reservation, two nodesets on one reservation, a reservation not ready, a granted
+preemptible quota, elastic nodes beyond a reservation)."""
 
 from __future__ import annotations
 
@@ -74,17 +75,27 @@ def test_two_nodesets_on_one_reservation_need_their_counts_together(fake):
     assert len(fake.requests()) == 1  # one read for both
 
 
-def test_a_calendar_mode_reservation_needs_reservation_bound_and_a_standard_one_refuses_it(
-        fake):
-    fake.reservations[("my-project", ZONE, "a4-res")] = {**RESERVED, "reservationMode": "CALENDAR"}
-    (problem,) = check_reservations(a4({}), apis_of())
-    assert problem.message == ("it is calendar-mode: its VMs must be reservation-bound, nodeset "
-                               "a4 is not")
-    assert check_reservations(a4({"slurm.nodesets[0].reservation_bound": True}), apis_of()) == []
+def test_reservation_bound_off_a_dense_reservation_is_only_a_warning(fake):
+    # A calendar-mode reservation takes reservation-bound VMs too, and its Reservation
+    # does not say it is one: only a dense one is known to need them.
     fake.reservations[("my-project", ZONE, "a4-res")] = dict(RESERVED)
+    assert check_reservations(a4({}), apis_of()) == []
     (problem,) = check_reservations(a4({"slurm.nodesets[0].reservation_bound": True}), apis_of())
-    assert problem.fix == ("set reservation_bound: false on nodeset a4, or name a dense "
-                           "reservation")
+    assert (problem.severity, problem.fix) == (
+        "warning", "set reservation_bound: false on nodeset a4 unless the reservation came "
+        "from a calendar-mode future reservation")
+    fake.reservations[("my-project", ZONE, "a4-res")] = {**RESERVED, "deploymentType": "DENSE"}
+    assert check_reservations(a4({"slurm.nodesets[0].reservation_bound": True}), apis_of()) == []
+
+
+def test_elastic_nodes_beyond_the_reservations_free_vms_are_a_warning(fake):
+    fake.reservations[("my-project", ZONE, "a4-res")] = dict(RESERVED)
+    (problem,) = check_reservations(a4({"slurm.nodesets[0].count": 4,
+                                        "slurm.nodesets[0].max_count": 12}), apis_of())
+    assert (problem.severity, problem.message) == (
+        "warning", "8 of its 8 VMs are free, nodeset a4 grow to 12 at most: nodes above 8 "
+                   "fail to start")
+    assert problem.fix.endswith("--vm-count 12 --project my-project")
 
 
 def test_a_reservation_not_ready_says_its_status(fake):

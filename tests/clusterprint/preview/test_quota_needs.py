@@ -19,6 +19,8 @@ def test_a4_counts_the_single_vms_and_the_spot_gpus_but_not_the_reserved_ones():
     # a4spot: 2 nodes kept, 8 at most, 8 B200s each; the reserved a4 nodeset takes none
     gpus = needs[("NVIDIA_B200_GPUS", "PREEMPTIBLE_NVIDIA_B200_GPUS")]
     assert (gpus.count, gpus.max_count, gpus.who) == (16, 64, ("nodeset a4spot",))
+    # and the project's quota on all GPUs, regular or spot
+    assert needs[("GPUS_ALL_REGIONS", None)].count == 16
     # A4 takes GPU quota only
     assert all("nodeset" not in " ".join(n.who) for (metric, _), n in needs.items()
                if metric.endswith("CPUS"))

@@ -56,6 +56,7 @@ def ready_project(name: str) -> FakeProject:
     fake.enabled = set(prerequisites.required_apis(types))
     fake.held = set(prerequisites.deployer_permissions(types))
     fake.quotas = {"us-central1": dict(QUOTAS[name])}
+    fake.project_quotas = {"GPUS_ALL_REGIONS": (128, 0)}
     fake.machine_types = {(ZONES[name], m): n for m, n in VCPUS[name].items()}
     fake.reservations = {(PROJECT, ZONES[name], r): dict(body)
                          for r, body in RESERVATIONS.get(name, {}).items()}
@@ -150,14 +151,32 @@ def test_quota_for_the_kept_nodes_but_not_every_elastic_one_is_a_warning(project
         f"{CPU_SMALL}: ok: project my-project is ready for pulumi up", "1 warning"]
 
 
-def test_a_metric_the_region_does_not_grant_at_all_is_a_problem(project):
+def test_a_metric_the_region_does_not_list_is_a_warning_that_it_cannot_be_checked(project):
     del project.quotas["us-central1"]["SSD_TOTAL_GB"]
     # boot disks of 50 + 50 + 2 x 200 GB and the controller's 50 GB state disk
-    assert refused(project, CPU_SMALL) == [
-        f"{CPU_SMALL}: error: quota: SSD_TOTAL_GB: region us-central1 grants project "
-        "my-project none; the plan needs 550 (VM cpu-small-controller-vm, VM cpu-small-login-0, "
-        "nodeset cpu, disk cpu-small-controller-state) (fix: request more SSD_TOTAL_GB in "
-        "us-central1: https://console.cloud.google.com/iam-admin/quotas?project=my-project)"]
+    result = preflight(project, CPU_SMALL)
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.splitlines() == [
+        f"{CPU_SMALL}: warning: quota: SSD_TOTAL_GB: project my-project lists no quota "
+        "SSD_TOTAL_GB in us-central1, so the plan's 550 (VM cpu-small-controller-vm, VM "
+        "cpu-small-login-0, nodeset cpu, disk cpu-small-controller-state) cannot be checked "
+        "(fix: look it up on https://console.cloud.google.com/iam-admin/quotas?"
+        "project=my-project)"]
+
+
+@pytest.mark.parametrize("project", ["a4"], indirect=True)
+def test_gpus_count_against_the_projects_quota_on_all_regions_too(project):
+    project.project_quotas["GPUS_ALL_REGIONS"] = (0, 0)  # a new project's
+    assert refused(project, A4) == [
+        f"{A4}: error: quota: GPUS_ALL_REGIONS: the plan needs 16 in all regions, 0 of 0 are "
+        "free (nodeset a4spot) (fix: request more GPUS_ALL_REGIONS in all regions: "
+        "https://console.cloud.google.com/iam-admin/quotas?project=my-project)"]
+    assert "GET /compute/v1/projects/my-project" in project.requests()
+
+
+def test_a_cluster_without_gpus_reads_no_project_quota(project):
+    assert preflight(project, CPU_SMALL).returncode == 0
+    assert "GET /compute/v1/projects/my-project" not in project.requests()
 
 
 def test_a_machine_type_the_zone_does_not_offer_is_named(project):
@@ -224,6 +243,34 @@ def test_a_base_image_that_is_gone_fails_the_build_pulumi_up_would_run(project):
         f"{CPU_SMALL}: error: image: {image.base.path}: the base image of {image.name}, which "
         "`pulumi up` would build, is gone (fix: use a clusterprint whose facts/images.py names "
         "a base image that exists)"]
+
+
+def test_an_obsolete_base_image_is_an_error_and_a_deprecated_one_a_warning(project):
+    (image,) = needed_images(load_checked(CPU_SMALL))
+    key = (image.base.project, image.base.name)
+    project.image_fields[key] = {"deprecated": {"state": "OBSOLETE"}}
+    assert refused(project, CPU_SMALL) == [
+        f"{CPU_SMALL}: error: image: {image.base.path}: the base image of {image.name}, and "
+        "it is OBSOLETE: no VM can be created from it (fix: use a clusterprint whose "
+        "facts/images.py names a base image that is current)"]
+    project.image_fields[key] = {"deprecated": {"state": "DEPRECATED", "replacement": "new"}}
+    result = preflight(project, CPU_SMALL)
+    assert result.returncode == 0
+    assert "warning: image: " in result.stdout and "DEPRECATED (replaced by new)" in result.stdout
+
+
+def test_a_pinned_image_family_whose_image_is_not_ready_is_refused(project, tmp_path):
+    text = (ROOT / CPU_SMALL).read_text().replace(
+        "      machine_type: n2-standard-4\n",
+        "      machine_type: n2-standard-4\n"
+        "      image: {project: my-images, family: my-slurm}\n")
+    (tmp_path / "pinned.yaml").write_text(text)
+    project.families.add(("my-images", "my-slurm"))
+    project.image_fields[("my-images", "my-slurm")] = {"status": "PENDING"}
+    (line,) = refused(project, str(tmp_path / "pinned.yaml"))
+    assert line.endswith("nodeset cpu boots it, and its status is PENDING, not READY (fix: "
+                         "build it, or fix slurm.nodesets[].image (gcloud compute images list "
+                         "--project my-images))")
 
 
 def test_an_image_already_built_needs_no_base(project):
