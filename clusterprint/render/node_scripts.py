@@ -98,8 +98,7 @@ def _common(blueprint: Blueprint, role: str, image: dict[str, object]) -> dict[s
                for x in blueprint.storage.lustre if blueprint.mount_of(x) != "/home"]
     buckets = [{"name": b.bucket, "mount": b.mount_path} for b in blueprint.storage.buckets]
     return {"role": role, "log_tag": boot_log_tag(role), "cluster": blueprint.name,
-            "keys": METADATA_KEYS,
-            "scratch": scratch, "buckets": buckets, "image": image}
+            "keys": METADATA_KEYS, "scratch": scratch, "buckets": buckets, "image": image}
 
 
 def render_controller_script(blueprint: Blueprint, slurm_files: dict[str, str]) -> str:
