@@ -9,16 +9,16 @@ import pulumi
 import pulumi_gcp as gcp
 
 from clusterprint.contract import naming
-from clusterprint.facts import gpu_software
+from clusterprint.facts import ops_agent
 
 #: Charts on the dashboard: title -> metric type. GPU metrics come from the Ops Agent on GPU
-#: nodes, named from the receivers its configuration enables (gpu_software); the instance
+#: nodes, named from the receivers its configuration enables (ops_agent); the instance
 #: metrics from Compute Engine itself, on every VM without an agent.
 DASHBOARD_CHARTS = {
-    "GPU utilization": gpu_software.metric("hostmetrics", "gpu/utilization"),
-    "GPU memory used": gpu_software.metric("hostmetrics", "gpu/memory/bytes_used"),
-    "GPU SM activity (DCGM)": gpu_software.metric("dcgm", "sm.utilization"),
-    "GPU memory bandwidth (DCGM)": gpu_software.metric("dcgm", "memory.bandwidth_utilization"),
+    "GPU utilization": ops_agent.metric("hostmetrics", "gpu/utilization"),
+    "GPU memory used": ops_agent.metric("hostmetrics", "gpu/memory/bytes_used"),
+    "GPU SM activity (DCGM)": ops_agent.metric("dcgm", "sm.utilization"),
+    "GPU memory bandwidth (DCGM)": ops_agent.metric("dcgm", "memory.bandwidth_utilization"),
     "CPU utilization": "compute.googleapis.com/instance/cpu/utilization",
     "Network received": "compute.googleapis.com/instance/network/received_bytes_count",
 }

@@ -7,7 +7,6 @@ section below.
 
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass
 from typing import Literal
 
@@ -301,13 +300,13 @@ TCPX = FabricSoftware(
 #: The fabric software by machines.MachineFamily.networking.
 FABRIC: dict[GpuNetworking, FabricSoftware] = {f.networking: f for f in (TCPXO, TCPX, RDMA)}
 # --- node software ---
-# What every GPU node gets whatever its fabric: DCGM, the Ops Agent and its GPU metrics,
-# enroot and pyxis, pinned NVIDIA and kernel packages. Sources: Cluster Toolkit v1.95
+# What every GPU node gets whatever its fabric: DCGM (the Ops Agent's GPU metrics read it:
+# clusterprint/facts/ops_agent.py), enroot and pyxis, pinned NVIDIA and kernel packages.
+# Sources: Cluster Toolkit v1.95
 # examples/machine-learning/a4-highgpu-8g/a4high-slurm-blueprint.yaml (the image's
 # install_cuda_and_dcgm.yml, hold-nvidia-packages.yml, enable_dcgm.yml, fix_enroot_env.sh,
 # enroot.conf, 99-unlimited.conf, 20auto-upgrades); slurm-gcp 6.13 ansible/roles (pyxis,
-# nvidia_repository, group_vars/os_ubuntu.yml); GoogleCloudPlatform/ops-agent
-# integration_test/third_party_apps_test/applications/{nvml,dcgm}/metadata.yaml.
+# nvidia_repository, group_vars/os_ubuntu.yml).
 #: DCGM 4 comes per CUDA major of the driver (``nvidia-smi``'s "CUDA Version"): the toolkit's
 #: R580 images (CUDA 13) install datacenter-gpu-manager-4-cuda13; R570 and older drivers
 #: report CUDA 12. NVIDIA's instructions install it with --install-recommends, which brings
@@ -378,95 +377,6 @@ APPARMOR_USERNS_SYSCTL = "kernel.apparmor_restrict_unprivileged_userns"
 #: Limits for jobs: NCCL and GPUDirect pin memory, and systemd's default locked-memory limit
 #: is 8 MiB (the toolkit's 99-unlimited.conf "duplicates the ulimits of the HPC VM Image").
 JOB_LIMITS = (("memlock", "unlimited"), ("nofile", "1048576"))
-
-#: The Cloud Ops Agent from Google's apt repository, as its installer
-#: (dl.google.com/cloudagents/add-google-cloud-ops-agent-repo.sh) configures it:
-#: ``deb https://packages.cloud.google.com/apt google-cloud-ops-agent-CODENAME-all main``.
-OPS_AGENT_PACKAGE = "google-cloud-ops-agent"
-OPS_AGENT_REPOSITORY = ("https://packages.cloud.google.com/apt"
-                        " google-cloud-ops-agent-{codename}-all main")
-OPS_AGENT_KEY = "https://packages.cloud.google.com/apt/doc/apt-key.gpg"
-OPS_AGENT_CONFIG = "/etc/google-cloud-ops-agent/config.yaml"
-
-
-@dataclass(frozen=True)
-class MetricsReceiver:
-    """An Ops Agent metrics receiver and the metric types it writes, so that the dashboard
-    charts only what the rendered configuration collects."""
-
-    #: the receiver's id in config.yaml and its pipeline's
-    name: str
-    #: the receiver's ``type``
-    type: str
-    #: the receiver's settings beyond ``type``
-    settings: tuple[tuple[str, object], ...]
-    #: metric types it writes (ops-agent integration_test .../metadata.yaml expected_metrics)
-    metrics: tuple[str, ...]
-
-
-#: hostmetrics writes the NVML GPU metrics on a VM with NVIDIA's driver (ops-agent
-#: applications/nvml: "The built-in Ops Agent already includes the nvml receiver in the
-#: default pipeline"); the dcgm receiver, version 2, the DCGM ones, from nv-hostengine on
-#: localhost:5555 (applications/dcgm/enable and metadata.yaml; agent 2.38.0 or newer).
-METRICS_RECEIVERS = (
-    MetricsReceiver("hostmetrics", "hostmetrics", (("collection_interval", "60s"),), (
-        "agent.googleapis.com/gpu/utilization",
-        "agent.googleapis.com/gpu/memory/bytes_used",
-        "agent.googleapis.com/gpu/processes/utilization",
-        "agent.googleapis.com/gpu/processes/max_bytes_used",
-    )),
-    MetricsReceiver("dcgm", "dcgm", (("collection_interval", "60s"), ("receiver_version", 2)), (
-        "workload.googleapis.com/gpu.dcgm.utilization",
-        "workload.googleapis.com/gpu.dcgm.sm.utilization",
-        "workload.googleapis.com/gpu.dcgm.pipe.utilization",
-        "workload.googleapis.com/gpu.dcgm.memory.bytes_used",
-        "workload.googleapis.com/gpu.dcgm.memory.bandwidth_utilization",
-        "workload.googleapis.com/gpu.dcgm.pcie.io",
-        "workload.googleapis.com/gpu.dcgm.nvlink.io",
-        "workload.googleapis.com/gpu.dcgm.energy_consumption",
-        "workload.googleapis.com/gpu.dcgm.temperature",
-        "workload.googleapis.com/gpu.dcgm.clock.frequency",
-        "workload.googleapis.com/gpu.dcgm.clock.throttle_duration.time",
-        "workload.googleapis.com/gpu.dcgm.ecc_errors",
-    )),
-)
-
-
-def metric(receiver: str, name: str) -> str:
-    """The metric type ``name`` ends with among those receiver ``receiver`` writes: what a
-    chart names, so that it can only name a metric the nodes' configuration collects."""
-    found = [m for r in METRICS_RECEIVERS if r.name == receiver
-             for m in r.metrics if m.endswith("/" + name) or m.endswith("." + name)]
-    if len(found) != 1:
-        raise KeyError(f"receiver {receiver} writes no metric {name}")
-    return found[0]
-
-
-def metrics_collected(config: dict) -> frozenset[str]:
-    """The metric types an Ops Agent configuration (config.yaml, parsed) writes: those of
-    each receiver of METRICS_RECEIVERS that a pipeline uses with that receiver's settings."""
-    metrics = config.get("metrics", {})
-    receivers = metrics.get("receivers", {})
-    used = {name for pipeline in metrics.get("service", {}).get("pipelines", {}).values()
-            for name in pipeline.get("receivers", [])}
-    return frozenset(
-        metric for r in METRICS_RECEIVERS if r.name in used
-        and receivers.get(r.name) == {"type": r.type, **dict(r.settings)}
-        for metric in r.metrics)
-
-
-def ops_agent_config() -> str:
-    """config.yaml of the Ops Agent on GPU nodes: every receiver of METRICS_RECEIVERS in a
-    pipeline of its own (hostmetrics in the agent's default_pipeline, as it ships)."""
-    config = {"metrics": {
-        "receivers": {r.name: {"type": r.type, **dict(r.settings)} for r in METRICS_RECEIVERS},
-        "service": {"pipelines": {
-            ("default_pipeline" if r.name == "hostmetrics" else r.name): {"receivers": [r.name]}
-            for r in METRICS_RECEIVERS}}}}
-    # JSON is YAML: the agent reads it as it is, and no YAML writer is needed on this side.
-    return ("# Ops Agent configuration: rendered by clusterprint; do not edit.\n"
-            + json.dumps(config, indent=2, sort_keys=True) + "\n")
-
 
 # --- recipes ---
 # What `recipes/<name>.sbatch` runs per machine family: the NeMo image the public Slurm

@@ -46,11 +46,6 @@ class GpuNode:
     cuda_keyring_package: str
     dcgm_package: str
     dcgm_cuda_majors: tuple[int, ...]
-    ops_agent_package: str
-    ops_agent_repository: str
-    ops_agent_key: str
-    ops_agent_config_path: str
-    ops_agent_config: str
     enroot_version: str
     enroot_debs: tuple[Download, ...]
     enroot_conf: str
@@ -92,11 +87,6 @@ def gpu_node(machine_type: str) -> GpuNode:
         cuda_keyring_package=gpu_software.CUDA_KEYRING_PACKAGE,
         dcgm_package=gpu_software.DCGM_PACKAGE.replace("{cuda_major}", "$CUDA_MAJOR"),
         dcgm_cuda_majors=gpu_software.DCGM_CUDA_MAJORS,
-        ops_agent_package=gpu_software.OPS_AGENT_PACKAGE,
-        ops_agent_repository=gpu_software.OPS_AGENT_REPOSITORY.replace("{codename}", "$codename"),
-        ops_agent_key=gpu_software.OPS_AGENT_KEY,
-        ops_agent_config_path=gpu_software.OPS_AGENT_CONFIG,
-        ops_agent_config=gpu_software.ops_agent_config(),
         enroot_version=version,
         enroot_debs=debs,
         enroot_conf=gpu_software.enroot_conf(),

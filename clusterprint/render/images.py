@@ -17,7 +17,7 @@ from dataclasses import dataclass
 from functools import cache
 
 from clusterprint.blueprint.model import Blueprint, Image, Nodeset
-from clusterprint.facts import gpu_software, images, machines, slurm
+from clusterprint.facts import gpu_software, images, machines, ops_agent, slurm
 from clusterprint.facts.images import BaseImage
 from clusterprint.render import gpu_fabric, gpu_node, node_software
 from clusterprint.render.environment import render
@@ -121,6 +121,8 @@ def install_context(parts: tuple[str, ...], machine_type: str | None,
                   "tag": slurm.SLURM_TAG, "repository": slurm.SLURM_REPOSITORY,
                   "build_packages": SLURM_BUILD_PACKAGES, "configure": SLURM_CONFIGURE,
                   "plugins": SLURM_PLUGINS, "plugin_dir": SLURM_PLUGIN_DIR},
+        "ops_agent": {"package": ops_agent.PACKAGE, "key": ops_agent.KEY, "unit": ops_agent.UNIT,
+                      "repository": ops_agent.REPOSITORY.replace("{codename}", "$codename")},
         "tensorboard": {"venv": node_software.TENSORBOARD_VENV,
                         "package": node_software.TENSORBOARD_UPLOADER_PACKAGE},
         "pyxis": gpu_node.pyxis(),

@@ -21,6 +21,7 @@ from clusterprint.render import (
     healthcheck,
     metadata_guard,
     node_programs,
+    ops_agent,
     remediation,
     topology,
 )
@@ -85,13 +86,19 @@ def mlops_context(blueprint: Blueprint) -> dict[str, object]:
             "tensorboard": blueprint.observability.tensorboard}
 
 
+def boot_log_tag(role: str) -> str:
+    """The journal tag of a boot's lines on a node of ``role`` (compute-NODESET for a
+    compute node): its Ops Agent keeps them by it."""
+    return f"clusterprint-{role}"
+
+
 def _common(blueprint: Blueprint, role: str, image: dict[str, object]) -> dict[str, object]:
     scratch = [{"name": x.name, "mount": blueprint.mount_of(x),
                 "key": node_metadata.lustre_source(x.name)}
                for x in blueprint.storage.lustre if blueprint.mount_of(x) != "/home"]
     buckets = [{"name": b.bucket, "mount": b.mount_path} for b in blueprint.storage.buckets]
-    return {"role": role, "cluster": blueprint.name, "keys": METADATA_KEYS,
-            "scratch": scratch, "buckets": buckets, "image": image}
+    return {"role": role, "log_tag": boot_log_tag(role), "cluster": blueprint.name,
+            "keys": METADATA_KEYS, "scratch": scratch, "buckets": buckets, "image": image}
 
 
 def render_controller_script(blueprint: Blueprint, slurm_files: dict[str, str]) -> str:
@@ -109,11 +116,18 @@ def render_controller_script(blueprint: Blueprint, slurm_files: dict[str, str]) 
     sync = config_sync.script_context("controller", remediation.FOLDER)
     programs = node_programs.shipped_once(loop["programs"], power["programs"] if power else {},
                                           sync["files"])
-    return render("scripts/controller.sh.j2", files=slurm_files, jwt_key=JWT_KEY,
+    blocks = topology.blocks_context(blueprint)
+    database = accounting.enabled and not accounting.cloud_sql
+    units = ("slurmctld.service", *(("slurmdbd.service",) if accounting.enabled else ()),
+             *(("mariadb.service",) if database else ()), "slurmrestd.service",
+             remediation.UNIT, sync["unit"], *((power["unit"],) if power else ()),
+             *((blocks["unit"],) if blocks else ()))
+    agent = ops_agent.script_context(blueprint, "controller", units, boot_log_tag("controller"))
+    return render("scripts/controller.sh.j2", ops_agent=agent, files=slurm_files, jwt_key=JWT_KEY,
                   rest_port=SLURMRESTD_PORT, remediation=loop, programs=programs,
                   state=state, accounting=accounting if accounting.enabled else None,
                   storage_user=STORAGE_USER, database=accounting_database(blueprint),
-                  config_sync=sync, blocks=topology.blocks_context(blueprint), capacity=power,
+                  config_sync=sync, blocks=blocks, capacity=power,
                   **_common(blueprint, "controller",
                             boot_context(controller_parts(blueprint))))
 
@@ -125,25 +139,35 @@ def render_login_script(blueprint: Blueprint, slurm_files: dict[str, str],
     stages for every user under ``STAGED_ROOT``."""
     staged = {staged_job_path(path): text for path, text in jobs.items()}
     sync = config_sync.script_context("login", MLOPS_LIB)
+    mlops, guard = mlops_context(blueprint), metadata_guard.script_context(blueprint, "login")
+    units = (sync["unit"], *((mlops["broker"]["unit"],) if mlops["broker"] else ()),
+             *((guard["unit"],) if guard else ()))
+    agent = ops_agent.script_context(blueprint, "login", units, boot_log_tag("login"))
     return render("scripts/login.sh.j2", files=slurm_files, jobs=staged, jobs_dir=STAGED_JOBS,
                   recipes_dir=STAGED_RECIPES, staged_folders=(STAGED_JOBS, STAGED_RECIPES),
-                  mlops=mlops_context(blueprint), config_sync=sync,
-                  programs=node_programs.shipped_once(sync["files"]),
-                  guard=metadata_guard.script_context(blueprint, "login"),
+                  mlops=mlops, config_sync=sync, ops_agent=agent,
+                  programs=node_programs.shipped_once(sync["files"]), guard=guard,
                   **_common(blueprint, "login", boot_context(
                       login_parts(blueprint, pyxis="plugstack.conf" in slurm_files))))
 
 
 def render_compute_script(blueprint: Blueprint, nodeset: Nodeset) -> str:
     """A compute node's script: storage, munge, the GPU fabric of its family (if the cluster
-    builds that GPU network), the health check, then slurmd as a dynamic node of ``nodeset``."""
-    return render("scripts/compute.sh.j2", nodeset=nodeset.name, gpus=nodeset.gpus,
+    builds that GPU network), the health check, then slurmd as a dynamic node of ``nodeset``.
+    The health check runs inside slurmd (HealthCheckProgram, prolog, epilog): its journal
+    lines are slurmd's."""
+    guard = metadata_guard.script_context(blueprint, "compute")
+    role = f"compute-{nodeset.name}"
+    agent = ops_agent.script_context(blueprint, "compute",
+                                     ("slurmd.service", *((guard["unit"],) if guard else ())),
+                                     boot_log_tag(role), nodeset)
+    return render("scripts/compute.sh.j2", ops_agent=agent, nodeset=nodeset.name, gpus=nodeset.gpus,
                   fabric=fabric_context(blueprint, nodeset),
                   node_conf=dynamic_node_conf(nodeset, capacity.power_saving(blueprint)),
                   conf_server=conf_server(blueprint),
                   node=gpu_node.gpu_node(nodeset.machine_type) if nodeset.gpus else None,
                   healthcheck=healthcheck.script_context(blueprint, nodeset),
                   topology=topology.placement(blueprint, nodeset),
-                  guard=metadata_guard.script_context(blueprint, "compute"),
-                  **_common(blueprint, f"compute-{nodeset.name}",
+                  guard=guard,
+                  **_common(blueprint, role,
                             boot_context(compute_parts(blueprint, nodeset), nodeset)))

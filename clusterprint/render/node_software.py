@@ -10,6 +10,7 @@ storage or partitions need the same parts), so the images are shared.
 
 from __future__ import annotations
 
+from collections.abc import Set as AbstractSet
 from pathlib import Path
 
 from clusterprint.blueprint.model import Blueprint, Nodeset
@@ -18,15 +19,19 @@ from clusterprint.node import tensorboard_upload
 from clusterprint.render.gpu_fabric import family_fabric
 
 #: Every part an image may hold, in the order an install script installs them.
-PARTS = ("base", "gcloud", "munge", "slurm", "nfs", "lustre", "gcsfuse", "mariadb",
-         "tensorboard", "pyxis", "gpu", "fabric")
+PARTS = ("base", "gcloud", "ops_agent", "munge", "slurm", "nfs", "lustre", "gcsfuse",
+         "mariadb", "tensorboard", "pyxis", "gpu", "fabric")
 #: The parts of the image of nodes without GPUs (the controller, login nodes, CPU nodesets):
 #: one image for the three roles, each starting only its own daemons.
-CPU_PARTS = ("base", "gcloud", "munge", "slurm", "nfs", "lustre", "gcsfuse", "mariadb",
-             "tensorboard", "pyxis")
+CPU_PARTS = ("base", "gcloud", "ops_agent", "munge", "slurm", "nfs", "lustre", "gcsfuse",
+             "mariadb", "tensorboard", "pyxis")
 #: The parts of a GPU family's image; ``fabric`` only where the family has fabric software.
-GPU_PARTS = ("base", "gcloud", "munge", "slurm", "nfs", "lustre", "gcsfuse", "pyxis", "gpu")
+GPU_PARTS = ("base", "gcloud", "ops_agent", "munge", "slurm", "nfs", "lustre", "gcsfuse",
+             "pyxis", "gpu")
 
+#: What every role needs: the boot's tools, gcloud for its secrets, the Ops Agent that sends
+#: its journal to Cloud Logging, munge and Slurm.
+ROLE_PARTS = frozenset({"base", "gcloud", "ops_agent", "munge", "slurm"})
 #: Ubuntu packages of the base part: what every boot script runs (curl, python3 for the node
 #: programs, nftables for the metadata guard, mdadm for local SSDs) and the munge daemon.
 BASE_PACKAGES = ("ca-certificates", "curl", "git", "python3", "python3-venv", "nftables",
@@ -43,7 +48,7 @@ TENSORBOARD_UPLOADER_PACKAGE = "google-cloud-aiplatform[tensorboard]==2.7.0"
 TENSORBOARD_VENV = str(Path(tensorboard_upload.UPLOADER).parent.parent)
 
 
-def _ordered(parts: set[str]) -> tuple[str, ...]:
+def _ordered(parts: AbstractSet[str]) -> tuple[str, ...]:
     return tuple(p for p in PARTS if p in parts)
 
 
@@ -60,8 +65,7 @@ def controller_parts(blueprint: Blueprint) -> tuple[str, ...]:
     """The controller mounts only /home, and runs MariaDB for accounting without Cloud SQL."""
     accounting = blueprint.slurm.accounting
     database = {"mariadb"} if accounting.enabled and not accounting.cloud_sql else set()
-    return _ordered({"base", "gcloud", "munge", "slurm"} | database
-                              | _storage(blueprint, home_only=True))
+    return _ordered(ROLE_PARTS | database | _storage(blueprint, home_only=True))
 
 
 def login_parts(blueprint: Blueprint, *, pyxis: bool) -> tuple[str, ...]:
@@ -69,8 +73,7 @@ def login_parts(blueprint: Blueprint, *, pyxis: bool) -> tuple[str, ...]:
     cluster runs containers, and the TensorBoard uploader where the blueprint has one."""
     extra = {"pyxis"} if pyxis else set()
     extra |= {"tensorboard"} if blueprint.observability.tensorboard else set()
-    return _ordered({"base", "gcloud", "munge", "slurm"} | extra
-                              | _storage(blueprint, home_only=False))
+    return _ordered(ROLE_PARTS | extra | _storage(blueprint, home_only=False))
 
 
 def compute_parts(blueprint: Blueprint, nodeset: Nodeset) -> tuple[str, ...]:
@@ -79,8 +82,7 @@ def compute_parts(blueprint: Blueprint, nodeset: Nodeset) -> tuple[str, ...]:
     gpu = {"gpu", "pyxis"} if nodeset.gpus else set()
     family = family_fabric(blueprint, nodeset)
     gpu |= {"fabric"} if family and installs(gpu_software.FABRIC[family.networking]) else set()
-    return _ordered({"base", "gcloud", "munge", "slurm"} | gpu
-                              | _storage(blueprint, home_only=False))
+    return _ordered(ROLE_PARTS | gpu | _storage(blueprint, home_only=False))
 
 
 def installs(software: gpu_software.FabricSoftware) -> bool:

@@ -43,7 +43,7 @@ from pathlib import Path
 from clusterprint.blueprint.model import Blueprint
 from clusterprint.blueprint.validate import check_text, load_checked
 from clusterprint.contract import node_metadata
-from clusterprint.facts import gpu_software, machines, slurm
+from clusterprint.facts import gpu_software, machines, ops_agent, slurm
 from clusterprint.facts.images import FAMILY_PREFIX
 from clusterprint.render import config_sync, images, node_software
 from tests.support.paths import blueprint_path
@@ -108,6 +108,8 @@ class PartOnImage:
 PART_ON_IMAGE = {
     "base": PartOnImage(packages=node_software.BASE_PACKAGES),
     "gcloud": PartOnImage(),
+    "ops_agent": PartOnImage(packages=(ops_agent.PACKAGE,),
+                             files=((ops_agent.ENGINE, "#!/bin/bash\n"),)),
     "munge": PartOnImage(packages=node_software.MUNGE_PACKAGES, commands=("munged",)),
     "slurm": PartOnImage(commands=("slurmd", "slurmctld", "slurmdbd", "slurmrestd"),
                          files=((gpu_software.PYXIS_HEADERS, "/* Slurm's spank.h */\n"),)),
@@ -122,8 +124,7 @@ PART_ON_IMAGE = {
                 node_software.TENSORBOARD_UPLOADER_PACKAGE + "\n")),
         folder=node_software.TENSORBOARD_VENV),
     "pyxis": PartOnImage(files=((gpu_software.PYXIS_PLUGIN, "pyxis's SPANK plugin\n"),)),
-    "gpu": PartOnImage(packages=(gpu_software.OPS_AGENT_PACKAGE,
-                                 gpu_software.CUDA_KEYRING_PACKAGE),
+    "gpu": PartOnImage(packages=(gpu_software.CUDA_KEYRING_PACKAGE,),
                        commands=("dcgmi", "enroot")),
     "fabric": PartOnImage(packages=("apt-transport-artifact-registry", "libnccl2", "nccl-gib"),
                           commands=("docker", "dkms", "nvidia-container-runtime-hook",

@@ -12,7 +12,6 @@ was asked, not what the cloud did.
 from __future__ import annotations
 
 import functools
-import json
 import re
 import shutil
 from pathlib import Path
@@ -22,7 +21,7 @@ from ruamel.yaml import YAML
 
 from clusterprint.blueprint.validate import check_text, load_checked
 from clusterprint.components.observability import DASHBOARD_CHARTS
-from clusterprint.facts import gpu_software, machines
+from clusterprint.facts import gpu_software, machines, ops_agent
 from clusterprint.render import rendered_files
 from tests.support.boot_sandbox import Node, daemon_starts, installing_at_boot, storage_ready
 from tests.support.paths import blueprint_path
@@ -40,8 +39,7 @@ SYSCTL = "/etc/sysctl.d/99-clusterprint-enroot.conf"
 PERSISTENCED = "/etc/systemd/system/nvidia-persistenced.service.d/persistence-mode.conf"
 #: What only GPU nodes run or write: none of it may show on a CPU node.
 GPU_CALLS = ("mdadm", "mkfs", "sysctl")
-GPU_FILES = (LIMITS, SLURMD_LIMITS, SYSCTL, "/etc/enroot/enroot.conf",
-             gpu_software.OPS_AGENT_CONFIG)
+GPU_FILES = (LIMITS, SLURMD_LIMITS, SYSCTL, "/etc/enroot/enroot.conf")
 
 
 @functools.cache
@@ -98,8 +96,8 @@ def test_a_gpu_node_sets_up_its_gpus_scratch_and_services_once(bare, blueprint, 
     assert "ENROOT_CACHE_PATH /mnt/localssd/${UID}/enroot/cache" in enroot_conf
     assert "ENROOT_DATA_PATH /mnt/localssd/${UID}/enroot/data" in enroot_conf
     assert "--no-persistence-mode" not in node.file(PERSISTENCED).read_text()
-    config = YAML(typ="safe").load(node.file(gpu_software.OPS_AGENT_CONFIG).read_text())
-    assert "workload.googleapis.com/gpu.dcgm.sm.utilization" in gpu_software.metrics_collected(
+    config = YAML(typ="safe").load(node.file(ops_agent.CONFIG).read_text())
+    assert "workload.googleapis.com/gpu.dcgm.sm.utilization" in ops_agent.metrics_collected(
         config)
     for service in ("nvidia-persistenced", "google-cloud-ops-agent"):
         assert f"systemctl enable {service}" in calls and f"systemctl restart {service}" in calls
@@ -202,7 +200,7 @@ def test_cpu_nodes_get_none_of_the_gpu_parts(bare):
         if name.startswith("scripts/") and not name.startswith("scripts/healthcheck"):
             for part in shipped:
                 text = text.replace(part, "")
-            assert not re.search(r"enroot|pyxis|dcgm|localssd|ops-agent|memlock", text), name
+            assert not re.search(r"enroot|pyxis|dcgm|localssd|memlock", text), name
     (node.fake / "secret" / "1").write_text("key from the controller")
     node.booted(files["scripts/compute-cpu.sh"])
     assert not started(node.calls(), *GPU_CALLS)
@@ -242,7 +240,7 @@ def test_login_and_controller_name_pyxis_in_plugstack_conf(bare, blueprint):
 
 def rendered_ops_agent_config(script: str) -> dict:
     """The Ops Agent configuration a rendered compute script writes, parsed."""
-    found = re.search(rf"install_text {re.escape(gpu_software.OPS_AGENT_CONFIG)} 0644 "
+    found = re.search(rf"install_text {re.escape(ops_agent.CONFIG)} 0644 "
                       r"<<'CLUSTERPRINT_EOF'\n(.*?)CLUSTERPRINT_EOF", script, re.S)
     assert found, "the script writes no Ops Agent configuration"
     return YAML(typ="safe").load(found[1])
@@ -252,7 +250,7 @@ def rendered_ops_agent_config(script: str) -> dict:
 def test_the_dashboard_charts_only_metrics_the_gpu_nodes_collect(blueprint):
     scripts = [text for name, text in files_of(blueprint).items()
                if name.startswith("scripts/compute-")]
-    collected = set.intersection(*(set(gpu_software.metrics_collected(
+    collected = set.intersection(*(set(ops_agent.metrics_collected(
         rendered_ops_agent_config(s))) for s in scripts))
     # Compute Engine itself writes the instance metrics of every VM; the rest is the agent's.
     charted = {m for m in DASHBOARD_CHARTS.values()
@@ -263,15 +261,15 @@ def test_the_dashboard_charts_only_metrics_the_gpu_nodes_collect(blueprint):
 
 
 def test_a_configuration_without_the_dcgm_pipeline_collects_no_dcgm_metric():
-    config = json.loads(gpu_software.ops_agent_config().split("\n", 1)[1])
-    assert any(".dcgm." in m for m in gpu_software.metrics_collected(config))
+    config = rendered_ops_agent_config(files_of("a4")["scripts/compute-a4.sh"])
+    assert any(".dcgm." in m for m in ops_agent.metrics_collected(config))
     del config["metrics"]["service"]["pipelines"]["dcgm"]
-    assert not any(".dcgm." in m for m in gpu_software.metrics_collected(config))
+    assert not any(".dcgm." in m for m in ops_agent.metrics_collected(config))
     config["metrics"]["receivers"]["hostmetrics"]["collection_interval"] = "10s"
-    assert gpu_software.metrics_collected(config) == frozenset()
+    assert ops_agent.metrics_collected(config) == frozenset()
 
 
 def test_a_chart_cannot_name_a_metric_no_receiver_writes():
-    assert gpu_software.metric("dcgm", "nvlink.io") == "workload.googleapis.com/gpu.dcgm.nvlink.io"
+    assert ops_agent.metric("dcgm", "nvlink.io") == "workload.googleapis.com/gpu.dcgm.nvlink.io"
     with pytest.raises(KeyError, match="receiver dcgm writes no metric gpu/utilization"):
-        gpu_software.metric("dcgm", "gpu/utilization")
+        ops_agent.metric("dcgm", "gpu/utilization")

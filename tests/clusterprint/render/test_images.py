@@ -23,7 +23,7 @@ from hypothesis import given, settings
 
 from clusterprint.blueprint.model import Blueprint
 from clusterprint.blueprint.validate import check_text, load_checked
-from clusterprint.facts import gpu_software, images, machines, slurm
+from clusterprint.facts import gpu_software, images, machines, ops_agent, slurm
 from clusterprint.render import images as node_images
 from clusterprint.render import node_software, rendered_files
 from tests.support.boot_sandbox import Node, ready
@@ -244,7 +244,7 @@ def os_release(key: str) -> str:
     return re.search(rf"^{key}=\"?([^\"\n]+)", Path("/etc/os-release").read_text(), re.M)[1]
 
 
-def test_a_gpu_image_gets_dcgm_for_its_drivers_cuda_the_ops_agent_enroot_and_pyxis(builder):
+def test_a_gpu_image_gets_dcgm_for_its_drivers_cuda_enroot_and_pyxis(builder):
     installed(builder, "gpu")
     installs = builder.installs()
     repository = f"https://developer.download.nvidia.com/compute/cuda/repos/{distro()}/x86_64"
@@ -260,10 +260,6 @@ def test_a_gpu_image_gets_dcgm_for_its_drivers_cuda_the_ops_agent_enroot_and_pyx
         f"dpkg -i {keyring}",
         f"{APT} update",
         f"{APT} install datacenter-gpu-manager-4-cuda{cuda}",
-        "curl -fsSL -o /etc/apt/keyrings/google-cloud-ops-agent.asc "
-        "https://packages.cloud.google.com/apt/doc/apt-key.gpg",
-        f"{APT} update",
-        f"{APT} install google-cloud-ops-agent",
         *(f"curl -fsSL -o {deb}.part {releases}/{deb.rsplit('/', 1)[1]}" for deb in enroot),
         f"{APT} install {' '.join(enroot)}"]
     assert (f"curl -fsSL -o {DOWNLOADS}/pyxis-0.24.0.tar.gz.part"
@@ -272,6 +268,25 @@ def test_a_gpu_image_gets_dcgm_for_its_drivers_cuda_the_ops_agent_enroot_and_pyx
     assert f"make -C {DOWNLOADS}/pyxis-0.24.0.tar.gz.d install" in calls
     assert f"apt-mark hold datacenter-gpu-manager-4-cuda{cuda}" in calls
     assert builder.file(gpu_software.PYXIS_PLUGIN).exists()
+
+
+@pytest.mark.parametrize("kind", ["cpu", "gpu"])
+def test_every_image_gets_the_ops_agent_once_from_googles_repository_left_disabled(builder,
+                                                                                  kind):
+    installed(builder, kind)
+    installs, calls = builder.installs(), builder.calls()
+    key = installs.index("curl -fsSL -o /etc/apt/keyrings/google-cloud-ops-agent.asc "
+                         "https://packages.cloud.google.com/apt/doc/apt-key.gpg")
+    assert installs[key + 1:key + 3] == [f"{APT} update", f"{APT} install google-cloud-ops-agent"]
+    assert sources(builder)["google-cloud-ops-agent"].endswith(
+        "] https://packages.cloud.google.com/apt google-cloud-ops-agent-"
+        f"{os_release('VERSION_CODENAME')}-all main\n")
+    assert builder.file(ops_agent.ENGINE).exists()
+    # Each boot enables it with its role's configuration: the image starts none.
+    assert "systemctl disable google-cloud-ops-agent" in calls
+    assert "ops_agent" in json.loads(builder.file(node_images.MANIFEST).read_text())["parts"]
+    installed(builder, kind)
+    assert [c for c in builder.installs()[len(installs):] if "ops-agent" in c] == []
 
 
 def sources(node: Node) -> dict[str, str]:
@@ -421,10 +436,11 @@ FAILED_STEPS = [
     pytest.param("gpu", absent("datacenter-gpu-manager-4-cuda13"), "gpu", "software: no "
                  "package datacenter-gpu-manager-4-cuda13 in NVIDIA's CUDA repository "
                  f"{CUDA_REPO}", id="DCGM missing"),
-    pytest.param("gpu", absent("google-cloud-ops-agent"), "gpu", "software: no package "
-                 "google-cloud-ops-agent in Google's Ops Agent repository https://packages."
-                 f"cloud.google.com/apt google-cloud-ops-agent-{os_release('VERSION_CODENAME')}"
-                 "-all main", id="Ops Agent missing"),
+    *(pytest.param(kind, absent("google-cloud-ops-agent"), "ops_agent", "software: no package "
+                   "google-cloud-ops-agent in Google's Ops Agent repository https://packages."
+                   "cloud.google.com/apt google-cloud-ops-agent-"
+                   f"{os_release('VERSION_CODENAME')}-all main", id=f"Ops Agent missing ({kind})")
+      for kind in ("cpu", "gpu")),
 ]
 
 

@@ -167,14 +167,15 @@ def test_each_role_needs_only_the_parts_it_runs_and_mounts():
     # default); the login node has the clients of every file system, pyxis and the
     # TensorBoard uploader; a GPU node the GPU stack and its fabric.
     assert parts_checked(files["scripts/controller.sh"]) == [
-        "base", "gcloud", "munge", "slurm", "nfs", "mariadb"]
+        "base", "gcloud", "ops_agent", "munge", "slurm", "nfs", "mariadb"]
     assert parts_checked(files["scripts/login.sh"]) == [
-        "base", "gcloud", "munge", "slurm", "nfs", "lustre", "gcsfuse", "tensorboard", "pyxis"]
+        "base", "gcloud", "ops_agent", "munge", "slurm", "nfs", "lustre", "gcsfuse", "tensorboard",
+        "pyxis"]
     assert parts_checked(files["scripts/compute-a3mega.sh"]) == [
-        "base", "gcloud", "munge", "slurm", "nfs", "lustre", "gcsfuse", "pyxis", "gpu",
-        "fabric"]
+        "base", "gcloud", "ops_agent", "munge", "slurm", "nfs", "lustre", "gcsfuse", "pyxis",
+        "gpu", "fabric"]
     assert parts_checked(scripts_of("cpu-small")["scripts/compute-cpu.sh"]) == [
-        "base", "gcloud", "munge", "slurm", "nfs"]
+        "base", "gcloud", "ops_agent", "munge", "slurm", "nfs"]
 
 
 def test_accounting_on_cloud_sql_or_off_needs_no_database_server():

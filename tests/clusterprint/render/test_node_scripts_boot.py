@@ -393,8 +393,8 @@ def test_an_image_of_the_users_own_without_install_at_boot_names_the_key_to_set(
     done = node.boot(rendered_files(checked.blueprint)["scripts/compute-cpu.sh"])
     assert done.returncode != 0
     assert node.journal().splitlines()[-1] == (
-        f"<3>FAILED: image: this image (no {images.MANIFEST}) lacks base gcloud munge slurm "
-        "nfs, which this role needs: set slurm.nodesets[cpu].image.install_at_boot: true to "
+        f"<3>FAILED: image: this image (no {images.MANIFEST}) lacks base gcloud ops_agent munge "
+        "slurm nfs, which this role needs: set slurm.nodesets[cpu].image.install_at_boot: true to "
         "install what it lacks at boot, or drop slurm.nodesets[cpu].image to boot the image "
         "clusterprint builds")
 
@@ -412,8 +412,8 @@ def test_a_manifest_listing_no_part_holds_none_whatever_its_name(node, files):
     (node.fake / "secret" / "1").write_text("key from the controller")
     done = node.boot(files["scripts/compute-cpu.sh"])
     assert done.returncode != 0
-    assert ("<3>FAILED: image: slurm lacks base gcloud munge slurm nfs, which this role needs"
-            in node.journal())
+    assert ("<3>FAILED: image: slurm lacks base gcloud ops_agent munge slurm nfs, which this "
+            "role needs" in node.journal())
 
 
 @pytest.mark.parametrize("script", ["controller", "login", "compute-cpu"])
@@ -482,8 +482,8 @@ def test_install_at_boot_on_a_bare_image_installs_every_part_once_and_boots(sand
     files = rendered_files(installing_at_boot("a3mega"))
     node.booted_from(files, "compute-a3mega")
     journal = node.journal()
-    assert ("image: this image lacks base gcloud munge slurm nfs lustre gcsfuse pyxis gpu "
-            "fabric: installing them at boot") in journal
+    assert ("image: this image lacks base gcloud ops_agent munge slurm nfs lustre gcsfuse pyxis "
+            "gpu fabric: installing them at boot") in journal
     # The driver says CUDA 12 (the H100 sample): DCGM's package follows it, not the base
     # image's catalog entry, which only a builder with no GPU reads.
     assert "software: installing datacenter-gpu-manager-4-cuda12" in journal
