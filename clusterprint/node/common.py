@@ -100,19 +100,65 @@ def joined(reasons: list[str], limit: int = REASON_MAX) -> str:
     return text
 
 
+#: journald's socket for native entries (systemd's "Native Journal Protocol").
+JOURNAL_SOCKET = "/run/systemd/journal/socket"
+#: The journal tag (SYSLOG_IDENTIFIER) of a program's entries: ``clusterprint-<program>``.
+JOURNAL_TAG_PREFIX = "clusterprint-"
+
+
+def journal_tag(program: str) -> str:
+    """The SYSLOG_IDENTIFIER a program's entries carry, which the Ops Agent keeps."""
+    return program if program.startswith(JOURNAL_TAG_PREFIX) else JOURNAL_TAG_PREFIX + program
+
+
+def stderr_is_journal(environ: Mapping[str, str] | None = None) -> bool:
+    """Whether stderr is the journal's stream already (systemd sets JOURNAL_STREAM to its
+    ``device:inode`` for a unit's stdout and stderr; a child of such a unit inherits the
+    variable, not always the stream, so both are compared, as sd_journal_stream_fd(3) says)."""
+    stream = (environ if environ is not None else os.environ).get("JOURNAL_STREAM", "")
+    try:
+        status = os.fstat(2)
+    except OSError:
+        return False
+    return stream == f"{status.st_dev}:{status.st_ino}"
+
+
 class Log:
     """One program's journal lines: ``<N>`` and one JSON object per entry, on stderr
-    (stdout is the program's answer: the health check's reasons, ``--install``'s paths)."""
+    (stdout is the program's answer: the health check's reasons, ``--install``'s paths).
 
-    def __init__(self, program: str, stream=None) -> None:
+    A program run by a unit writes to the journal through stderr. One that slurmd or
+    slurmctld runs (the health check, the prolog and epilog, the power-saving programs) has
+    a stderr the journal never reads, so each entry is also sent to journald's socket, with
+    its tag, priority and the same JSON: that way the Ops Agent ships it like any other.
+    A socket that is not there (a container, a test) or refuses is left alone: the entry
+    still went to stderr."""
+
+    def __init__(self, program: str, stream=None, journal: str | None = JOURNAL_SOCKET) -> None:
         self.program, self.stream = program, stream
+        self.journal = journal
 
     def __call__(self, message: str, severity: str = "INFO", **fields: object) -> None:
         entry = {"severity": severity, "program": self.program, "message": one_line(message),
                  **{key: one_line(value) if isinstance(value, str) else value
                     for key, value in fields.items()}}
         stream = self.stream or sys.stderr
-        print(f"<{SYSLOG_LEVELS[severity]}>{json.dumps(entry)}", file=stream, flush=True)
+        text = json.dumps(entry)
+        print(f"<{SYSLOG_LEVELS[severity]}>{text}", file=stream, flush=True)
+        if self.stream is None and self.journal and not stderr_is_journal():
+            self.send(SYSLOG_LEVELS[severity], text)
+
+    def send(self, priority: int, text: str) -> None:
+        """One native journal entry (``KEY=value`` lines; the JSON holds no newline)."""
+        import socket
+
+        payload = (f"SYSLOG_IDENTIFIER={journal_tag(self.program)}\nPRIORITY={priority}\n"
+                   f"MESSAGE={text}\n").encode()
+        try:
+            with socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM) as sock:
+                sock.sendto(payload, self.journal)
+        except OSError:
+            pass  # no journald here: stderr has the entry
 
 
 @dataclass(frozen=True)

@@ -13,6 +13,8 @@ from types import ModuleType
 
 from clusterprint.blueprint.model import Blueprint, Nodeset
 from clusterprint.contract import node_metadata
+from clusterprint.node import capacity as capacity_program
+from clusterprint.node import healthcheck as healthcheck_program
 from clusterprint.node import mlops_broker, register_model, tensorboard_upload
 from clusterprint.render import (
     capacity,
@@ -122,7 +124,9 @@ def render_controller_script(blueprint: Blueprint, slurm_files: dict[str, str]) 
              *(("mariadb.service",) if database else ()), "slurmrestd.service",
              remediation.UNIT, sync["unit"], *((power["unit"],) if power else ()),
              *((blocks["unit"],) if blocks else ()))
-    agent = ops_agent.script_context(blueprint, "controller", units, boot_log_tag("controller"))
+    # slurmctld runs the power-saving programs (ResumeProgram...): their entries carry their tag.
+    agent = ops_agent.script_context(blueprint, "controller", units, boot_log_tag("controller"),
+                                     programs=(capacity_program.LOG.program,) if power else ())
     return render("scripts/controller.sh.j2", ops_agent=agent, files=slurm_files, jwt_key=JWT_KEY,
                   rest_port=SLURMRESTD_PORT, remediation=loop, programs=programs,
                   state=state, accounting=accounting if accounting.enabled else None,
@@ -154,13 +158,14 @@ def render_login_script(blueprint: Blueprint, slurm_files: dict[str, str],
 def render_compute_script(blueprint: Blueprint, nodeset: Nodeset) -> str:
     """A compute node's script: storage, munge, the GPU fabric of its family (if the cluster
     builds that GPU network), the health check, then slurmd as a dynamic node of ``nodeset``.
-    The health check runs inside slurmd (HealthCheckProgram, prolog, epilog): its journal
-    lines are slurmd's."""
+    The health check runs inside slurmd (HealthCheckProgram, prolog, epilog), outside any
+    unit's stream: it sends its entries to the journal itself, with its tag."""
     guard = metadata_guard.script_context(blueprint, "compute")
     role = f"compute-{nodeset.name}"
     agent = ops_agent.script_context(blueprint, "compute",
                                      ("slurmd.service", *((guard["unit"],) if guard else ())),
-                                     boot_log_tag(role), nodeset)
+                                     boot_log_tag(role), nodeset,
+                                     programs=(healthcheck_program.log.program,))
     return render("scripts/compute.sh.j2", ops_agent=agent, nodeset=nodeset.name, gpus=nodeset.gpus,
                   fabric=fabric_context(blueprint, nodeset),
                   node_conf=dynamic_node_conf(nodeset, capacity.power_saving(blueprint)),

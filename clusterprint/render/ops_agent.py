@@ -24,6 +24,7 @@ from collections.abc import Mapping, Sequence
 from clusterprint.blueprint.model import Blueprint, Nodeset
 from clusterprint.facts import ops_agent
 from clusterprint.facts.ops_agent import MetricsReceiver
+from clusterprint.node import common
 
 #: The unit Google's guest agent runs the startup script in (google_metadata_script_runner):
 #: every line the boot writes to the journal carries it, as does the runner's own.
@@ -82,17 +83,21 @@ def config(labels: Mapping[str, str], units: Sequence[str], tags: Sequence[str],
 
 
 def script_context(blueprint: Blueprint, role: str, units: Sequence[str], boot_tag: str,
-                   nodeset: Nodeset | None = None) -> dict[str, object]:
+                   nodeset: Nodeset | None = None,
+                   programs: Sequence[str] = ()) -> dict[str, object]:
     """What scripts/ops_agent.sh.j2 writes and starts on a node of ``role`` (controller,
     login, compute: then of ``nodeset``) whose own units are ``units``, besides the boot's
-    (journal tag ``boot_tag``): the configuration, labelled with the cluster's name (its
-    pattern allows letters, digits and hyphens only), the role and the nodeset."""
+    (journal tag ``boot_tag``) and those of the node ``programs`` a daemon runs outside any
+    unit of their own (their tags, clusterprint/node/common.py ``journal_tag``): the
+    configuration, labelled with the cluster's name (its pattern allows letters, digits and
+    hyphens only), the role and the nodeset."""
     labels = {CLUSTER_LABEL: blueprint.name, ROLE_LABEL: role}
     kind = role
     if nodeset is not None:
         labels[NODESET_LABEL] = nodeset.name
         kind = "gpu" if nodeset.gpus else role
-    text = config(labels, (*units, BOOT_UNIT), (boot_tag,),
+    tags = (boot_tag, *(common.journal_tag(program) for program in programs))
+    text = config(labels, (*units, BOOT_UNIT), tags,
                   ops_agent.ROLE_METRICS_RECEIVERS[kind])
     return {"config_path": ops_agent.CONFIG, "config": text, "unit": ops_agent.UNIT,
             "engine": ops_agent.ENGINE}

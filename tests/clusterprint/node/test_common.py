@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 import multiprocessing
 import os
+import socket
 import subprocess
 import sys
 import time
@@ -68,6 +69,44 @@ def test_a_log_entry_is_one_json_line_with_its_syslog_priority(capsys):
     entry = json.loads(err[3:])
     assert entry == {"severity": "ALERT", "program": "remediate",
                      "message": "a4-0001\\nfell off", "node": "a4\\x00", "count": 3}
+
+
+@pytest.fixture
+def journal(tmp_path):
+    """A datagram socket where journald's would be: what a program sends it."""
+    path = tmp_path / "journal.socket"
+    with socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM) as sock:
+        sock.bind(str(path))
+        sock.settimeout(5)
+        yield path, sock
+
+
+def test_an_entry_outside_a_units_stream_also_goes_to_the_journal_with_its_tag(
+        journal, capsys, monkeypatch):
+    path, sock = journal
+    monkeypatch.delenv("JOURNAL_STREAM", raising=False)  # as slurmd runs the health check
+    common.Log("healthcheck", journal=str(path))("gpu 3 lost", "ERROR", node="n1")
+    fields = dict(line.split("=", 1) for line in sock.recv(65536).decode().splitlines())
+    assert fields["SYSLOG_IDENTIFIER"] == "clusterprint-healthcheck"
+    assert fields["PRIORITY"] == "3"
+    assert json.loads(fields["MESSAGE"])["message"] == "gpu 3 lost"
+    assert capsys.readouterr().err.startswith("<3>{")  # and stderr, as before
+
+
+def test_an_entry_whose_stderr_is_the_journal_is_written_once(journal, monkeypatch):
+    path, sock = journal
+    status = os.fstat(2)
+    monkeypatch.setenv("JOURNAL_STREAM", f"{status.st_dev}:{status.st_ino}")
+    common.Log("remediate", journal=str(path))("ok")
+    sock.settimeout(0.2)
+    with pytest.raises(TimeoutError):
+        sock.recv(65536)
+
+
+def test_no_journal_socket_leaves_stderr_alone(tmp_path, capsys, monkeypatch):
+    monkeypatch.delenv("JOURNAL_STREAM", raising=False)
+    common.Log("capacity", journal=str(tmp_path / "none"))("resumed", node="n1")
+    assert '"resumed"' in capsys.readouterr().err
 
 
 # --- JSON ----------------------------------------------------------------------------------

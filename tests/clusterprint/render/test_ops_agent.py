@@ -38,18 +38,19 @@ RENDERED = {**{path.stem: rendered_files(load_checked(str(path)))
 SCRIPTS = [(blueprint, name) for blueprint, files in RENDERED.items()
            for name in files if name.startswith("scripts/") and name.endswith(".sh")]
 BOOT = ops_agent.BOOT_UNIT
-#: What each role of cpu-small keeps: its units and the boot's journal tag. It has
+#: What each role of cpu-small keeps: its units, the boot's journal tag and those of the
+#: programs a daemon runs (power saving's, the health check: common.Log's tags). It has
 #: accounting in MariaDB on the controller, power saving, and users without node
 #: credentials (the metadata guard, the MLOps broker).
 CPU_SMALL = {
     "controller": ({"slurmctld.service", "slurmdbd.service", "mariadb.service",
                     "slurmrestd.service", "clusterprint-remediate.service",
                     "clusterprint-config-sync.service", "clusterprint-capacity.service", BOOT},
-                   {"clusterprint-controller"}),
+                   {"clusterprint-controller", "clusterprint-capacity"}),
     "login": ({"clusterprint-config-sync.service", "clusterprint-mlops.service",
                "clusterprint-metadata-guard.service", BOOT}, {"clusterprint-login"}),
     "compute-cpu": ({"slurmd.service", "clusterprint-metadata-guard.service", BOOT},
-                    {"clusterprint-compute-cpu"}),
+                    {"clusterprint-compute-cpu", "clusterprint-healthcheck"}),
 }
 
 
@@ -108,7 +109,8 @@ def test_a_gpu_node_keeps_slurmd_and_its_boot_and_collects_gpu_metrics(blueprint
         nodeset = name.removeprefix("scripts/compute-").removesuffix(".sh")
         units, tags = kept(config)
         assert units - {"clusterprint-metadata-guard.service"} == {"slurmd.service", BOOT}
-        assert tags == {f"clusterprint-compute-{nodeset}"}
+        # the health check, which slurmd runs outside any unit's stream, tags its entries
+        assert tags == {f"clusterprint-compute-{nodeset}", "clusterprint-healthcheck"}
         assert labels(config) == {"cluster": blueprint, "role": "compute", "nodeset": nodeset}
         assert "workload.googleapis.com/gpu.dcgm.sm.utilization" in (
             agent_facts.metrics_collected(config))
