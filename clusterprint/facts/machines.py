@@ -128,7 +128,12 @@ _CTK = "GoogleCloudPlatform/cluster-toolkit examples/machine-learning/"
 _RECIPES = "AI-Hypercomputer/gpu-recipes training/{}/megatron-bridge-slurm/nemo2511/{}/recipe/" \
            "sbatch_script.sh"
 _GR = "AI-Hypercomputer/gpu-recipes training/"
-_NO_PRICE_PAGE = "(Google's pricing page loads its table in the browser)"
+#: Why A4, A4X and A3 Edge have no price (searched 2026-12-03): neither price source has the
+#: type (pricing.yml's newest stored copy, dac3128, lists no A4, A4X or A3 Edge; the GPU
+#: list-price dataset stops at the H200), and Google's pricing page loads its table in the
+#: browser, so no stored copy of it holds a number.
+_NO_PRICE_PAGE = ("(not in pricing.yml nor the GPU list-price dataset; Google's pricing page "
+                  "loads its table in the browser)")
 
 # a3-highgpu-8g is in every zone of its smaller shapes but europe-west8-c.
 _A3_HIGH_8G_ZONES = zones(
@@ -279,7 +284,7 @@ MACHINE_FAMILIES: tuple[MachineFamily, ...] = (
                     "europe-west2:b europe-west3:ac europe-west4:bc europe-west9:c "
                     "northamerica-northeast2:c us-central1:abc us-east4:abc us-east5:a "
                     "us-west1:ab us-west4:a"),
-        price="no stored source lists A3 Edge",
+        price=f"no stored source lists A3 Edge {_NO_PRICE_PAGE}",
         # A3 Edge is A3 High's TCPX fabric; the health scanner has no check for it.
         nccl_proof=NcclProof("nvcr.io#nvidia/pytorch:23.10-py3",
                              _CTK + "a3-highgpu-8g/nccl-tests/import_pytorch_container.sh",
