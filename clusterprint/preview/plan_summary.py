@@ -278,8 +278,8 @@ def summary_text(summary: dict[str, Any]) -> str:
     lines += _images_text(summary.get("images"))
     lines += _topology_text(summary.get("topology"))
     cost = summary["cost"]
-    # The regions the items are priced in (an item of a saved plan without one: the home's).
-    regions = sorted({i.get("region", cost["region"]) for i in cost["items"]} - {None})
+    # The regions the items are priced in: the home's, the blueprint's where it has rows.
+    regions = sorted({i["region"] for i in cost["items"]} - {None})
     lines += ["", f"Estimated cost in {' and '.join(regions or [cost['region']])} at list "
                   f"prices ({cost['currency']}), an estimate:"]
     for item in cost["items"]:
@@ -295,17 +295,14 @@ def summary_text(summary: dict[str, Any]) -> str:
 
 def _total_text(cost: dict[str, Any]) -> str:
     """The total line: the sum when every item is priced; else "at least" the partial sum,
-    said to be incomplete and by which items (a plan saved before the estimate had
-    ``missing`` prints from its ``excluded``)."""
-    missing = [m["item"] for m in cost["missing"]] if "missing" in cost else cost["excluded"]
-    hourly = cost.get("partialHourly", cost["hourly"])
-    monthly = cost.get("partialMonthly", cost["monthly"])
-    figures = f"{_usd(hourly)}/hour, ${monthly:,.2f}/month ({cost['hoursPerMonth']} hours)"
-    if not missing:
+    said to be incomplete and by which items."""
+    figures = (f"{_usd(cost['partialHourly'])}/hour, ${cost['partialMonthly']:,.2f}/month "
+               f"({cost['hoursPerMonth']} hours)")
+    if cost["complete"]:
         return f"  total: {figures}"
-    # "nodeset gpu: 16 x a3-megagpu-8g, reservation" reads "nodeset gpu (16 x ...)".
-    labels = ", ".join(" (".join(item.split(": ", 1)) + ")" if ": " in item else item
-                       for item in missing)
+    # "nodeset gpu: 16 x a3-megagpu-8g, reservation" reads "nodeset gpu (16 x ...)"; every
+    # item's text has its label before ": ".
+    labels = ", ".join(" (".join(m["item"].split(": ", 1)) + ")" for m in cost["missing"])
     return f"  total: at least {figures}: INCOMPLETE, {NO_PRICE} for {labels}"
 
 
