@@ -226,6 +226,15 @@ def test_a_reservation_is_estimated_at_the_on_demand_price_of_the_blueprint_s_re
         [prices.CYCLENERD_PRICING.url, prices.GPU_LIST_PRICES.url])
 
 
+def test_the_cost_heading_names_every_region_an_item_is_priced_in(capsys):
+    """a3ultra: its GPU nodes in europe-west1, the CPU types in us-central1."""
+    _, text = planned(capsys, A3ULTRA)
+    assert ("\nEstimated cost in europe-west1 and us-central1 at list prices (USD), an "
+            "estimate:\n") in text
+    assert ("  nodeset a3ultra: 8 x a3-ultragpu-8g, reservation: $735.58/hour (reservation, at "
+            "the on-demand price in europe-west1, $91.95 per VM-hour)\n") in text
+
+
 @pytest.mark.parametrize(("old", "new", "item", "hourly"), [
     ("provisioning: spot", "provisioning: on-demand", "nodeset cpu: 2 x n2-standard-4, on-demand",
      0.3884),
