@@ -2,8 +2,9 @@
 
 The counts come from the checked blueprint, which both orchestrators plan from (a managed
 cluster is a single resource whose nested inputs say the same less directly). The cost is
-an estimate at list prices in one reference region (``prices.PRICE_REGION``), from the
-price table at the end of ``clusterprint.facts.catalog``: no discounts, no network egress, only
+an estimate at list prices from ``clusterprint.facts.prices`` (a GPU type's on its row of
+``machines.py``), in the blueprint's region where a row exists for it, else in the reference
+region (``prices.PRICE_REGION``): no discounts, no network egress, only
 the nodes kept up (``count``), monthly = hourly x ``prices.HOURS_PER_MONTH``. Anything the
 table has no price for is listed as "no price on record", and then the estimate has no total,
 only a partial sum printed as "at least" with every missing item named (``hourly`` and
@@ -46,8 +47,8 @@ class _Price:
     unit_price: float | None
     source: prices.PriceSource | None = None
     note: str = "list price"
-    #: The region the price is in (None without a price).
-    region: str | None = prices.PRICE_REGION
+    #: The region the price is in (an item without a price has none).
+    region: str = prices.PRICE_REGION
 
 
 def summarize(blueprint: Blueprint) -> dict[str, Any]:
@@ -187,16 +188,15 @@ def _vm_price(machine_type: str, provisioning: str, region: str) -> _Price:
     found = machines.machine_price(machine_type, region)
     if found is None:
         return _Price(None, note=machines.UNPRICED_MACHINES.get(
-            machine_type, "not in the price table"), region=None)
+            machine_type, "not in the price table"))
     price, priced_in = found
     where = f" in {priced_in}" if priced_in != prices.PRICE_REGION else ""
     if provisioning == "spot":
         if price.spot is None:
-            return _Price(None, note="the source gives no spot price", region=None)
+            return _Price(None, note="the source gives no spot price")
         return _Price(price.spot, price.source, f"spot price{where}", priced_in)
     if provisioning == "flex-start":
-        return _Price(None, note="flex-start VMs have prices of their own; none on record",
-                      region=None)
+        return _Price(None, note="flex-start VMs have prices of their own; none on record")
     if provisioning == "reservation":
         return _Price(price.on_demand, price.source,
                       f"reservation, at the on-demand price{where}", priced_in)
@@ -238,7 +238,7 @@ def _storage_items(bp: Blueprint) -> list[dict[str, Any]]:
 def _storage_price(price: prices.StoragePrice | None, unpriced_reason: str) -> _Price:
     """A per GiB-month price from one of the catalog's storage tables, or why there is none."""
     if price is None:
-        return _Price(None, note=unpriced_reason, region=None)
+        return _Price(None, note=unpriced_reason)
     return _Price(price.per_gib_month, price.source)
 
 
@@ -250,7 +250,7 @@ def _item(what: str, quantity: int, per: str, price: _Price) -> dict[str, Any]:
                     else price.unit_price / prices.HOURS_PER_MONTH)
         hourly = round(quantity * per_hour, 4)
     return {"item": what, "quantity": quantity, "per": per, "unitPrice": price.unit_price,
-            "hourly": hourly, "region": price.region,
+            "hourly": hourly, "region": None if hourly is None else price.region,
             "source": price.source.url if price.source else None,
             "read": price.source.read if price.source else None,
             "note": price.note if price.unit_price is not None
