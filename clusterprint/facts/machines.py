@@ -80,6 +80,9 @@ class MachineFamily:
     zones: tuple[str, ...] = ()
     #: Its list price in prices.PRICE_REGION, or why there is none on record.
     price: prices.MachinePrice | str
+    #: Its list prices in other regions, where a source gives them: a node in a blueprint of
+    #: one of these regions is priced there, not in prices.PRICE_REGION.
+    regional_prices: tuple[tuple[str, prices.MachinePrice], ...] = ()
     #: How its NCCL proof job runs; None: as on a machine type without GPU networks
     #: (NCCL_PROOF_WITHOUT_FABRIC).
     nccl_proof: NcclProof | None = None
@@ -125,7 +128,12 @@ _CTK = "GoogleCloudPlatform/cluster-toolkit examples/machine-learning/"
 _RECIPES = "AI-Hypercomputer/gpu-recipes training/{}/megatron-bridge-slurm/nemo2511/{}/recipe/" \
            "sbatch_script.sh"
 _GR = "AI-Hypercomputer/gpu-recipes training/"
-_NO_PRICE_PAGE = "(Google's pricing page loads its table in the browser)"
+#: Why A4, A4X and A3 Edge have no price (searched 2026-12-03): neither price source has the
+#: type (pricing.yml's newest stored copy, dac3128, lists no A4, A4X or A3 Edge; the GPU
+#: list-price dataset stops at the H200), and Google's pricing page loads its table in the
+#: browser, so no stored copy of it holds a number.
+_NO_PRICE_PAGE = ("(not in pricing.yml nor the GPU list-price dataset; Google's pricing page "
+                  "loads its table in the browser)")
 
 # a3-highgpu-8g is in every zone of its smaller shapes but europe-west8-c.
 _A3_HIGH_8G_ZONES = zones(
@@ -205,8 +213,16 @@ MACHINE_FAMILIES: tuple[MachineFamily, ...] = (
         reservation_bound=True, host_fault_report=True, topology=(FABRIC_TREE,),
         zones=zones("asia-south1:b asia-south2:c europe-west1:b europe-west4:a us-central1:b "
                     "us-east4:b us-east5:a us-south1:b us-west1:c"),
-        # prices.GPU_LIST_PRICES, us-central1: 10.4365 on-demand and 6.2607 spot per H200.
+        # prices.GPU_LIST_PRICES, per H200 x 8 (on-demand, spot): us-central1 10.4365, 6.2607;
+        # us-east4 10.4365, 5.6357; us-west1 10.4365, 6.2607; europe-west1 11.4934, 6.8944;
+        # asia-south1 12.5245, 6.7805 (europe-west4 has no on-demand price: left out).
         price=prices.MachinePrice(83.492, 50.0856, prices.GPU_LIST_PRICES),
+        regional_prices=tuple(
+            (region, prices.MachinePrice(od, spot, prices.GPU_LIST_PRICES))
+            for region, od, spot in (("us-east4", 83.492, 45.0856),
+                                     ("us-west1", 83.492, 50.0856),
+                                     ("europe-west1", 91.9472, 55.1552),
+                                     ("asia-south1", 100.196, 54.244))),
         nccl_proof=NcclProof("nvcr.io#nvidia/pytorch:24.09-py3",
                              _CTK + "a3-ultragpu-8g/nccl-tests/import_pytorch_container.sh",
                              250, _CHS + "a3ultra.yaml"),
@@ -223,8 +239,18 @@ MACHINE_FAMILIES: tuple[MachineFamily, ...] = (
         zones=zones("asia-east1:c asia-northeast1:b asia-southeast1:bc australia-southeast1:c "
                     "europe-north1:c europe-west1:bc europe-west3:c europe-west4:bc "
                     "us-central1:abc us-east4:abc us-east5:a us-west1:ab us-west4:a"),
-        price="the source prices A3 Mega in us-east4, us-east5, us-west4 and Europe and Asia "
-              "regions, not in us-central1",
+        price="the source (prices.CYCLENERD_PRICING_A3_MEGA) prices A3 Mega only in the "
+              "regions of its regional rows, not in us-central1",
+        # prices.CYCLENERD_PRICING_A3_MEGA: a3-megagpu-8g hour, hour_spot, rounded.
+        regional_prices=tuple(
+            (region, prices.MachinePrice(hour, spot, prices.CYCLENERD_PRICING_A3_MEGA))
+            for region, hour, spot in (
+                ("us-east4", 92.9376, 28.1338), ("us-east5", 94.0666, 42.6086),
+                ("us-west4", 104.5842, 27.6784), ("europe-west1", 102.1946, 48.6008),
+                ("europe-west3", 109.6019, 63.7178), ("europe-west4", 118.2368, 56.0241),
+                ("asia-northeast1", 119.2764, 33.5883),
+                ("asia-southeast1", 119.9746, 71.3616),
+                ("australia-southeast1", 116.1555, 45.6506))),
         nccl_proof=NcclProof("nvcr.io#nvidia/pytorch:24.04-py3",
                              _CTK + "a3-megagpu-8g/nccl-tests/import_pytorch_container.sh",
                              150, _CHS + "a3plus.yaml")),
@@ -258,7 +284,7 @@ MACHINE_FAMILIES: tuple[MachineFamily, ...] = (
                     "europe-west2:b europe-west3:ac europe-west4:bc europe-west9:c "
                     "northamerica-northeast2:c us-central1:abc us-east4:abc us-east5:a "
                     "us-west1:ab us-west4:a"),
-        price="no stored source lists A3 Edge",
+        price=f"no stored source lists A3 Edge {_NO_PRICE_PAGE}",
         # A3 Edge is A3 High's TCPX fabric; the health scanner has no check for it.
         nccl_proof=NcclProof("nvcr.io#nvidia/pytorch:23.10-py3",
                              _CTK + "a3-highgpu-8g/nccl-tests/import_pytorch_container.sh",
@@ -504,3 +530,15 @@ MACHINE_PRICES: dict[str, prices.MachinePrice] = {
 #: GPU machine types that no stored source prices in PRICE_REGION, with the reason.
 UNPRICED_MACHINES: dict[str, str] = {
     f.machine_type: f.price for f in MACHINE_FAMILIES if isinstance(f.price, str)}
+
+
+def machine_price(machine_type: str, region: str) -> tuple[prices.MachinePrice, str] | None:
+    """The price a node of ``machine_type`` in ``region`` is estimated at, and the region that
+    price is in: its row for ``region`` where there is one, else its PRICE_REGION price (None
+    where neither exists)."""
+    family = GPU_MACHINES.get(machine_type)
+    regional = dict(family.regional_prices) if family else {}
+    if region in regional:
+        return regional[region], region
+    price = MACHINE_PRICES.get(machine_type)
+    return (price, prices.PRICE_REGION) if price else None

@@ -12,7 +12,8 @@ from dataclasses import dataclass
 
 from clusterprint.facts.catalog import FILESTORE_TIERS, LUSTRE_TIERS
 
-#: The one region the estimate prices in: list prices differ by region.
+#: The region every price row is in unless it names another (a GPU machine type's rows for
+#: other regions are on its row of machines.MACHINE_FAMILIES): list prices differ by region.
 PRICE_REGION = "us-central1"
 #: Hours in the month the estimate multiplies by (Google's pricing pages use 730).
 HOURS_PER_MONTH = 730
@@ -37,18 +38,26 @@ CYCLENERD_PRICING = PriceSource(
     "https://github.com/Cyclenerd/google-cloud-pricing-cost-calculator/blob/"
     "fd66b26ff84fee5cdd94f341ea89206e76c06b99/pricing.yml",
     "2026-12-01", "generated 2026-07-30 from the Cloud Billing Catalog API")
+#: The same file, committed 2026-08-20 by the repository's weekly "Pricing updated" job: the
+#: A3 Mega rows (a3-megagpu-8g ``hour`` and ``hour_spot`` in each region it lists; us-central1
+#: is not among them).
+CYCLENERD_PRICING_A3_MEGA = PriceSource(
+    "https://github.com/Cyclenerd/google-cloud-pricing-cost-calculator/blob/"
+    "dac31281f2a4575f0a8bff20ac04fc71a5ff2190/pricing.yml",
+    "2026-12-03", "committed 2026-08-20 by its pricing job from the Cloud Billing Catalog API")
 #: A dataset of GPU list prices from the Cloud Billing Catalog API (snapshot 2026-10-13), per
 #: GPU as a share of the instance price: the instance price is 8 times it.
 GPU_LIST_PRICES = PriceSource(
     "https://huggingface.co/datasets/tanod/cloud-gpu-list-prices", "2026-12-01",
     "snapshot 2026-10-13 from the Cloud Billing Catalog API, per GPU; x 8 per VM")
 #: Every source a price row may name.
-PRICE_SOURCES = (CYCLENERD_PRICING, GPU_LIST_PRICES)
+PRICE_SOURCES = (CYCLENERD_PRICING, CYCLENERD_PRICING_A3_MEGA, GPU_LIST_PRICES)
 
 
 @dataclass(frozen=True)
 class MachinePrice:
-    """A machine type's list price per VM-hour in PRICE_REGION, USD (rounded to 4 places)."""
+    """A machine type's list price per VM-hour, USD (rounded to 4 places), in PRICE_REGION
+    or in the region its row is filed under."""
 
     on_demand: float
     #: Spot prices move (at most once a day); None where the source gives none.

@@ -2,11 +2,15 @@
 
 The counts come from the checked blueprint, which both orchestrators plan from (a managed
 cluster is a single resource whose nested inputs say the same less directly). The cost is
-an estimate at list prices in one reference region (``prices.PRICE_REGION``), from the
-price table at the end of ``clusterprint.facts.catalog``: no discounts, no network egress, only
+an estimate at list prices from ``clusterprint.facts.prices`` (a GPU type's on its row of
+``machines.py``), in the blueprint's region where a row exists for it, else in the reference
+region (``prices.PRICE_REGION``): no discounts, no network egress, only
 the nodes kept up (``count``), monthly = hourly x ``prices.HOURS_PER_MONTH``. Anything the
-table has no price for is listed as "no price on record" and left out of the total, which
-says so: a missing price never reads as free.
+table has no price for is listed as "no price on record", and then the estimate has no total,
+only a partial sum printed as "at least" with every missing item named (``hourly`` and
+``monthly`` null in the JSON, ``partialHourly`` and ``missing`` beside them). Any unpriced
+item counts, whatever it is: its size is unknown, so no threshold could rule it a small
+share, and a missing GPU nodeset, the bill's bulk, is exactly what a total must not hide.
 
 The summary also lists the images the VMs boot: clusterprint's, by content name (built when
 missing from the project, by ``pulumi up`` or ``clusterprint image build``), and those the
@@ -43,6 +47,8 @@ class _Price:
     unit_price: float | None
     source: prices.PriceSource | None = None
     note: str = "list price"
+    #: The region the price is in (an item without a price has none).
+    region: str = prices.PRICE_REGION
 
 
 def summarize(blueprint: Blueprint) -> dict[str, Any]:
@@ -113,13 +119,20 @@ def _images(bp: Blueprint) -> dict[str, Any]:
 
 
 def _cost(bp: Blueprint) -> dict[str, Any]:
-    """Every priced or unpriced item, the totals of the priced ones, and what they exclude."""
+    """Every priced or unpriced item, the sum of the priced ones, and what it leaves out: the
+    total (``hourly``, ``monthly``) only when nothing is missing, else None beside the
+    partial sum and the missing items with their reasons."""
     items = [*_vm_items(bp), *_disk_items(bp), *_storage_items(bp)]
-    # The total of the rounded items, so that the printed rows add up to the printed total.
+    # The sum of the rounded items, so that the printed rows add up to the printed figure.
     hourly = round(sum(i["hourly"] for i in items if i["hourly"] is not None), 4)
-    notes = [f"list prices in {prices.PRICE_REGION}"
-             + (f" (the blueprint's region is {bp.region}: prices there differ)"
-                if bp.region != prices.PRICE_REGION else ""),
+    monthly = round(hourly * prices.HOURS_PER_MONTH, 2)
+    missing = [{"item": i["item"], "reason": i["note"]} for i in items if i["hourly"] is None]
+    local = bp.region != prices.PRICE_REGION and any(i["region"] == bp.region for i in items)
+    notes = [(f"list prices in {bp.region} where a row for it exists (the items that say so), "
+              f"else in {prices.PRICE_REGION}, where prices differ" if local
+              else f"list prices in {prices.PRICE_REGION}"
+              + (f" (the blueprint's region is {bp.region}: prices there differ)"
+                 if bp.region != prices.PRICE_REGION else "")),
              "no discounts (committed or sustained use) and no network egress",
              f"monthly = hourly x {prices.HOURS_PER_MONTH}",
              "only the nodes kept up (count); nodes added up to max_count cost more"]
@@ -138,9 +151,12 @@ def _cost(bp: Blueprint) -> dict[str, Any]:
     return {
         "estimate": True, "region": prices.PRICE_REGION, "currency": "USD",
         "hoursPerMonth": prices.HOURS_PER_MONTH,
-        "hourly": hourly, "monthly": round(hourly * prices.HOURS_PER_MONTH, 2),
+        "complete": not missing,
+        "hourly": None if missing else hourly, "monthly": None if missing else monthly,
+        "partialHourly": hourly, "partialMonthly": monthly,
         "items": items,
-        "excluded": [i["item"] for i in items if i["hourly"] is None],
+        "missing": missing,
+        "excluded": [m["item"] for m in missing],
         "notes": notes,
         "sources": [{"url": url, "read": sources[url].read, "note": sources[url].note}
                     for url in used],
@@ -150,37 +166,41 @@ def _cost(bp: Blueprint) -> dict[str, Any]:
 def _vm_items(bp: Blueprint) -> list[dict[str, Any]]:
     """The nodesets' nodes kept up, the login nodes and the controller, each at its price."""
     items = [_item(f"nodeset {ns.name}: {ns.count} x {ns.machine_type}, {ns.provisioning}",
-                   ns.count, "VM-hour", _vm_price(ns.machine_type, ns.provisioning))
+                   ns.count, "VM-hour", _vm_price(ns.machine_type, ns.provisioning, bp.region))
              for ns in bp.slurm.nodesets if ns.count > 0]
     login = bp.slurm.login
     if login.count > 0:
         items.append(_item(f"login: {login.count} x {login.machine_type}", login.count,
-                           "VM-hour", _vm_price(login.machine_type, "on-demand")))
+                           "VM-hour", _vm_price(login.machine_type, "on-demand", bp.region)))
     if bp.orchestrator == "managed":
         items.append(_item(f"controller: run by {MANAGED_CONTROLLER}", 1, "VM-hour", _Price(
             None, note="its machine type is not set by the blueprint")))
     else:
         controller = bp.slurm.controller.machine_type
         items.append(_item(f"controller: 1 x {controller}", 1, "VM-hour",
-                           _vm_price(controller, "on-demand")))
+                           _vm_price(controller, "on-demand", bp.region)))
     return items
 
 
-def _vm_price(machine_type: str, provisioning: str) -> _Price:
-    """The price per VM-hour a node of this machine type and provisioning model is billed."""
-    price = machines.MACHINE_PRICES.get(machine_type)
-    if price is None:
+def _vm_price(machine_type: str, provisioning: str, region: str) -> _Price:
+    """The price per VM-hour a node of this machine type and provisioning model is billed,
+    in the blueprint's region where a row for it exists."""
+    found = machines.machine_price(machine_type, region)
+    if found is None:
         return _Price(None, note=machines.UNPRICED_MACHINES.get(
             machine_type, "not in the price table"))
+    price, priced_in = found
+    where = f" in {priced_in}" if priced_in != prices.PRICE_REGION else ""
     if provisioning == "spot":
         if price.spot is None:
             return _Price(None, note="the source gives no spot price")
-        return _Price(price.spot, price.source, "spot price")
+        return _Price(price.spot, price.source, f"spot price{where}", priced_in)
     if provisioning == "flex-start":
         return _Price(None, note="flex-start VMs have prices of their own; none on record")
     if provisioning == "reservation":
-        return _Price(price.on_demand, price.source, "reservation, at the on-demand price")
-    return _Price(price.on_demand, price.source, "on-demand price")
+        return _Price(price.on_demand, price.source,
+                      f"reservation, at the on-demand price{where}", priced_in)
+    return _Price(price.on_demand, price.source, f"on-demand price{where}", priced_in)
 
 
 def _disk_items(bp: Blueprint) -> list[dict[str, Any]]:
@@ -230,7 +250,7 @@ def _item(what: str, quantity: int, per: str, price: _Price) -> dict[str, Any]:
                     else price.unit_price / prices.HOURS_PER_MONTH)
         hourly = round(quantity * per_hour, 4)
     return {"item": what, "quantity": quantity, "per": per, "unitPrice": price.unit_price,
-            "hourly": hourly,
+            "hourly": hourly, "region": None if hourly is None else price.region,
             "source": price.source.url if price.source else None,
             "read": price.source.read if price.source else None,
             "note": price.note if price.unit_price is not None
@@ -258,23 +278,32 @@ def summary_text(summary: dict[str, Any]) -> str:
     lines += _images_text(summary.get("images"))
     lines += _topology_text(summary.get("topology"))
     cost = summary["cost"]
-    lines += ["", f"Estimated cost in {cost['region']} at list prices ({cost['currency']}), "
-                  "an estimate:"]
+    # The regions the items are priced in: the home's, the blueprint's where it has rows.
+    regions = sorted({i["region"] for i in cost["items"]} - {None})
+    lines += ["", f"Estimated cost in {' and '.join(regions or [cost['region']])} at list "
+                  f"prices ({cost['currency']}), an estimate:"]
     for item in cost["items"]:
         shown = (f"{_usd(item['hourly'])}/hour ({item['note']}, "
                  f"{_usd(item['unitPrice'])} per {item['per']})"
                  if item["hourly"] is not None else item["note"])
         lines.append(f"  {item['item']}: {shown}")
-    total = (f"  total: {_usd(cost['hourly'])}/hour, "
-             f"${cost['monthly']:,.2f}/month ({cost['hoursPerMonth']} hours)")
-    if cost["excluded"]:
-        # Each item's label, before its colon: "nodeset a3mega", "Lustre scratch".
-        labels = ", ".join(item.split(":", 1)[0] for item in cost["excluded"])
-        total += f", NOT counting what has {NO_PRICE}: {labels}"
-    lines.append(total)
+    lines.append(_total_text(cost))
     lines += [f"  note: {note}" for note in cost["notes"]]
     lines += [f"  prices: {s['url']} (read {s['read']}; {s['note']})" for s in cost["sources"]]
     return "\n".join(lines) + "\n"
+
+
+def _total_text(cost: dict[str, Any]) -> str:
+    """The total line: the sum when every item is priced; else "at least" the partial sum,
+    said to be incomplete and by which items."""
+    figures = (f"{_usd(cost['partialHourly'])}/hour, ${cost['partialMonthly']:,.2f}/month "
+               f"({cost['hoursPerMonth']} hours)")
+    if cost["complete"]:
+        return f"  total: {figures}"
+    # "nodeset gpu: 16 x a3-megagpu-8g, reservation" reads "nodeset gpu (16 x ...)"; every
+    # item's text has its label before ": ".
+    labels = ", ".join(" (".join(m["item"].split(": ", 1)) + ")" for m in cost["missing"])
+    return f"  total: at least {figures}: INCOMPLETE, {NO_PRICE} for {labels}"
 
 
 def _images_text(images: dict[str, Any] | None) -> list[str]:

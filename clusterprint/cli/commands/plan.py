@@ -15,9 +15,12 @@ the max_count ceiling where one is set), GPUs per type and in all, login and con
 VMs, Filestore and Lustre GiB per tier, buckets, the images the VMs boot (clusterprint's
 by content name, family and base: `pulumi up` or `clusterprint image build` builds one the
 project lacks; a nodeset's own image must exist), and an estimated cost per hour and per
-month (730 hours) at list prices in one reference region (us-central1): no discounts, no
-network egress, reserved nodes at the on-demand price. Each price names its source and the
-day it was read; what has no price on record is listed as such and left out of the total.
+month (730 hours) at list prices, in the blueprint's region where a price row exists for
+it and else in us-central1: no discounts, no network egress, reserved nodes at the
+on-demand price. Each price names its source and the day it was read. What has no price on
+record is listed as such, and then there is no total: the line reads "at least" the priced
+sum, INCOMPLETE, and names each missing item (--json: hourly and monthly null,
+partialHourly and partialMonthly the sum, missing the items with their reasons).
 
 FILE is read once, so it may be a pipe: `clusterprint plan <(git show main:bp.yaml)`.
 
