@@ -9,6 +9,8 @@ share (is a type known, where does it exist, what does it cost) follow the table
 
 from __future__ import annotations
 
+import re
+
 from dataclasses import dataclass
 from typing import Literal
 
@@ -449,12 +451,34 @@ CPU_MACHINE_SERIES: dict[str, tuple[str, ...]] = {
 }
 
 
-def cpu_machine_known(machine_type: str) -> bool:
-    """True when the type's series and shape are a CPU machine the catalog lists.
+#: Shared-core shapes: the name has no vCPU count (e2-micro, f1-micro, g1-small).
+SHARED_CORE_SHAPES = frozenset({"micro", "small", "medium"})
+#: What may follow a predefined type's vCPU count: C3's and C4's local SSD and bare metal
+#: variants (c3-standard-88-lssd, c3-highcpu-192-metal), Z3's SSD sizes (z3-highmem-88-
+#: highlssd; Compute docs general-purpose and storage-optimized machine pages).
+CPU_TYPE_SUFFIXES = frozenset({"lssd", "metal", "highlssd", "standardlssd"})
+_CUSTOM = re.compile(r"^[0-9]+-[0-9]+(?:-ext)?$")
 
-    ``custom-CPUS-MEM`` without a series is an N1 custom machine type.
-    """
-    return machine_type.startswith("custom-") or cpu_shape(machine_type) is not None
+
+def cpu_machine_known(machine_type: str) -> bool:
+    """True when the type is a CPU machine of a series and shape the catalog lists, in
+    that shape's form: ``SERIES-SHAPE-VCPUS[-SUFFIX]``, ``SERIES-custom-VCPUS-MIB[-ext]``,
+    or a shared-core ``SERIES-SHAPE``. ``custom-CPUS-MEM`` without a series is an N1 custom
+    machine type. The vCPU count itself is not checked against the series' sizes (no
+    stored source lists them all): an unknown one fails at `pulumi up`, and preflight
+    asks the zone for it first."""
+    if machine_type.startswith("custom-"):
+        return bool(_CUSTOM.match(machine_type.removeprefix("custom-")))
+    shape = cpu_shape(machine_type)
+    if shape is None:
+        return False
+    rest = machine_type.split("-", 2)[2] if machine_type.count("-") >= 2 else ""
+    if shape in SHARED_CORE_SHAPES:
+        return not rest
+    if shape == "custom":
+        return bool(_CUSTOM.match(rest))
+    count, _, suffix = rest.partition("-")
+    return count.isdigit() and int(count) > 0 and (not suffix or suffix in CPU_TYPE_SUFFIXES)
 
 
 #: CPU series whose vCPUs count against the regional quota CPUS, not a SERIES_CPUS one of

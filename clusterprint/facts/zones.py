@@ -50,3 +50,11 @@ CPU_SERIES_ZONES: dict[str, tuple[str, ...]] = {
         "southamerica-west1:abc us-central1:abcf us-east1:bcd us-east4:abc us-east5:abc "
         "us-south1:abc us-west1:abc us-west2:abc us-west3:abc us-west4:abc"),
 }
+
+
+def known_zones() -> frozenset[str]:
+    """Every zone the catalog's table names, for CPU series and GPU machine types alike."""
+    from clusterprint.facts import machines  # machines.py reads this module's table
+
+    return frozenset(z for found in CPU_SERIES_ZONES.values() for z in found) | frozenset(
+        z for family in machines.MACHINE_FAMILIES for z in family.zones)

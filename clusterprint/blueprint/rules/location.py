@@ -10,7 +10,7 @@ from clusterprint.blueprint.model import Blueprint
 from clusterprint.blueprint.rules.registry import rule
 from clusterprint.blueprint.rules.slurm import MachineTypeKey, machine_types
 from clusterprint.facts import machines
-from clusterprint.facts.zones import CPU_SERIES_ZONES
+from clusterprint.facts.zones import CPU_SERIES_ZONES, known_zones
 
 
 def zone_region(zone: str) -> str:
@@ -24,6 +24,23 @@ def check_zone_in_region(bp: Blueprint) -> Iterator[Finding]:
     if zone_region(bp.zone) != bp.region:
         yield error(("zone",), f"zone {bp.zone} is not in region {bp.region}",
                     f"try {bp.region}-a, or region {zone_region(bp.zone)}")
+
+
+@rule("location.zone-known")
+def check_zone_known(bp: Blueprint) -> Iterator[Finding]:
+    """A zone the region does not have (``us-central1-q``) fails only at `pulumi up`; a
+    region the catalog's zone table knows lists its zones, so the typo is an error with
+    the close match, whatever the machine types. A region the table does not know is not
+    checked, and ``zone_unlisted: true`` says the zone is newer than the table."""
+    known = known_zones()
+    here = sorted(z for z in known if zone_region(z) == zone_region(bp.zone))
+    if bp.zone_unlisted or not here or bp.zone in known:
+        return
+    close = difflib.get_close_matches(bp.zone, here, n=1, cutoff=0)
+    yield error(("zone",), f"zone {bp.zone} is not a zone of {zone_region(bp.zone)} as far as "
+                           "the catalog's zone table knows",
+                f"did you mean {close[0]}? its zones: {', '.join(here)}; if the zone is newer "
+                "than the table, set zone_unlisted: true")
 
 
 @rule("location.existing-subnetwork-region")

@@ -86,10 +86,12 @@ def close_machine_type(machine_type: str) -> str | None:
     with the size the user wrote."""
     series, _, rest = machine_type.partition("-")
     size = rest.partition("-")[2]
-    cpu = [f"{s}-{shape}" + (f"-{size}" if size else "")
-           for s, shapes in machines.CPU_MACHINE_SERIES.items() for shape in shapes]
-    close = difflib.get_close_matches(machine_type, [*machines.GPU_MACHINES, *cpu], n=1,
-                                      cutoff=0.6)
+    digits = "".join(c for c in size.partition("-")[0] if c.isdigit())
+    cpu = [f"{s}-{shape}" + (f"-{n}" if n else "")
+           for s, shapes in machines.CPU_MACHINE_SERIES.items() for shape in shapes
+           for n in {size, digits}]
+    candidates = [t for t in (*machines.GPU_MACHINES, *cpu) if machines.machine_known(t)]
+    close = difflib.get_close_matches(machine_type, candidates, n=1, cutoff=0.6)
     return close[0] if close else None
 
 

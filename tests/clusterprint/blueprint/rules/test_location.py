@@ -32,6 +32,11 @@ REFUSED = [
     pytest.param("location.machine-zone", f"{NS}.machine_type",
                  {"zone_unlisted": True, f"{NS}.machine_type": Here("a4-highgpu-8g")},
                  "warning", 1, id="zone-unlisted-lets-a-zone-newer-than-the-table-through"),
+    pytest.param("location.zone-known", "zone", {"zone": Here("us-central1-q"),
+                                                 "slurm.nodesets[0].machine_type": "e2-standard-4",
+                                                 "slurm.controller.machine_type": "e2-standard-8",
+                                                 "slurm.login.machine_type": "e2-standard-2"},
+                 "error", 1, id="a-zone-the-region-does-not-have-whatever-the-types"),
     pytest.param("location.machine-zone", "zone_unlisted", {"zone_unlisted": Here(True)},
                  "warning", 1, id="zone-unlisted-with-nothing-to-let-through"),
 ]
@@ -44,6 +49,10 @@ ACCEPTED = [
     pytest.param("location.machine-zone", {"zone": "us-central1-b",
                                            f"{NS}.machine_type": "a4-highgpu-8g"},
                  id="a4-in-the-one-zone-of-its-region"),
+    pytest.param("location.zone-known", {"zone": "us-central1-q", "zone_unlisted": True},
+                 id="a-zone-newer-than-the-table"),
+    pytest.param("location.zone-known", {"region": "xx-north9", "zone": "xx-north9-a"},
+                 id="a-region-the-table-does-not-know-is-not-checked"),
     pytest.param("location.machine-zone", {"slurm.controller.machine_type": "e2-standard-8"},
                  id="a-type-the-zone-table-does-not-list-is-not-checked"),
 ]
@@ -90,3 +99,10 @@ def test_zone_unlisted_turns_the_error_into_a_warning_that_says_how_to_check(rul
                                    "as the catalog's zone table knows; zone_unlisted says it is")
     assert hit.finding.hint == ("check it is: gcloud compute machine-types list "
                                 "--filter=name=a4-highgpu-8g --zones=us-central1-a")
+
+
+def test_an_unknown_zone_is_told_the_closest_of_its_region(rules_check):
+    hit = rules_check.refused({"zone": Here("us-central1-q")}, "location.zone-known", "zone")
+    assert hit.finding.hint.startswith("did you mean us-central1-")
+    assert hit.finding.hint.endswith("if the zone is newer than the table, set zone_unlisted: "
+                                     "true")

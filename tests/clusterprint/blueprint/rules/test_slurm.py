@@ -65,6 +65,10 @@ REFUSED = [
     pytest.param("slurm.machine-type", f"{NS}.machine_type",
                  {f"{NS}.machine_type": Here("qq-zzzzzz-4")}, "error", 1,
                  id="unknown-series"),
+    *[pytest.param("slurm.machine-type", f"{NS}.machine_type",
+                   {f"{NS}.machine_type": Here(typo)}, "error", 1, id=f"cpu-form-{typo}")
+      for typo in ("n2-standard-4x", "n1-standard-96-foo", "n2-standard", "e2-micro-2",
+                   "n2-custom-8", "custom-4")],
     pytest.param("slurm.machine-type", "slurm.login.machine_type",
                  {"slurm.controller.machine_type": "c2-standrd-8",
                   "slurm.login.machine_type": Here("n2-standard4")}, "error", 2,
@@ -248,6 +252,12 @@ def test_a_typo_of_a_gpu_type_is_an_error_that_names_it_and_the_escape(rules_che
         "set slurm.nodesets[0].machine_type_unlisted: true; its nodes are then built as CPU "
         "nodes: no GPU GRES, no GPU networks, no GPU drivers, and no price in the cost "
         "estimate)")
+
+
+def test_a_cpu_type_with_a_stray_suffix_is_told_the_type_without_it(rules_check):
+    hit = rules_check.refused({f"{NS}.machine_type": Here("n2-standard-4x")},
+                              "slurm.machine-type", f"{NS}.machine_type")
+    assert hit.finding.hint.startswith("did you mean n2-standard-4? ")
 
 
 def test_an_unlisted_type_warns_that_its_facts_are_unknown_and_builds_a_cpu_node(rules_check):
