@@ -10,7 +10,6 @@ share (is a type known, where does it exist, what does it cost) follow the table
 from __future__ import annotations
 
 import re
-
 from dataclasses import dataclass
 from typing import Literal
 
