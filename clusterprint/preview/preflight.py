@@ -79,6 +79,9 @@ class ProjectApis:
     service_usage: ServiceUsageApi
     resource_manager: ResourceManagerApi
     compute_of: Callable[[str], ComputeApi]
+    #: Who a role is granted to in a fix: the credentials' service account where they are
+    #: one, else the user, whose address the credentials do not carry.
+    member: str = "user:YOUR_EMAIL"
 
 
 def preflight(blueprint: Blueprint, plan: Plan, apis: ProjectApis) -> list[Problem]:
@@ -120,7 +123,7 @@ def check_permissions(needed: dict[str, str], apis: ProjectApis) -> list[Problem
             lacking.setdefault(role, []).append(permission)
     return [Problem("permission", role, f"the deployer lacks {', '.join(missing)}",
                     f"gcloud projects add-iam-policy-binding {project} "
-                    f"--member=user:YOUR_EMAIL --role={role}")
+                    f"--member={apis.member} --role={role}")
             for role, missing in sorted(lacking.items())]
 
 

@@ -103,8 +103,10 @@ def project_apis(session, project: str):
     def compute_of(owner: str) -> ComputeApi:
         return others.setdefault(owner, ComputeApi(session, owner, compute_url()))
 
+    account = getattr(getattr(session, "credentials", None), "service_account_email", None)
     return ProjectApis(project, compute_of(project),
                        ServiceUsageApi(session, project, service_usage_url()),
                        ResourceManagerApi(session, project, resource_manager_url()),
-                       compute_of)
+                       compute_of, **({"member": f"serviceAccount:{account}"}
+                                      if isinstance(account, str) and "@" in account else {}))
 

@@ -129,7 +129,9 @@ def test_every_problem_is_its_own_line_with_its_fix_in_one_run(project):
         "(fix: gcloud services enable iap.googleapis.com --project my-project)",
         f"{CPU_SMALL}: error: permission: roles/file.editor: the deployer lacks "
         "file.instances.create (fix: gcloud projects add-iam-policy-binding my-project "
-        "--member=user:YOUR_EMAIL --role=roles/file.editor)",
+        # the credentials are a service account's: the fix grants it, by its address
+        "--member=serviceAccount:cli@my-project.iam.gserviceaccount.com "
+        "--role=roles/file.editor)",
         # the controller's 2 vCPUs and two spot nodes' 8, with no preemptible quota granted
         f"{CPU_SMALL}: error: quota: N2_CPUS: the plan needs 10 in us-central1, 4 of 24 are "
         "free (VM cpu-small-controller-vm, nodeset cpu) (fix: request more N2_CPUS in "
