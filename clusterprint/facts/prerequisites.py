@@ -33,7 +33,8 @@ _COMPUTE = Service("compute.googleapis.com", "roles/compute.admin")
 # and custom roles; resource-manager/reference/rest: projects.setIamPolicy;
 # service-infrastructure/docs/service-networking/reference/rest: servicenetworking.
 # googleapis.com; storage/docs/json_api; vertex-ai/docs/reference/rest (aiplatform);
-# monitoring/api/ref_v3 (dashboards, alertPolicies, notificationChannels); cluster-director/docs/reference/rpc/
+# monitoring/api/ref_v3 (dashboards, alertPolicies, notificationChannels);
+# cluster-director/docs/reference/rpc/
 # google.cloud.hypercomputecluster.v1: hypercomputecluster.googleapis.com).
 # Roles: cloud.google.com/iam/docs/roles-permissions/<service> (file: roles/file.editor;
 # lustre: roles/lustre.admin; secretmanager: roles/secretmanager.admin, which holds
