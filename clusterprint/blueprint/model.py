@@ -58,7 +58,7 @@ SQL_DATABASE_PATTERN = r"^[A-Za-z0-9_]{1,64}$"
 #: An email address the alerts are sent to: a plain local part and a domain name, nothing a
 #: display name, comment or quoted local part could hide; it reaches only the Monitoring
 #: API (a notification channel's label), never a rendered file.
-EMAIL_PATTERN = (r"^[A-Za-z0-9._%+-]{1,64}@[A-Za-z0-9](?:[A-Za-z0-9-]{0,61}[A-Za-z0-9])?"
+EMAIL_PATTERN = (r"^[A-Za-z0-9._+-]{1,64}@[A-Za-z0-9](?:[A-Za-z0-9-]{0,61}[A-Za-z0-9])?"
                  r"(?:\.[A-Za-z0-9](?:[A-Za-z0-9-]{0,61}[A-Za-z0-9])?)+$")
 #: Notification channels one cluster's alerts go to, at most (a short list of people).
 ALERT_EMAILS_MAX = 16
