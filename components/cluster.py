@@ -144,7 +144,7 @@ class TrainingCluster(pulumi.ComponentResource):
         observability = Observability(
             f"{name}-observability", cluster=cluster, project=project, region=bp.region,
             tensorboard=bp.observability.tensorboard, dashboard=bp.observability.dashboard,
-            labels=labels, opts=child)
+            alerts=True, alert_emails=bp.observability.alert_emails, labels=labels, opts=child)
         login = LoginNodes(
             f"{name}-login", cluster=cluster, munge_secret=controller.munge_secret_id,
             startup_script=scripts.login, slurm_config=scripts.slurm_config["login"],

@@ -55,6 +55,13 @@ CLOUD_SQL_INSTANCE_PATTERN = (r"^(?:projects/[a-z][a-z0-9-]{4,28}[a-z0-9]/instan
                               r"|[a-z][a-z0-9-]{4,28}[a-z0-9]:[a-z]+-[a-z]+[0-9]+:)"
                               r"[a-z](?:[a-z0-9-]{0,96}[a-z0-9])?$")
 SQL_DATABASE_PATTERN = r"^[A-Za-z0-9_]{1,64}$"
+#: An email address the alerts are sent to: a plain local part and a domain name, nothing a
+#: display name, comment or quoted local part could hide; it reaches only the Monitoring
+#: API (a notification channel's label), never a rendered file.
+EMAIL_PATTERN = (r"^[A-Za-z0-9._+-]{1,64}@[A-Za-z0-9](?:[A-Za-z0-9-]{0,61}[A-Za-z0-9])?"
+                 r"(?:\.[A-Za-z0-9](?:[A-Za-z0-9-]{0,61}[A-Za-z0-9])?)+$")
+#: Notification channels one cluster's alerts go to, at most (a short list of people).
+ALERT_EMAILS_MAX = 16
 
 Cidr = Annotated[str, Field(pattern=CIDR_PATTERN,
                             description="An IPv4 CIDR block such as 10.0.0.0/20: digits, dots "
@@ -551,6 +558,13 @@ class Observability(Strict):
 
     tensorboard: bool = Field(False, description="A Vertex AI TensorBoard instance in `region`.")
     dashboard: bool = Field(False, description="A Cloud Monitoring dashboard for the cluster.")
+    alert_emails: list[Annotated[str, Field(pattern=EMAIL_PATTERN, max_length=254)]] = Field(
+        default_factory=list, max_length=ALERT_EMAILS_MAX,
+        description="Email addresses the cluster's alert policies notify (one Cloud "
+                    "Monitoring email channel each). The policies (remediation protected, a "
+                    "nodeset's drained share, the controller down) exist without any; they "
+                    "then show in the console only.",
+        examples=[["oncall@example.com"]])
 
 
 class Security(Strict):

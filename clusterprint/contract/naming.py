@@ -60,6 +60,12 @@ def nodeset_component(cluster_component: str, nodeset: str) -> str:
     return child(cluster_component, f"nodeset-{nodeset}")
 
 
+def alert_email_channel(observability_component: str, address: str) -> str:
+    """An alert email channel's logical name: named by its address, so a shifted list of
+    addresses replaces no channel."""
+    return child(observability_component, f"email-{address}")
+
+
 def peering(network_component: str, peering_name: str) -> str:
     """A VPC peering's logical name."""
     return child(network_component, f"peering-{peering_name}")

@@ -33,7 +33,8 @@ _COMPUTE = Service("compute.googleapis.com", "roles/compute.admin")
 # and custom roles; resource-manager/reference/rest: projects.setIamPolicy;
 # service-infrastructure/docs/service-networking/reference/rest: servicenetworking.
 # googleapis.com; storage/docs/json_api; vertex-ai/docs/reference/rest (aiplatform);
-# monitoring/api/ref_v3 (dashboards); cluster-director/docs/reference/rpc/
+# monitoring/api/ref_v3 (dashboards, alertPolicies, notificationChannels);
+# cluster-director/docs/reference/rpc/
 # google.cloud.hypercomputecluster.v1: hypercomputecluster.googleapis.com).
 # Roles: cloud.google.com/iam/docs/roles-permissions/<service> (file: roles/file.editor;
 # lustre: roles/lustre.admin; secretmanager: roles/secretmanager.admin, which holds
@@ -73,8 +74,10 @@ RESOURCE_SERVICES: dict[str, Service] = {
                                                            "roles/storage.admin"),
     "gcp:vertex/aiTensorboard:AiTensorboard": Service("aiplatform.googleapis.com",
                                                       "roles/aiplatform.user"),
-    "gcp:monitoring/dashboard:Dashboard": Service("monitoring.googleapis.com",
-                                                  "roles/monitoring.editor"),
+    **{f"gcp:monitoring/{resource}": Service("monitoring.googleapis.com",
+                                             "roles/monitoring.editor") for resource in (
+        "dashboard:Dashboard", "alertPolicy:AlertPolicy",
+        "notificationChannel:NotificationChannel")},
     # The managed cluster's network, VMs, Filestore, Lustre and buckets are made by the
     # service in the project, whose APIs must be on too (training-clusters/get-started,
     # "Enable APIs": compute, servicenetworking, storage, lustre if used, cloudresourcemanager;
@@ -171,7 +174,8 @@ ROLE_PERMISSIONS: dict[str, tuple[str, ...]] = {
     "roles/iam.serviceAccountUser": ("iam.serviceAccounts.actAs",),
     "roles/storage.admin": ("storage.buckets.create", "storage.buckets.setIamPolicy"),
     "roles/aiplatform.user": ("aiplatform.tensorboards.create",),
-    "roles/monitoring.editor": ("monitoring.dashboards.create",),
+    "roles/monitoring.editor": ("monitoring.dashboards.create", "monitoring.alertPolicies.create",
+                                "monitoring.notificationChannels.create"),
     "roles/hypercomputecluster.editor": ("hypercomputecluster.clusters.create",),
 }
 #: The deployer roles no permission check covers, with why.

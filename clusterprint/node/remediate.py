@@ -38,6 +38,9 @@ and the clock to typed actions and the new state; ``apply`` carries them out in 
 (one ``recreateInstances`` per group, one ``scontrol update`` per state and reason), as
 slurm-gcp's slurmsync.py groups its node actions.
 
+The state also counts every action as it is decided, by nodeset and kind (``counts``), a
+figure that only grows: the Slurm exporter (slurm_exporter.py) serves it to Cloud Monitoring.
+
 DOWN dynamic nodes whose VM no longer exists in their instance group (it was deleted or
 replaced under another name) are deleted from Slurm: they count against MaxNodeCount.
 
@@ -83,6 +86,9 @@ BOOT_ID = "/proc/sys/kernel/random/boot_id"
 #: scontrol answers within this, or the pass is skipped.
 SCONTROL_TIMEOUT_S = 60
 ON_FAILURE = ("drain", "reboot", "replace")
+#: What the state's ``counts`` tally per nodeset, each when decided (before it is taken):
+#: the figures the Slurm exporter (slurm_exporter.py) serves as its actions counter.
+COUNTED = ("drain", "reboot", "report", "recreate", "resume", "timeout", "delete", "protect")
 #: What a node in flight can be waiting on (``gave-up``: left DOWN after a timeout).
 TRACKED = ("drain", "reboot", "report", "recreate", "gave-up")
 
@@ -316,6 +322,9 @@ class State(Record):
     failures: dict[str, int] = field(default_factory=dict)
     returned: dict[str, Returned] = field(default_factory=dict)
     protected: dict[str, Protection] = field(default_factory=dict)
+    #: nodeset -> action (one of COUNTED) -> how many were decided since the file began: a
+    #: counter that never drops, unlike ``actions``, which keeps only the last hour
+    counts: dict[str, dict[str, int]] = field(default_factory=dict)
 
     @classmethod
     def load(cls, path: str) -> State:
@@ -466,6 +475,11 @@ class _Pass:
     def since(self, stamp: Reading) -> float:
         return elapsed(stamp, self.now)
 
+    def counted(self, nodeset: str, action: str) -> None:
+        """One more ``action`` on the nodeset in the state's counts (saved before it is taken)."""
+        counts = self.state.counts.setdefault(nodeset, {})
+        counts[action] = counts.get(action, 0) + 1
+
     def node(self, node: common.SlurmNode, policy: NodesetPolicy) -> None:
         if "CLOUD" in node.state:
             # An elastic node is power saving's (capacity.py): a powered-down one has no VM
@@ -479,6 +493,7 @@ class _Pass:
             self.state.nodes.pop(node.name, None)
             self.state.returned.pop(node.name, None)
             self.actions.append(Delete(node.name))
+            self.counted(policy.name, "delete")
             self.note(f"deleting node {node.name}: its VM no longer exists", node=node.name,
                       action="delete")
         elif track is not None:
@@ -508,6 +523,7 @@ class _Pass:
             return
         if policy.on_failure == "drain":
             self.track(node, policy, "drain")
+            self.counted(policy.name, "drain")
             self.note(f"{node.name} stays drained: {node.reason}", node=node.name,
                       action="drain")
             return
@@ -523,6 +539,7 @@ class _Pass:
         self.state.actions.setdefault(policy.name, []).append(self.now)
         if policy.on_failure == "reboot":
             self.track(node, policy, "reboot")
+            self.counted(policy.name, "reboot")
             if node.down:  # scontrol reboot skips DOWN nodes: ReturnToService brings it
                 self.actions.append(Reset(node.name))
             else:
@@ -531,6 +548,7 @@ class _Pass:
             self.note(f"rebooting {node.name}: {node.reason}", node=node.name, action="reboot")
         elif policy.report_faulty_host and host_fault(node.reason):
             self.track(node, policy, "report")
+            self.counted(policy.name, "report")
             self.actions.append(Report(node.name, node.reason))
             self.note(f"reporting the host of {node.name} as faulty: {node.reason}",
                       node=node.name, action="report")
@@ -559,6 +577,7 @@ class _Pass:
     def recreate(self, node: common.SlurmNode, policy: NodesetPolicy, group: Group,
                  reason: str) -> None:
         self.track(node, policy, "recreate", reason)
+        self.counted(policy.name, "recreate")
         self.actions.append(Recreate(group.holders[node.name], node.name))
         self.note(f"recreating {node.name} through its instance group: {reason}",
                   node=node.name, action="recreate")
@@ -600,6 +619,7 @@ class _Pass:
                 # Its check (run as slurmd starts) drained the new VM again: not resumed.
                 self.start(node, policy, group)
             elif track.action == "recreate":
+                self.counted(policy.name, "resume")
                 self.actions.append(SetState(node.name, "resume"))
                 self.note(f"{node.name} registered again after its replacement: resumed",
                           node=node.name, action="resume")
@@ -611,6 +631,7 @@ class _Pass:
         self.failed(policy.name, f"{node.name} did not register within {timeout}s of its "
                                  f"{what}")
         self.state.nodes[node.name] = replace(track, action="gave-up", since=self.now)
+        self.counted(policy.name, "timeout")
         self.actions.append(SetState(node.name, "down", with_reason(
             track.reason, f"{PREFIX}{what}-timeout: no registration {timeout}s after the "
                           f"{what}")))
@@ -626,6 +647,7 @@ class _Pass:
         if count >= limit and nodeset not in self.state.protected:
             self.state.protected[nodeset] = Protection(
                 self.now, f"{count} failed remediations in a row, last: {why}")
+            self.counted(nodeset, "protect")
             self.note(f"nodeset {nodeset} is protected: {count} failed remediations in a row "
                       f"(last: {why}); the loop no longer reboots or replaces its nodes. Leave "
                       f"with: clusterprint-remediate --reset {nodeset}", "ALERT",

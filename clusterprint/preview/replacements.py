@@ -254,6 +254,14 @@ RULES: dict[str, ReplacementRule] = {
         ("project",),
         TF + "monitoring/resource_monitoring_dashboard.go: ForceNew on project; "
         "dashboard_json is updatable"),
+    "gcp:monitoring/alertPolicy:AlertPolicy": ReplacementRule(
+        ("project",),
+        MM + "monitoring/AlertPolicy.yaml: no immutable property (update_verb PATCH with an "
+        "update mask); project is in base_url"),
+    "gcp:monitoring/notificationChannel:NotificationChannel": ReplacementRule(
+        ("project",),
+        MM + "monitoring/NotificationChannel.yaml: no immutable property (update_verb PATCH); "
+        "project is in base_url"),
     **{iam: ReplacementRule(
         ("*",),
         "hashicorp/terraform-provider-google google/tpgiamresource/resource_iam_member.go: "

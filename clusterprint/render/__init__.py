@@ -26,6 +26,7 @@ from clusterprint.render.node_scripts import (
 from clusterprint.render.recipes import render_recipes
 from clusterprint.render.remediation import remediation_files
 from clusterprint.render.slurm_config import render_slurm_configs
+from clusterprint.render.slurm_metrics import exporter_files
 from clusterprint.render.topology import topology_files
 
 
@@ -77,6 +78,7 @@ def rendered_files(blueprint: Blueprint) -> dict[str, str]:
     files.update(staged_files(blueprint))
     files.update(healthcheck_files(blueprint))
     files.update(remediation_files(blueprint))
+    files.update(exporter_files(blueprint))
     files.update(topology_files(blueprint))
     files.update(capacity_files(blueprint))
     files.update({image.script_path: image.script for image in needed_images(blueprint)})

@@ -25,6 +25,7 @@ from clusterprint.render import (
     node_programs,
     ops_agent,
     remediation,
+    slurm_metrics,
     topology,
 )
 from clusterprint.render.environment import render
@@ -107,8 +108,8 @@ def render_controller_script(blueprint: Blueprint, slurm_files: dict[str, str]) 
     """The controller's script: /home, the munge and JWT keys (created on first boot), the
     state disk, accounting (the database, its password's secret, slurmdbd), the Slurm files
     from metadata and the service that follows them, slurmctld, slurmrestd on the cluster
-    network, the remediation loop. ``slurm_files`` gives slurmdbd.conf (written with its
-    password at boot); the others reach the VM as metadata only."""
+    network, the remediation loop, the Slurm exporter. ``slurm_files`` gives slurmdbd.conf
+    (written with its password at boot); the others reach the VM as metadata only."""
     accounting = blueprint.slurm.accounting
     state = {"device": f"/dev/disk/by-id/google-{node_metadata.STATE_DISK_DEVICE}",
              "mount": STATE_MOUNT, "slurmctld": STATE_SAVE_LOCATION, "datadir": MARIADB_DATADIR}
@@ -116,22 +117,24 @@ def render_controller_script(blueprint: Blueprint, slurm_files: dict[str, str]) 
     power = capacity.script_context(blueprint)
     # config-sync beside the loop and power saving: the three share one common.py.
     sync = config_sync.script_context("controller", remediation.FOLDER)
+    exporter = slurm_metrics.script_context(blueprint)
     programs = node_programs.shipped_once(loop["programs"], power["programs"] if power else {},
-                                          sync["files"])
+                                          sync["files"], exporter["programs"])
     blocks = topology.blocks_context(blueprint)
     database = accounting.enabled and not accounting.cloud_sql
     units = ("slurmctld.service", *(("slurmdbd.service",) if accounting.enabled else ()),
              *(("mariadb.service",) if database else ()), "slurmrestd.service",
              remediation.UNIT, sync["unit"], *((power["unit"],) if power else ()),
-             *((blocks["unit"],) if blocks else ()))
+             *((blocks["unit"],) if blocks else ()), exporter["unit"])
     # slurmctld runs the power-saving programs (ResumeProgram...): their entries carry their tag.
     agent = ops_agent.script_context(blueprint, "controller", units, boot_log_tag("controller"),
-                                     programs=(capacity_program.LOG.program,) if power else ())
+                                     programs=(capacity_program.LOG.program,) if power else (),
+                                     metrics=(exporter["receiver"],))
     return render("scripts/controller.sh.j2", ops_agent=agent, files=slurm_files, jwt_key=JWT_KEY,
                   rest_port=SLURMRESTD_PORT, remediation=loop, programs=programs,
                   state=state, accounting=accounting if accounting.enabled else None,
                   storage_user=STORAGE_USER, database=accounting_database(blueprint),
-                  config_sync=sync, blocks=blocks, capacity=power,
+                  config_sync=sync, blocks=blocks, capacity=power, slurm_exporter=exporter,
                   **_common(blueprint, "controller",
                             boot_context(controller_parts(blueprint))))
 

@@ -83,14 +83,15 @@ def config(labels: Mapping[str, str], units: Sequence[str], tags: Sequence[str],
 
 
 def script_context(blueprint: Blueprint, role: str, units: Sequence[str], boot_tag: str,
-                   nodeset: Nodeset | None = None,
-                   programs: Sequence[str] = ()) -> dict[str, object]:
+                   nodeset: Nodeset | None = None, programs: Sequence[str] = (),
+                   metrics: Sequence[MetricsReceiver] = ()) -> dict[str, object]:
     """What scripts/ops_agent.sh.j2 writes and starts on a node of ``role`` (controller,
     login, compute: then of ``nodeset``) whose own units are ``units``, besides the boot's
     (journal tag ``boot_tag``) and those of the node ``programs`` a daemon runs outside any
     unit of their own (their tags, clusterprint/node/common.py ``journal_tag``): the
     configuration, labelled with the cluster's name (its pattern allows letters, digits and
-    hyphens only), the role and the nodeset."""
+    hyphens only), the role and the nodeset; ``metrics`` are receivers of this cluster's own
+    beside the role's (the controller's Slurm exporter's)."""
     labels = {CLUSTER_LABEL: blueprint.name, ROLE_LABEL: role}
     kind = role
     if nodeset is not None:
@@ -98,6 +99,6 @@ def script_context(blueprint: Blueprint, role: str, units: Sequence[str], boot_t
         kind = "gpu" if nodeset.gpus else role
     tags = (boot_tag, *(common.journal_tag(program) for program in programs))
     text = config(labels, (*units, BOOT_UNIT), tags,
-                  ops_agent.ROLE_METRICS_RECEIVERS[kind])
+                  (*ops_agent.ROLE_METRICS_RECEIVERS[kind], *metrics))
     return {"config_path": ops_agent.CONFIG, "config": text, "unit": ops_agent.UNIT,
             "engine": ops_agent.ENGINE}

@@ -42,6 +42,7 @@ VARIANT = {
                           "peer_network": "projects/hub-project/global/networks/hub"}],
     "slurm.nodesets[0].provisioning": "flex-start",
     "slurm.nodesets[0].placement": "compact",
+    "observability.alert_emails": ["oncall@example.com"],
 }
 #: What the prerequisite tests plan: every reference blueprint, the managed one, the variant.
 PLANNED = [*(p.stem for p in reference_blueprints()), "managed", "cpu-small+variant"]

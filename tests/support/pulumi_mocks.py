@@ -73,6 +73,8 @@ def _computed(typ: str, name: str, inputs: dict[str, Any]) -> dict[str, Any]:
                       f"/tensorboards/{name}"}
     if typ == "gcp:projects/iAMCustomRole:IAMCustomRole":
         return {"name": f"projects/{inputs['project']}/roles/{inputs['roleId']}"}
+    if typ == "gcp:monitoring/notificationChannel:NotificationChannel":
+        return {"name": f"projects/{inputs['project']}/notificationChannels/{name}"}
     if typ == "gcp:secretmanager/secret:Secret":
         return {"id": f"projects/{PROJECT}/secrets/{inputs['secretId']}"}
     return {}

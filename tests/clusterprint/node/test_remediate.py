@@ -286,6 +286,22 @@ def test_a_nodeset_is_protected_exactly_at_protect_after_failures(limit):
                for a in acts(actions))
 
 
+def test_every_action_is_counted_by_nodeset_and_kind_and_the_count_outlives_the_hour():
+    config = config_for("replace", nodes=8, protect_after_failures=3)
+    _, state = remediate.decide(parsed(*map(node_line, names(3))), vms(*names(3)),
+                                timed_out(3), at(1800), config)
+    assert state.counts == {"a4": {"timeout": 3, "protect": 1}}
+    # A day later, drained again: the hour's list is emptied, the counts only grow.
+    state = remediate.State(counts=state.counts)
+    _, state = remediate.decide(parsed(node_line()), vms(*names(1)), state, at(86400),
+                                config_for("replace"))
+    assert state.counts == {"a4": {"timeout": 3, "protect": 1, "recreate": 1}}
+    _, state = remediate.decide(parsed(node_line()), vms(), remediate.State(), at(0),
+                                config_for("drain"))
+    assert state.counts == {"a4": {"drain": 1}}
+    assert set(remediate.COUNTED) >= {"drain", "recreate", "timeout", "protect"}
+
+
 def test_decide_leaves_the_state_it_is_given_as_it_was():
     state = timed_out(2)
     before = json.dumps(asdict(state), sort_keys=True)

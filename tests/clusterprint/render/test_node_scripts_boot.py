@@ -241,6 +241,27 @@ def test_controller_installs_the_remediation_loop_its_reboot_program_and_command
     assert "systemctl restart clusterprint-remediate.service" not in node.calls()
 
 
+def test_controller_starts_the_slurm_exporter_on_loopback_beside_the_loop(node, files):
+    node.booted_from(files, "controller")
+    assert node.file("/etc/slurm/clusterprint/slurm_exporter.py").read_text() == (
+        files["scripts/slurm_exporter.py"])
+    config = json.loads(node.file("/etc/slurm/clusterprint/slurm-exporter.json").read_text())
+    assert config == json.loads(files["scripts/slurm-exporter.json"])
+    assert config["address"] == "127.0.0.1"
+    # It reads the loop's state file where the loop writes it.
+    assert config["state_file"] == json.loads(files["scripts/remediate.json"])["state_file"]
+    unit = node.file("/etc/systemd/system/clusterprint-slurm-exporter.service").read_text()
+    assert ("ExecStart=/usr/bin/python3 /etc/slurm/clusterprint/slurm_exporter.py --config "
+            "/etc/slurm/clusterprint/slurm-exporter.json\n") in unit
+    calls = node.calls()
+    assert "systemctl enable clusterprint-slurm-exporter.service" in calls
+    assert calls.index("systemctl restart clusterprint-slurm-exporter.service") > calls.index(
+        "systemctl enable slurmctld")
+    node.booted_from(files, "controller")
+    assert "systemctl start clusterprint-slurm-exporter.service" in node.calls()
+    assert "systemctl restart clusterprint-slurm-exporter.service" not in node.calls()
+
+
 def test_controller_installs_power_saving_before_slurmctld_and_its_service_after(node, files):
     """cpu-small's nodeset has elastic nodes: slurmctld finds the three programs its
     slurm.conf names when it starts, and the service that declares the nodes starts after."""

@@ -23,9 +23,10 @@ from ruamel.yaml import YAML
 from clusterprint.blueprint.validate import load_checked
 from clusterprint.contract import node_metadata
 from clusterprint.facts import ops_agent as agent_facts
+from clusterprint.facts import slurm_metrics
 from clusterprint.render import ops_agent, rendered_files, topology
 from tests.support.boot_sandbox import Node, daemon_starts, ready
-from tests.support.paths import blueprint_path, reference_blueprints
+from tests.support.paths import reference_blueprints
 from tests.support.topology_blueprints import a4x_cluster
 
 SCHEMA = json.loads((Path(__file__).parent / "fixtures" / "ops-agent-config.schema.json")
@@ -45,7 +46,8 @@ BOOT = ops_agent.BOOT_UNIT
 CPU_SMALL = {
     "controller": ({"slurmctld.service", "slurmdbd.service", "mariadb.service",
                     "slurmrestd.service", "clusterprint-remediate.service",
-                    "clusterprint-config-sync.service", "clusterprint-capacity.service", BOOT},
+                    "clusterprint-config-sync.service", "clusterprint-capacity.service",
+                    "clusterprint-slurm-exporter.service", BOOT},
                    {"clusterprint-controller", "clusterprint-capacity"}),
     "login": ({"clusterprint-config-sync.service", "clusterprint-mlops.service",
                "clusterprint-metadata-guard.service", BOOT}, {"clusterprint-login"}),
@@ -98,7 +100,16 @@ def test_each_role_keeps_exactly_its_units_and_labels_cluster_and_role(role):
     assert kept(config) == CPU_SMALL[role]
     expected = {"cluster": "cpu-small", "role": role.split("-")[0]}
     assert labels(config) == expected | ({"nodeset": "cpu"} if role == "compute-cpu" else {})
-    assert "metrics" not in config  # the agent's built-in host metrics, as it ships
+    if role == "controller":
+        # the Slurm exporter's receiver, in a pipeline of its own: the agent's built-in host
+        # metrics stay as it ships them
+        receivers = config["metrics"]["receivers"]
+        assert receivers == {slurm_metrics.RECEIVER: {
+            "type": "prometheus", **dict(slurm_metrics.receiver("cpu-small").settings)}}
+        assert config["metrics"]["service"]["pipelines"] == {
+            slurm_metrics.RECEIVER: {"receivers": [slurm_metrics.RECEIVER]}}
+    else:
+        assert "metrics" not in config  # the agent's built-in host metrics, as it ships
 
 
 @pytest.mark.parametrize("blueprint", ["a3mega", "a3ultra", "a4"])
@@ -120,15 +131,6 @@ def test_only_the_a4x_controller_keeps_the_nvlink_blocks_service_it_runs():
     with_blocks = [b for b, files in RENDERED.items() if topology.BLOCKS_UNIT in kept(
         written_config(files["scripts/controller.sh"]))[0]]
     assert with_blocks == ["a4x"]
-
-
-def test_a_role_given_a_metrics_receiver_configures_it_in_a_pipeline_of_its_own(monkeypatch):
-    scrape = agent_facts.MetricsReceiver("slurm", "prometheus", (("config", {}),), ())
-    monkeypatch.setitem(agent_facts.ROLE_METRICS_RECEIVERS, "controller", (scrape,))
-    config = written_config(rendered_files(load_checked(blueprint_path("cpu-small")))[
-        "scripts/controller.sh"])
-    assert config["metrics"]["receivers"] == {"slurm": {"type": "prometheus", "config": {}}}
-    assert config["metrics"]["service"]["pipelines"] == {"slurm": {"receivers": ["slurm"]}}
 
 
 def test_label_values_are_json_quoted_and_a_unit_that_could_end_its_string_is_refused():

@@ -37,6 +37,7 @@ def test_writes_configs_one_script_per_role_and_the_gpu_partitions_jobs(tmp_path
                                "scripts/login.sh", "scripts/nccl_blocks.py",
                                "scripts/remediate.json",
                                "scripts/remediate.py", "scripts/scale_down.py",
+                               "scripts/slurm-exporter.json", "scripts/slurm_exporter.py",
                                "scripts/topology.py", "slurm.conf",
                                "slurmdbd.conf", "topology.yaml"]
     assert marker.startswith("# Written by clusterprint render")
