@@ -296,3 +296,26 @@ def test_root_and_clusters_without_a_broker_run_the_command_themselves(cluster):
          f"{{'CLUSTERPRINT_MLOPS_CONFIG': {str(config)!r}}}))"],
         capture_output=True, text=True, cwd="/")
     assert done.stdout.strip() == "/run/x.sock", done.stderr
+
+
+def test_a_users_deploy_flags_reach_root_checked_and_nothing_else_does(cluster):
+    (cluster.bucket / "ckpt").mkdir()
+    done = cluster.run_as_user(register_model, str(cluster.bucket / "ckpt"), "--display-name",
+                               "m", "--deploy", "--machine-type", "g2-standard-12",
+                               "--accelerator", "count=1,type=nvidia-l4",
+                               "--max-replica-count", "4")
+    assert done.returncode == 0, done.stderr + cluster.log_text()
+    assert cluster.argv() == [str(cluster.bucket / "ckpt"), "--display-name", "m",
+                              "--machine-type", "g2-standard-12", "--accelerator",
+                              "type=nvidia-l4,count=1", "--min-replica-count", "1",
+                              "--max-replica-count", "4", "--endpoint-name", "m", "--deploy"]
+
+
+@pytest.mark.parametrize("rest", [["--project", "other"], ["--display-name"],
+                                  ["--region", "--impersonate-service-account=x"]],
+                         ids=["unknown-flag", "no-value", "flag-as-value"])
+def test_a_crafted_registration_flag_is_refused_and_runs_nothing(cluster, rest):
+    answer = raw_request(cluster, {"helper": "register-model",
+                                   "args": [str(cluster.bucket), *rest]})
+    assert answer[-1] == {"status": 2} and "refused register-model flag" in answer[0]["out"]
+    assert not (cluster.record / "argv").exists()
