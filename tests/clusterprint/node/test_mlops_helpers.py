@@ -16,7 +16,7 @@ from pathlib import Path
 import pytest
 
 from clusterprint.contract import node_metadata
-from clusterprint.node import mlops_broker, register_model, tensorboard_upload
+from clusterprint.node import mlops_broker, register_model, tensorboard_sync, tensorboard_upload
 from tests.support.paths import STDLIB_ONLY
 
 RESOURCE = "projects/my-project/locations/us-central1/tensorboards/123"
@@ -360,7 +360,7 @@ def test_the_replica_counts_default_to_one_and_the_minimum(tmp_path):
 def test_the_helpers_need_only_the_standard_library():
     # No site-packages and no environment; the script's own folder stays on the path, as
     # the login node installs the helpers beside the broker they import.
-    for module in (register_model, tensorboard_upload, mlops_broker):
+    for module in (register_model, tensorboard_upload, mlops_broker, tensorboard_sync):
         done = subprocess.run([*STDLIB_ONLY, module.__file__, "--help"],
                               capture_output=True, text=True, env={"PATH": os.defpath})
         assert done.returncode == 0, done.stderr
