@@ -77,7 +77,12 @@ def run_logdirs(root: Path, folder: str) -> Iterator[tuple[Path, int, str]]:
         uid = owned_folder(user_dir, None)
         if uid is None or owned_folder(user_dir / folder, uid) is None:
             continue
-        for job in sorted((user_dir / folder).iterdir()):
+        try:
+            jobs = sorted((user_dir / folder).iterdir())
+            pwd.getpwuid(uid)
+        except (OSError, KeyError):
+            continue  # removed meanwhile, or no such user to upload as
+        for job in jobs:
             logdir = job / "tensorboard"
             if owned_folder(job, uid) is not None and owned_folder(logdir, uid) is not None:
                 yield logdir, uid, experiment(user_dir.name, job.name)
@@ -181,6 +186,7 @@ def main(argv: list[str]) -> int:
     parser.add_argument("--config", default=CONFIG)
     parser.add_argument("--state", default=STATE)
     args = parser.parse_args(argv)
+    Path(args.state).parent.mkdir(parents=True, exist_ok=True, mode=0o700)
     sync = Sync(args.config, args.state)
     signal.signal(signal.SIGTERM, lambda *_: sys.exit(0))
     try:

@@ -163,3 +163,15 @@ def test_a_rendered_recipe_run_by_its_user_is_uploaded_without_the_user_running_
     sync.tick()
     assert sorted(sync.watches) == sorted([str(logdir), str(events.parent)])
     wait_for(lambda: cluster.seen().get("events.out.tfevents.1") == b"step 1 loss 2.5")
+
+
+def test_the_service_as_a_process_records_its_uploads_in_a_folder_it_makes(cluster, run):
+    state = cluster.root / "var" / "state.json"
+    process = subprocess.Popen([NODE_PYTHON, "-s", "-E", tensorboard_sync.__file__,
+                                "--config", str(cluster.config), "--state", str(state)])
+    try:
+        wait_for(lambda: state.exists())
+        assert json.loads(state.read_text())[str(run[2])]["uploads"] == 1
+    finally:
+        process.terminate()
+        process.wait(30)
