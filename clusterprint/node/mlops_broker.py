@@ -11,7 +11,11 @@ the node's credentials. What a user's request may make root do is fixed and smal
   path the user names, so nothing the user could not read reaches the TensorBoard.
 - ``register-model``: the user's process first copies a checkpoint that lies outside the
   blueprint's buckets into the first bucket's mount itself (Cloud Storage FUSE, open to all
-  users); the broker then registers a folder inside a bucket mount, which reads no file.
+  users); the broker then registers a folder inside a bucket mount, which reads no file,
+  and with ``--deploy`` serves it on an endpoint. The request's arguments are the folder
+  then only the helper's known flags (REGISTER_VALUE_FLAGS, each with one value, and
+  REGISTER_SWITCHES); the helper, run as root, checks every value (machine type,
+  accelerator, replica counts) before it runs gcloud, without a shell.
 
 The broker runs the helper with a clean environment, so nothing of the user's environment
 (PATH, the helpers' test overrides) reaches root. Standard library only.
@@ -44,6 +48,12 @@ STAGING = "/var/lib/clusterprint/mlops-staging"
 #: The commands the broker runs as root, by the name a request gives.
 HELPERS = {"tensorboard-upload": "/usr/local/bin/clusterprint-tensorboard-upload",
            "register-model": "/usr/local/bin/clusterprint-register-model"}
+#: The flags a register-model request may carry after its folder: each with one value...
+REGISTER_VALUE_FLAGS = ("--display-name", "--region", "--container-image-uri", "--machine-type",
+                        "--accelerator", "--min-replica-count", "--max-replica-count",
+                        "--endpoint-name")
+#: ... and the switches.
+REGISTER_SWITCHES = ("--deploy", "--dry-run")
 #: The most a request may stage: TensorBoard event files are small, the disk is not endless.
 MAX_STAGED_BYTES = 1 << 30
 #: How often a --watch upload sends what changed in LOGDIR (CLUSTERPRINT_WATCH_INTERVAL_S
@@ -232,6 +242,19 @@ def _arguments(message: dict) -> tuple[str, list[str]]:
     return helper, args
 
 
+def check_register_flags(rest: list[str]) -> None:
+    """A registration's arguments after its folder: known flags only, each value-taking
+    one followed by a value that is not itself a flag; Refused otherwise."""
+    rest = list(rest)
+    while rest:
+        flag = rest.pop(0)
+        if flag in REGISTER_SWITCHES:
+            continue
+        if flag not in REGISTER_VALUE_FLAGS or not rest or rest[0].startswith("-"):
+            raise Refused(2, f"refused register-model flag {flag!r}")
+        rest.pop(0)
+
+
 class Broker:
     """Serves requests on a Unix socket, each in a thread of its own."""
 
@@ -277,6 +300,7 @@ class Broker:
         print(f"clusterprint-mlops: uid {uid}: {helper} {' '.join(args)}", flush=True)
         if helper == "register-model":
             self._check_in_bucket(args)
+            check_register_flags(args[1:])
             return self._helper(conn, [self.helpers[helper], *args])
         staging = Path(tempfile.mkdtemp(prefix=f"{uid}-", dir=self.staging))
         try:

@@ -15,7 +15,12 @@ from clusterprint.blueprint.model import Blueprint, Nodeset
 from clusterprint.contract import node_metadata
 from clusterprint.node import capacity as capacity_program
 from clusterprint.node import healthcheck as healthcheck_program
-from clusterprint.node import mlops_broker, register_model, tensorboard_upload
+from clusterprint.node import (
+    mlops_broker,
+    register_model,
+    tensorboard_sync,
+    tensorboard_upload,
+)
 from clusterprint.render import (
     capacity,
     config_sync,
@@ -24,6 +29,7 @@ from clusterprint.render import (
     metadata_guard,
     node_programs,
     ops_agent,
+    recipes,
     remediation,
     slurm_metrics,
     topology,
@@ -63,6 +69,7 @@ MLOPS_HELPERS: dict[str, ModuleType] = {
 #: on a login node config-sync beside the shared common.py; the commands are links to them.
 MLOPS_LIB = "/usr/local/lib/clusterprint"
 MLOPS_UNIT = "clusterprint-mlops.service"
+TENSORBOARD_SYNC_UNIT = "clusterprint-tensorboard-sync.service"
 
 
 def mlops_context(blueprint: Blueprint) -> dict[str, object]:
@@ -74,10 +81,15 @@ def mlops_context(blueprint: Blueprint) -> dict[str, object]:
     guarded = not blueprint.security.users_get_node_credentials
     if guarded:  # users hold no node credentials: their helpers go through the broker
         config["broker"] = mlops_broker.SOCKET
+    tensorboard = blueprint.observability.tensorboard
+    if tensorboard:  # root's step uploads the recipes' runs (tensorboard_sync.py)
+        config["tensorboard_runs"] = {"root": recipes.storage_root(blueprint),
+                                      "folder": recipes.RUN_FOLDER}
     # The topology commands (the per-block NCCL proof) are installed the same way.
     commands = {**MLOPS_HELPERS, **topology.login_commands(blueprint)}
     modules = {f"{MLOPS_LIB}/{Path(m.__file__).name}": m
-               for m in (mlops_broker, *commands.values())}
+               for m in (mlops_broker, *commands.values(),
+                         *([tensorboard_sync] if tensorboard else []))}
     return {"modules": {path: node_programs.module_text(m, shebang=True)
                         for path, m in modules.items()},
             "commands": {command: f"{MLOPS_LIB}/{Path(m.__file__).name}"
@@ -86,7 +98,9 @@ def mlops_context(blueprint: Blueprint) -> dict[str, object]:
                        "socket": mlops_broker.SOCKET, "unit": MLOPS_UNIT} if guarded else None,
             "config_path": register_model.CONFIG,
             "config": json.dumps(config, indent=2, sort_keys=True) + "\n",
-            "tensorboard": blueprint.observability.tensorboard}
+            "tensorboard": tensorboard,
+            "sync": {"program": f"{MLOPS_LIB}/{Path(tensorboard_sync.__file__).name}",
+                     "unit": TENSORBOARD_SYNC_UNIT} if tensorboard else None}
 
 
 def boot_log_tag(role: str) -> str:
@@ -148,7 +162,8 @@ def render_login_script(blueprint: Blueprint, slurm_files: dict[str, str],
     sync = config_sync.script_context("login", MLOPS_LIB)
     mlops, guard = mlops_context(blueprint), metadata_guard.script_context(blueprint, "login")
     units = (sync["unit"], *((mlops["broker"]["unit"],) if mlops["broker"] else ()),
-             *((guard["unit"],) if guard else ()))
+             *((guard["unit"],) if guard else ()),
+             *((mlops["sync"]["unit"],) if mlops["sync"] else ()))
     agent = ops_agent.script_context(blueprint, "login", units, boot_log_tag("login"))
     return render("scripts/login.sh.j2", files=slurm_files, jobs=staged, jobs_dir=STAGED_JOBS,
                   recipes_dir=STAGED_RECIPES, staged_folders=(STAGED_JOBS, STAGED_RECIPES),

@@ -11,107 +11,17 @@ from __future__ import annotations
 
 import json
 import os
-import shutil
 import signal
 import socket
 import subprocess
-import tempfile
-import time
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
 from clusterprint.node import mlops_broker, register_model, tensorboard_upload
+from tests.support.mlops_cluster import NOBODY, Cluster, wait_for
 from tests.support.paths import NODE_PYTHON
-
-NOBODY = 65534
-#: A stand-in for the helper the broker runs as root: records its uid and arguments, copies
-#: the folder it was given (the staged logs) while it runs, and exits with $FAKE_STATUS's
-#: value from the file beside it.
-STAND_IN = """#!/bin/bash
-echo "root side: uid $(id -u) args $*"
-printf '%s\\0' "$@" >"{record}/argv"
-status=$(cat "{record}/status" 2>/dev/null || echo 0)
-while :; do
-  rm -rf "{record}/seen.tmp"; cp -r "$1" "{record}/seen.tmp" 2>/dev/null || true
-  rm -rf "{record}/seen"; mv "{record}/seen.tmp" "{record}/seen" 2>/dev/null || true
-  [[ " $* " == *" --watch "* ]] || break
-  sleep 0.1
-done
-exit "$status"
-"""
-
-
-class Cluster:
-    """A login node in a folder every user may enter: the broker, its config, a bucket mount."""
-
-    def __init__(self) -> None:
-        self.root = Path(tempfile.mkdtemp(prefix="broker-", dir="/tmp"))
-        self.root.chmod(0o755)
-        self.record = self.root / "record"
-        self.record.mkdir()
-        self.socket = str(self.root / "run" / "mlops.sock")
-        self.staging = self.root / "staging"
-        self.bucket = self.root / "gcs" / "ckpts"
-        self.bucket.mkdir(parents=True)
-        self.bucket.chmod(0o777)  # Cloud Storage FUSE with --dir-mode=777
-        self.home = self.root / "home"
-        self.home.mkdir()
-        shutil.chown(self.home, NOBODY, NOBODY)
-        self.config = self.root / "mlops.json"
-        self.config.write_text(json.dumps({
-            "region": "us-central1", "broker": self.socket,
-            "buckets": [{"name": "ckpts", "mount": str(self.bucket)}]}))
-        helpers = {}
-        for name in mlops_broker.HELPERS:
-            stand_in = self.root / name
-            stand_in.write_text(STAND_IN.format(record=self.record))
-            stand_in.chmod(0o755)
-            helpers[name] = str(stand_in)
-        code = (f"import sys; sys.path.insert(0, {str(Path(mlops_broker.__file__).parent)!r})\n"
-                f"import mlops_broker\n"
-                f"mlops_broker.Broker({self.socket!r}, mlops_broker.Path({str(self.staging)!r}),"
-                f" {helpers!r}, {str(self.config)!r}).serve_forever()\n")
-        self.log = self.root / "broker.log"
-        with self.log.open("wb") as out:
-            self.broker = subprocess.Popen([NODE_PYTHON, "-s", "-E", "-c", code],
-                                           stdout=out, stderr=subprocess.STDOUT)
-        deadline = time.monotonic() + 10
-        while not os.path.exists(self.socket):
-            assert self.broker.poll() is None and time.monotonic() < deadline, self.log_text()
-            time.sleep(0.05)
-
-    def log_text(self) -> str:
-        return self.log.read_text()
-
-    def as_user(self, module, *args: str, **env: str) -> subprocess.Popen:
-        """A helper as ``nobody`` runs it on the login node: its file, by the system python."""
-        return subprocess.Popen(
-            ["setpriv", f"--reuid={NOBODY}", f"--regid={NOBODY}", "--clear-groups",
-             NODE_PYTHON, module.__file__, *args],
-            cwd=self.home, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-            env={"PATH": "/usr/bin:/bin", "CLUSTERPRINT_MLOPS_CONFIG": str(self.config),
-                 **env})
-
-    def run_as_user(self, module, *args: str) -> subprocess.CompletedProcess:
-        process = self.as_user(module, *args)
-        out, err = process.communicate(timeout=30)
-        return subprocess.CompletedProcess(process.args, process.returncode, out, err)
-
-    def argv(self) -> list[str]:
-        return (self.record / "argv").read_bytes().decode().split("\0")[:-1]
-
-    def seen(self) -> dict[str, bytes]:
-        """What the root side found in the folder it was given, by relative path."""
-        seen = self.record / "seen"
-        return {p.relative_to(seen).as_posix(): p.read_bytes()
-                for p in sorted(seen.rglob("*")) if p.is_file()}
-
-    def stop(self) -> None:
-        self.broker.terminate()
-        self.broker.wait(10)
-        shutil.rmtree(self.root, ignore_errors=True)
 
 
 @pytest.fixture
@@ -192,18 +102,6 @@ def test_a_watched_upload_follows_the_folder_until_the_user_stops_it(cluster):
     process.send_signal(signal.SIGINT)
     process.communicate(timeout=10)
     wait_for(lambda: list(cluster.staging.iterdir()) == [])  # stopped, the copy removed
-
-
-def wait_for(check, timeout: float = 15) -> None:
-    deadline = time.monotonic() + timeout
-    while True:
-        try:
-            if check():
-                return
-        except OSError:
-            pass
-        assert time.monotonic() < deadline, "not in time"
-        time.sleep(0.05)
 
 
 def test_a_checkpoint_outside_the_buckets_is_copied_by_the_user_then_registered_by_root(
@@ -296,3 +194,26 @@ def test_root_and_clusters_without_a_broker_run_the_command_themselves(cluster):
          f"{{'CLUSTERPRINT_MLOPS_CONFIG': {str(config)!r}}}))"],
         capture_output=True, text=True, cwd="/")
     assert done.stdout.strip() == "/run/x.sock", done.stderr
+
+
+def test_a_users_deploy_flags_reach_root_checked_and_nothing_else_does(cluster):
+    (cluster.bucket / "ckpt").mkdir()
+    done = cluster.run_as_user(register_model, str(cluster.bucket / "ckpt"), "--display-name",
+                               "m", "--deploy", "--machine-type", "g2-standard-12",
+                               "--accelerator", "count=1,type=nvidia-l4",
+                               "--max-replica-count", "4")
+    assert done.returncode == 0, done.stderr + cluster.log_text()
+    assert cluster.argv() == [str(cluster.bucket / "ckpt"), "--display-name", "m",
+                              "--machine-type", "g2-standard-12", "--accelerator",
+                              "type=nvidia-l4,count=1", "--min-replica-count", "1",
+                              "--max-replica-count", "4", "--endpoint-name", "m", "--deploy"]
+
+
+@pytest.mark.parametrize("rest", [["--project", "other"], ["--display-name"],
+                                  ["--region", "--impersonate-service-account=x"]],
+                         ids=["unknown-flag", "no-value", "flag-as-value"])
+def test_a_crafted_registration_flag_is_refused_and_runs_nothing(cluster, rest):
+    answer = raw_request(cluster, {"helper": "register-model",
+                                   "args": [str(cluster.bucket), *rest]})
+    assert answer[-1] == {"status": 2} and "refused register-model flag" in answer[0]["out"]
+    assert not (cluster.record / "argv").exists()

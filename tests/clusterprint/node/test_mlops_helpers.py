@@ -16,13 +16,22 @@ from pathlib import Path
 import pytest
 
 from clusterprint.contract import node_metadata
-from clusterprint.node import mlops_broker, register_model, tensorboard_upload
+from clusterprint.node import mlops_broker, register_model, tensorboard_sync, tensorboard_upload
 from tests.support.paths import STDLIB_ONLY
 
 RESOURCE = "projects/my-project/locations/us-central1/tensorboards/123"
+#: Records its argv; as gcloud it lists the model just uploaded and the endpoint once
+#: created (the file $RECORDED.endpoint); FAKE_STATUS is every call's status, or only the
+#: calls whose words hold FAKE_FAIL.
 FAKE = """#!/bin/bash
 printf '%s\\0' "$(basename "$0")" "$@" >>"$RECORDED"
-exit "${FAKE_STATUS:-0}"
+[[ -n ${FAKE_FAIL:-} && "$*" != *"$FAKE_FAIL"* ]] && FAKE_STATUS=0
+[[ ${FAKE_STATUS:-0} == 0 ]] || exit "$FAKE_STATUS"
+case "$*" in
+  "ai models list"*) echo "${FAKE_MODEL-projects/p/locations/r/models/456}" ;;
+  "ai endpoints list"*) cat "$RECORDED.endpoint" 2>/dev/null || true ;;
+  "ai endpoints create"*) echo projects/p/locations/r/endpoints/123 >"$RECORDED.endpoint" ;;
+esac
 """
 
 
@@ -233,10 +242,125 @@ def test_a_bucket_path_with_a_comma_is_refused_for_the_default_container(tmp_pat
                             {"CLUSTERPRINT_MLOPS_CONFIG": str(config)})
 
 
+DEPLOY = ["--deploy", "--machine-type", "g2-standard-12", "--accelerator",
+          "count=1,type=nvidia-l4", "--min-replica-count", "1", "--max-replica-count", "3"]
+
+
+def deploy_calls(endpoint: str = "123", created: bool = True) -> list[list[str]]:
+    """The deploy's gcloud calls after the upload, endpoint Llama SFT serving llama-sft."""
+    find = ["gcloud", "ai", "endpoints", "list", "--region=us-central1",
+            "--filter=display_name=Llama SFT", "--sort-by=~createTime", "--limit=1",
+            "--format=value(name)"]
+    create = [["gcloud", "ai", "endpoints", "create", "--region=us-central1",
+               "--display-name=Llama SFT"], find] if created else []
+    return [["gcloud", "ai", "models", "list", "--region=us-central1",
+             "--filter=display_name=llama-sft", "--sort-by=~createTime", "--limit=1",
+             "--format=value(name)"], find, *create,
+            ["gcloud", "ai", "endpoints", "deploy-model", endpoint, "--region=us-central1",
+             "--model=456", "--display-name=llama-sft", "--machine-type=g2-standard-12",
+             "--accelerator=type=nvidia-l4,count=1", "--min-replica-count=1",
+             "--max-replica-count=3"]]
+
+
+@pytest.fixture
+def in_bucket(helper) -> str:
+    (helper.root / "data").mkdir()
+    configure(helper, [{"name": "my-data", "mount": str(helper.root / "data")}])
+    return "data"
+
+
+def test_deploy_registers_then_makes_the_endpoint_and_serves_the_model_with_autoscaling(
+        helper, in_bucket):
+    done = helper.run(register_model, in_bucket, "--display-name", "llama-sft", *DEPLOY,
+                      "--endpoint-name", "Llama SFT")
+    assert done.returncode == 0, done.stderr
+    assert helper.calls() == [vllm_upload("gs://my-data"), *deploy_calls()]
+    # Each command printed before it ran, the ids gcloud told put in.
+    printed = [line.removeprefix("clusterprint-register-model: ")
+               for line in done.stderr.splitlines()]
+    assert printed == [" ".join(call) for call in helper.calls()]
+
+
+def test_deploy_reuses_the_endpoint_of_that_name(helper, in_bucket):
+    Path(f"{helper.recorded}.endpoint").write_text("projects/p/locations/r/endpoints/77\n")
+    done = helper.run(register_model, in_bucket, "--display-name", "llama-sft", *DEPLOY,
+                      "--endpoint-name", "Llama SFT")
+    assert done.returncode == 0, done.stderr
+    assert helper.calls()[1:] == deploy_calls("77", created=False)
+
+
+def test_a_failed_endpoint_creation_stops_before_the_deploy_with_gclouds_status(
+        helper, in_bucket):
+    done = helper.run(register_model, in_bucket, "--display-name", "llama-sft", *DEPLOY,
+                      "--endpoint-name", "Llama SFT", FAKE_STATUS="5",
+                      FAKE_FAIL="endpoints create")
+    assert done.returncode == 5
+    assert [call[1:4] for call in helper.calls()] == [
+        ["ai", "models", "upload"], ["ai", "models", "list"], ["ai", "endpoints", "list"],
+        ["ai", "endpoints", "create"]]
+    assert done.stderr.splitlines()[-1] == ("clusterprint-register-model: ai endpoints "
+                                            "create failed (exit 5)")
+
+
+def test_a_model_that_listing_does_not_find_is_not_deployed(helper, in_bucket):
+    done = helper.run(register_model, in_bucket, "--display-name", "llama-sft", *DEPLOY,
+                      FAKE_MODEL="")
+    assert done.returncode == register_model.NOT_FOUND
+    assert [call[1:4] for call in helper.calls()][-1] == ["ai", "models", "list"]
+
+
+def test_a_dry_run_deploy_prints_every_command_with_placeholders_and_runs_none(
+        helper, in_bucket):
+    done = helper.run(register_model, in_bucket, "--display-name", "llama-sft", *DEPLOY,
+                      "--dry-run")
+    assert done.returncode == 0 and helper.calls() == []
+    lines = done.stderr.splitlines()
+    assert len(lines) == 5
+    assert lines[3].startswith("clusterprint-register-model: (when no endpoint has that name) "
+                               "gcloud ai endpoints create")
+    assert lines[4].startswith("clusterprint-register-model: gcloud ai endpoints deploy-model "
+                               "ENDPOINT_ID --region=us-central1 --model=MODEL_ID")
+
+
+@pytest.mark.parametrize("args, status, says", [
+    (["--deploy"], 2, "--deploy needs --machine-type"),
+    (["--machine-type", "g2-standard-12"], 2, "--machine-type needs --deploy"),
+    (["--deploy", "--machine-type", "G2 standard"], 3, "is not a machine type"),
+    (["--deploy", "--machine-type", "g2-standard-12", "--accelerator", "nvidia-l4"], 3,
+     "is not type=TYPE,count=N"),
+    (["--deploy", "--machine-type", "g2-standard-12", "--accelerator",
+      "type=nvidia-l4,count=0"], 3, "is not type=TYPE,count=N"),
+    (["--deploy", "--machine-type", "g2-standard-12", "--accelerator",
+      "type=x,count=1,y=2"], 3, "is not type=TYPE,count=N"),
+    (["--deploy", "--machine-type", "g2-standard-12", "--min-replica-count", "3",
+      "--max-replica-count", "2"], 3, "replica counts must be"),
+    (["--deploy", "--machine-type", "g2-standard-12", "--min-replica-count", "0"], 3,
+     "replica counts must be"),
+    (["--deploy", "--machine-type", "g2-standard-12", "--endpoint-name", " "], 3,
+     "--endpoint-name must be 1 to 128 characters"),
+], ids=["no-machine-type", "flag-without-deploy", "bad-machine-type", "bare-accelerator",
+        "zero-gpus", "extra-key", "min-over-max", "zero-replicas", "blank-endpoint"])
+def test_deploy_refuses_bad_values_before_anything_runs(helper, in_bucket, args, status, says):
+    refused(helper, helper.run(register_model, in_bucket, "--display-name", "m", *args),
+            status, says)
+
+
+def test_the_replica_counts_default_to_one_and_the_minimum(tmp_path):
+    config = tmp_path / "mlops.json"
+    config.write_text(json.dumps({"region": "r", "buckets": [{"name": "b",
+                                                              "mount": str(tmp_path)}]}))
+    _, steps, _ = register_model.full_plan(
+        [str(tmp_path), "--display-name", "m", "--deploy", "--machine-type", "n1-standard-4",
+         "--min-replica-count", "2"], {"CLUSTERPRINT_MLOPS_CONFIG": str(config)})
+    deploy = dict(steps)["deploy"]
+    assert deploy[-2:] == ["--min-replica-count=2", "--max-replica-count=2"]
+    assert not any(part.startswith("--accelerator") for part in deploy)
+
+
 def test_the_helpers_need_only_the_standard_library():
     # No site-packages and no environment; the script's own folder stays on the path, as
     # the login node installs the helpers beside the broker they import.
-    for module in (register_model, tensorboard_upload, mlops_broker):
+    for module in (register_model, tensorboard_upload, mlops_broker, tensorboard_sync):
         done = subprocess.run([*STDLIB_ONLY, module.__file__, "--help"],
                               capture_output=True, text=True, env={"PATH": os.defpath})
         assert done.returncode == 0, done.stderr

@@ -24,7 +24,13 @@ from clusterprint.blueprint.validate import check_text, load_checked
 from clusterprint.contract import node_metadata
 from clusterprint.facts import slurm
 from clusterprint.facts.topology import PHYSICAL_TOPOLOGY_KEY
-from clusterprint.node import common, mlops_broker, register_model, tensorboard_upload
+from clusterprint.node import (
+    common,
+    mlops_broker,
+    register_model,
+    tensorboard_sync,
+    tensorboard_upload,
+)
 from clusterprint.render import config_sync, healthcheck, images, rendered_files, topology
 from tests.support.boot_sandbox import (
     IMAGE_NAME,
@@ -924,8 +930,13 @@ def test_the_login_node_installs_the_helpers_once_beside_the_images_uploader(nod
     config = node.file("/etc/clusterprint/mlops.json")
     assert json.loads(config.read_text()) == {
         "region": "us-central1", "broker": mlops_broker.SOCKET,
-        "buckets": [{"name": "my-project-a3mega-ckpts", "mount": "/gcs/checkpoints"}]}
+        "buckets": [{"name": "my-project-a3mega-ckpts", "mount": "/gcs/checkpoints"}],
+        # observability.tensorboard: root's step watches the recipes' runs on Lustre.
+        "tensorboard_runs": {"root": "/lustre", "folder": "clusterprint"}}
     assert "systemctl restart clusterprint-mlops.service" in calls  # a new program
+    sync = node.file(f"{MLOPS_LIB}/tensorboard_sync.py")
+    assert sync.read_text() == "#!/usr/bin/python3\n" + Path(tensorboard_sync.__file__).read_text()
+    assert "systemctl restart clusterprint-tensorboard-sync.service" in calls
 
     # The installed helper reads the rendered configuration: a checkpoint off the bucket
     # (on Lustre) is copied to the blueprint's bucket, then registered (run by root, which
@@ -962,6 +973,8 @@ def test_a_cluster_without_a_tensorboard_gets_the_helpers_and_needs_no_uploader(
     assert not node.file(VENV).exists()
     assert all(node.file(path).is_symlink() for path in HELPERS)
     assert json.loads(node.file("/etc/clusterprint/mlops.json").read_text())["buckets"] == []
+    assert not node.file(f"{MLOPS_LIB}/tensorboard_sync.py").exists()
+    assert [c for c in node.calls() if "tensorboard-sync" in c] == []
 
 
 STATE = "/var/lib/clusterprint-state"

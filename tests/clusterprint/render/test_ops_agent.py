@@ -25,6 +25,7 @@ from clusterprint.contract import node_metadata
 from clusterprint.facts import ops_agent as agent_facts
 from clusterprint.facts import slurm_metrics
 from clusterprint.render import ops_agent, rendered_files, topology
+from clusterprint.render.node_scripts import TENSORBOARD_SYNC_UNIT
 from tests.support.boot_sandbox import Node, daemon_starts, ready
 from tests.support.paths import reference_blueprints
 from tests.support.topology_blueprints import a4x_cluster
@@ -207,3 +208,11 @@ def test_an_agent_that_refuses_its_configuration_fails_the_boot_naming_the_file(
     assert node.journal().splitlines()[-1] == (
         f"<3>FAILED: Ops Agent: {agent_facts.UNIT} did not start with {agent_facts.CONFIG} "
         f"(journalctl -u {agent_facts.UNIT} says why)")
+
+
+@pytest.mark.parametrize("blueprint", RENDERED)
+def test_a_login_node_keeps_the_tensorboard_sync_exactly_where_it_runs(blueprint):
+    units, _ = kept(written_config(RENDERED[blueprint]["scripts/login.sh"]))
+    wanted = "clusterprint-tensorboard-sync.service" in RENDERED[blueprint]["scripts/login.sh"]
+    assert wanted == (blueprint in ("a3mega", "a3ultra"))  # the references that set it
+    assert (TENSORBOARD_SYNC_UNIT in units) == wanted
