@@ -577,6 +577,9 @@ def test_a_reader_during_the_loops_writes_always_finds_a_whole_state(tmp_path):
                 seen.append(remediate.State.load(path))
             except remediate.BadState as exc:
                 seen.append(exc)
+            # hand the GIL back: a reader that never sleeps makes each of the writer's
+            # system calls wait out a switch interval, and the test takes a minute
+            time.sleep(0)
 
     reader = threading.Thread(target=read)
     reader.start()
