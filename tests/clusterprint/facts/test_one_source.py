@@ -19,11 +19,14 @@ from tests.support.paths import ROOT
 TABLE = "clusterprint/facts/machines.py"
 #: Strings outside the table that name a type as an example of a valid value, not as a fact
 #: about it: the schema's description, a validation message, and the stand-in a blueprint
-#: with errors is checked with (any GPU type serves). None of them changes with the table.
+#: with errors is checked with (any GPU type serves), and the refusal of a malformed
+#: --machine-type by the login node's model helper (standard library only: it cannot read the
+#: table). None of them changes with the table.
 EXAMPLES = {
     ("clusterprint/blueprint/model.py", "a3-megagpu"),
     ("clusterprint/blueprint/model_errors.py", "a3-megagpu"),
     ("clusterprint/blueprint/validate.py", "a3-megagpu"),
+    ("clusterprint/node/register_model.py", "g2-standard"),
 }
 #: Each family's type strings by what comes before the size: a3-highgpu-8g and the
 #: f"a3-highgpu-{n}g" of its smaller shapes are both a3-highgpu.
