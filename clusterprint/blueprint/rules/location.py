@@ -26,15 +26,23 @@ def check_zone_in_region(bp: Blueprint) -> Iterator[Finding]:
                     f"try {bp.region}-a, or region {zone_region(bp.zone)}")
 
 
+def zones_instead(bp: Blueprint) -> list[str]:
+    """The zones of the zone's region, where the catalog's zone table knows that region and
+    not the zone (and ``zone_unlisted`` does not say it is newer than the table); else none."""
+    known = known_zones()
+    if bp.zone_unlisted or bp.zone in known:
+        return []
+    return sorted(z for z in known if zone_region(z) == zone_region(bp.zone))
+
+
 @rule("location.zone-known")
 def check_zone_known(bp: Blueprint) -> Iterator[Finding]:
     """A zone the region does not have (``us-central1-q``) fails only at `pulumi up`; a
     region the catalog's zone table knows lists its zones, so the typo is an error with
     the close match, whatever the machine types. A region the table does not know is not
     checked, and ``zone_unlisted: true`` says the zone is newer than the table."""
-    known = known_zones()
-    here = sorted(z for z in known if zone_region(z) == zone_region(bp.zone))
-    if bp.zone_unlisted or not here or bp.zone in known:
+    here = zones_instead(bp)
+    if not here:
         return
     close = difflib.get_close_matches(bp.zone, here, n=1, cutoff=0)
     yield error(("zone",), f"zone {bp.zone} is not a zone of {zone_region(bp.zone)} as far as "
@@ -85,8 +93,11 @@ def check_machine_in_zone(bp: Blueprint) -> Iterator[Finding]:
     An error with the zones that do offer it, as the wizard refuses such a zone. The table
     is a dated copy (``facts.zones.MACHINE_ZONES_SOURCE``) and Google adds zones, so
     ``zone_unlisted: true`` makes it a warning; a type whose zones the table does not list
-    is not checked at all.
+    is not checked at all. A zone its region does not have is location.zone-known's one
+    error, not one more per machine type.
     """
+    if zones_instead(bp):
+        return
     escaped = False
     for key in machine_types(bp):
         zones = machines.machine_zones(key.machine_type)

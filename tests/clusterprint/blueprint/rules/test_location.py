@@ -106,3 +106,10 @@ def test_an_unknown_zone_is_told_the_closest_of_its_region(rules_check):
     assert hit.finding.hint.startswith("did you mean us-central1-")
     assert hit.finding.hint.endswith("if the zone is newer than the table, set zone_unlisted: "
                                      "true")
+
+
+def test_a_zone_its_region_lacks_is_one_error_not_one_more_per_machine_type(check, make_text):
+    """A typo in the zone is one line to fix: the types are not told the zone lacks them."""
+    checked = check(make_text({"zone": "us-central1-z", f"{NS}.machine_type": "a3-megagpu-8g"}))
+    assert [(f.finding.rule, f.finding.path) for f in checked.findings] == [
+        ("location.zone-known", ("zone",))]
