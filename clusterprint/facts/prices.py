@@ -51,6 +51,25 @@ CYCLENERD_PRICING_A3_MEGA = PriceSource(
 GPU_LIST_PRICES = PriceSource(
     "https://huggingface.co/datasets/tanod/cloud-gpu-list-prices", "2026-12-01",
     "snapshot 2026-10-13 from the Cloud Billing Catalog API, per GPU; x 8 per VM")
+#: A4's on-demand price: a GPU price feed's notes on its Cloud Billing Catalog scrape of
+#: 2026-07-07 ("Data facts derived from the real CSVs"), whose on-demand Americas SKU "A4 Nvidia
+#: B200 (1 gpu slice) running in Americas" is $16.11 per GPU-hour. A4 bills through that slice
+#: SKU alone (no vCPU, memory or Local SSD SKUs beside it: A4_SPOT's test prices a VM at 8
+#: slices), so a VM is 8 x the slice.
+A4_ON_DEMAND = PriceSource(
+    "https://github.com/daniel-wong-tsmc/random_for_fun/blob/"
+    "609dc74911bdaf7e4ea8f6ee792387fd9547dd49/docs/superpowers/plans/"
+    "2026-07-08-f78-stage5-price-feed-reader.md",
+    "2026-12-04", "Cloud Billing SKU 'A4 Nvidia B200 (1 gpu slice) running in Americas' in its "
+                  "scrape of 2026-07-07: $16.11 per GPU-hour; x 8 per VM")
+#: A4's spot price: SpareCores' crawler test of the live SKU "Spot Preemptible A4 Nvidia B200
+#: (1 gpu slice) running in Americas" (service region us-central1, $4.9542 per GPU-hour),
+#: which it prices at $39.6336 per a4-highgpu-8g (8 slices, nothing else).
+A4_SPOT = PriceSource(
+    "https://github.com/SpareCores/sc-crawler/blob/55aec325af33114492129f365fe20dabe79028ba/"
+    "tests/test_gcp.py",
+    "2026-12-04", "live SKU 'Spot Preemptible A4 Nvidia B200 (1 gpu slice) running in "
+                  "Americas', us-central1: $4.9542 per GPU-hour, $39.6336 per VM (8 slices)")
 #: Filestore's us-central1 rates: gcp-cost-estimator's Filestore mapper, "verified 2026-06-15
 #: from https://cloud.google.com/filestore/pricing", per GiB-hour: BASIC_HDD 0.000219178,
 #: BASIC_SSD 0.000410959, ZONAL 0.000342466, REGIONAL 0.000616438, ENTERPRISE "same rate as
@@ -76,8 +95,8 @@ LUSTRE_PRICING = PriceSource(
     "2026-12-04", "committed 2026-06-05: Managed Lustre Capacity SKUs of Iowa (us-central1) "
                   "from a Cloud Billing pricing export, per GiB-month")
 #: Every source a price row may name.
-PRICE_SOURCES = (CYCLENERD_PRICING, CYCLENERD_PRICING_A3_MEGA, GPU_LIST_PRICES,
-                 FILESTORE_PRICING, LUSTRE_PRICING)
+PRICE_SOURCES = (CYCLENERD_PRICING, CYCLENERD_PRICING_A3_MEGA, GPU_LIST_PRICES, A4_ON_DEMAND,
+                 A4_SPOT, FILESTORE_PRICING, LUSTRE_PRICING)
 
 
 @dataclass(frozen=True)
@@ -89,6 +108,8 @@ class MachinePrice:
     #: Spot prices move (at most once a day); None where the source gives none.
     spot: float | None
     source: PriceSource
+    #: Where the spot price is from, where another source than ``source`` gives it.
+    spot_source: PriceSource | None = None
 
 
 def cyclenerd(hour: float, spot: float) -> MachinePrice:

@@ -36,10 +36,35 @@ def test_every_storage_tier_of_the_catalog_has_a_price():
     assert prices.UNPRICED_FILESTORE_TIERS == prices.UNPRICED_LUSTRE_TIERS == {}
 
 
+def test_a4_is_eight_b200_slices_on_demand_and_spot_each_from_its_source():
+    (a4,) = [f for f in machines.MACHINE_FAMILIES if f.family == "A4"]
+    price = a4.price
+    assert isinstance(price, prices.MachinePrice) and a4.gpus == 8
+    assert price.on_demand == round(8 * 16.11, 4) == 128.88
+    assert price.spot == round(8 * 4.9542, 4) == 39.6336
+    assert (price.source, price.spot_source) == (prices.A4_ON_DEMAND, prices.A4_SPOT)
+    assert machines.machine_price(a4.machine_type, prices.PRICE_REGION) == (
+        price, prices.PRICE_REGION)
+
+
+@pytest.mark.parametrize("family", ["A4X", "A3 Edge"])
+def test_families_no_source_prices_stay_unpriced_with_a_reason(family):
+    rows = [f for f in machines.MACHINE_FAMILIES if f.family == family]
+    assert rows and all(f.machine_type in machines.UNPRICED_MACHINES for f in rows)
+    assert all("no source read gives a price for the whole VM" in f.price for f in rows)
+
+
+def test_a3_mega_has_regional_rows_but_none_in_us_central1():
+    (mega,) = [f for f in machines.MACHINE_FAMILIES if f.family == "A3 Mega"]
+    assert isinstance(mega.price, str) and "us-central1" in mega.price
+    assert machines.machine_price(mega.machine_type, prices.PRICE_REGION) is None
+    assert machines.machine_price(mega.machine_type, "us-east4")[0].on_demand == 92.9376
+
+
 def test_every_source_is_named_by_a_row():
     """No source listed that no price row reads from."""
     regional = [price for f in machines.MACHINE_FAMILIES for _, price in f.regional_prices]
     rows = [*machines.MACHINE_PRICES.values(), *regional, *prices.DISK_PRICES.values(),
             *prices.FILESTORE_PRICES.values(), *prices.LUSTRE_PRICES.values()]
-    named = {r.source for r in rows}
+    named = {r.source for r in rows} | {getattr(r, "spot_source", None) for r in rows}
     assert set(prices.PRICE_SOURCES) <= named

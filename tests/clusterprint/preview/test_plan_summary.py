@@ -216,6 +216,30 @@ def test_a_storage_tier_without_a_price_leaves_the_total_incomplete(monkeypatch,
             "on record for Filestore /home (1024 GiB BASIC_HDD)\n") in text
 
 
+def test_a4_nodes_are_priced_as_eight_b200_slices_and_lustre_per_gib_month(capsys):
+    """a4.yaml (us-central1): 4 reserved a4-highgpu-8g at 8 x $16.11 = $128.88 an hour, 2
+    spot ones at 8 x $4.9542 = $39.6336, each from its own source, 72000 GiB of Lustre tier
+    250 at $0.21 a GiB-month ($20.7123 an hour). Their Hyperdisk boot disks have no price:
+    the estimate stays incomplete and names them, not the GPU nodes."""
+    summary, text = planned(capsys, BLUEPRINTS / "a4.yaml")
+    cost = summary["cost"]
+    items = {i["item"]: i for i in cost["items"]}
+    reserved = items["nodeset a4: 4 x a4-highgpu-8g, reservation"]
+    spot = items["nodeset a4spot: 2 x a4-highgpu-8g, spot"]
+    lustre = items["Lustre shared: 72000 GiB tier 250"]
+    assert (reserved["unitPrice"], reserved["hourly"], reserved["source"]) == (
+        128.88, 515.52, prices.A4_ON_DEMAND.url)
+    assert (spot["unitPrice"], spot["hourly"], spot["source"]) == (
+        39.6336, 79.2672, prices.A4_SPOT.url)
+    assert (lustre["unitPrice"], lustre["hourly"], lustre["source"]) == (
+        0.21, 20.7123, prices.LUSTRE_PRICING.url)
+    assert [m["item"] for m in cost["missing"]] == [
+        "boot disks of nodeset a4: 4 x 200 GiB hyperdisk-balanced",
+        "boot disks of nodeset a4spot: 2 x 200 GiB hyperdisk-balanced"]
+    assert "INCOMPLETE, no price on record for boot disks of nodeset a4 (" in text
+    assert {prices.A4_ON_DEMAND.url, prices.A4_SPOT.url} <= {s["url"] for s in cost["sources"]}
+
+
 def test_a_reservation_is_estimated_at_the_on_demand_price_of_the_blueprint_s_region(tmp_path):
     """a3ultra (europe-west1): 8 reserved A3 Ultra VMs at $91.9472 (8 x europe-west1's
     $11.4934 per H200) an hour; in us-central1 they would be $83.492 (8 x $10.4365)."""
@@ -322,6 +346,7 @@ def test_every_price_row_names_its_source_and_the_day_read():
             *prices.FILESTORE_PRICES.values(), *prices.LUSTRE_PRICES.values()]
     for row in rows:
         assert row.source in prices.PRICE_SOURCES
+        assert getattr(row, "spot_source", None) in (None, *prices.PRICE_SOURCES)
     for source in prices.PRICE_SOURCES:
         assert source.url.startswith("https://") and re.fullmatch(r"\d{4}-\d\d-\d\d", source.read)
     for price in [*machines.MACHINE_PRICES.values(), *regional]:
