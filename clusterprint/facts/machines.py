@@ -129,12 +129,13 @@ _CTK = "GoogleCloudPlatform/cluster-toolkit examples/machine-learning/"
 _RECIPES = "AI-Hypercomputer/gpu-recipes training/{}/megatron-bridge-slurm/nemo2511/{}/recipe/" \
            "sbatch_script.sh"
 _GR = "AI-Hypercomputer/gpu-recipes training/"
-#: Why A4, A4X and A3 Edge have no price (searched 2026-12-03): neither price source has the
-#: type (pricing.yml's newest stored copy, dac3128, lists no A4, A4X or A3 Edge; the GPU
-#: list-price dataset stops at the H200), and Google's pricing page loads its table in the
-#: browser, so no stored copy of it holds a number.
-_NO_PRICE_PAGE = ("(not in pricing.yml nor the GPU list-price dataset; Google's pricing page "
-                  "loads its table in the browser)")
+#: Why A4X and A3 Edge have no price (searched 2026-12-04): pricing.yml's newest stored copy
+#: (dac3128) lists neither, nor does the GPU list-price dataset (it stops at the H200); the
+#: Cloud Billing SKU feed of prices.A4_ON_DEMAND (2026-07-07) has 657 GPU SKU names, all of
+#: them H100, H200 or B200 (no GB200: A4X has no public SKU), and per-GPU SKUs alone are not a
+#: VM's price where vCPUs, memory and Local SSD bill beside them (A3 Edge); the stored copies of
+#: Google's pricing pages keep their prose, not their tables.
+_NO_PRICE_SOURCE = "no source read gives a price for the whole VM"
 
 # a3-highgpu-8g is in every zone of its smaller shapes but europe-west8-c.
 _A3_HIGH_8G_ZONES = zones(
@@ -185,7 +186,8 @@ MACHINE_FAMILIES: tuple[MachineFamily, ...] = (
         boot_disk_type="hyperdisk-balanced", managed=True, arch="arm64", local_ssds=32,
         reservation_bound=True, host_fault_report=True,
         topology=(FABRIC_TREE, NVLINK_DOMAINS),
-        price=f"no stored source lists A4X {_NO_PRICE_PAGE}",
+        price=f"{_NO_PRICE_SOURCE}: GB200 has no SKU in the Cloud Billing feed read "
+              "(2026-07-07) and pricing.yml does not list A4X",
         nccl_proof=NcclProof("nvcr.io#nvidia/nemo:25.11",
                              _RECIPES.format("a4x/llama3_8b", "8gpus-fp8cs-seq8192-gbs128"),
                              160, _CHS + "a4x.yaml")),
@@ -197,7 +199,12 @@ MACHINE_FAMILIES: tuple[MachineFamily, ...] = (
         reservation_bound=True, host_fault_report=True, topology=(FABRIC_TREE,),
         zones=zones("asia-northeast1:b asia-southeast1:b europe-north1:b europe-west4:b "
                     "us-central1:b us-east1:b us-east4:b us-south1:b us-west2:c us-west3:bc"),
-        price=f"no stored source lists A4 {_NO_PRICE_PAGE}",
+        # A4 bills 8 slices of "A4 Nvidia B200 (1 gpu slice)" and nothing else: on demand
+        # 8 x $16.11 (prices.A4_ON_DEMAND, the SKU of 2026-07-07), spot 8 x $4.9542
+        # (prices.A4_SPOT). Google sells A4 through reservations, spot and flex-start, not on
+        # demand: a reserved node is estimated at the on-demand SKU, as every reservation is.
+        price=prices.MachinePrice(128.88, 39.6336, prices.A4_ON_DEMAND,
+                                  spot_source=prices.A4_SPOT),
         nccl_proof=NcclProof(
             "nvcr.io#nvidia/nemo:25.11",
             _RECIPES.format("a4/qwen3_235b_a22b", "128gpus-bf16-seq4096-gbs4096"),
@@ -240,8 +247,12 @@ MACHINE_FAMILIES: tuple[MachineFamily, ...] = (
         zones=zones("asia-east1:c asia-northeast1:b asia-southeast1:bc australia-southeast1:c "
                     "europe-north1:c europe-west1:bc europe-west3:c europe-west4:bc "
                     "us-central1:abc us-east4:abc us-east5:a us-west1:ab us-west4:a"),
-        price="the source (prices.CYCLENERD_PRICING_A3_MEGA) prices A3 Mega only in the "
-              "regions of its regional rows, not in us-central1",
+        # The 2026-07-07 SKU feed (prices.A4_ON_DEMAND) has A3 Mega's GPU SKU only ("Nvidia
+        # H100 80GB Plus GPU running in Americas", $10.3443 per GPU-hour), not the vCPUs,
+        # memory and Local SSD a VM bills beside it: not a VM price.
+        price="pricing.yml (prices.CYCLENERD_PRICING_A3_MEGA) prices A3 Mega only in the "
+              "regions of its regional rows, not in us-central1, and the Cloud Billing feed "
+              "read has its GPU SKU alone, not a whole-VM price",
         # prices.CYCLENERD_PRICING_A3_MEGA: a3-megagpu-8g hour, hour_spot, rounded.
         regional_prices=tuple(
             (region, prices.MachinePrice(hour, spot, prices.CYCLENERD_PRICING_A3_MEGA))
@@ -285,7 +296,8 @@ MACHINE_FAMILIES: tuple[MachineFamily, ...] = (
                     "europe-west2:b europe-west3:ac europe-west4:bc europe-west9:c "
                     "northamerica-northeast2:c us-central1:abc us-east4:abc us-east5:a "
                     "us-west1:ab us-west4:a"),
-        price=f"no stored source lists A3 Edge {_NO_PRICE_PAGE}",
+        price=f"{_NO_PRICE_SOURCE}: pricing.yml and the GPU list-price dataset do not list "
+              "A3 Edge",
         # A3 Edge is A3 High's TCPX fabric; the health scanner has no check for it.
         nccl_proof=NcclProof("nvcr.io#nvidia/pytorch:23.10-py3",
                              _CTK + "a3-highgpu-8g/nccl-tests/import_pytorch_container.sh",

@@ -32,8 +32,9 @@ class PriceSource:
 #: Cyclenerd/google-cloud-pricing-cost-calculator's pricing.yml, which its CI generates each
 #: week from Google's Cloud Billing Catalog API (the SKUs behind cloud.google.com/compute/
 #: vm-instance-pricing): per machine type, region, on-demand ``hour`` and ``hour_spot``,
-#: GPUs and bundled Local SSD included. Google's own pricing pages load their tables in the
-#: browser, so no stored copy of them holds a us-central1 number.
+#: GPUs and bundled Local SSD included. Google's own pricing pages hold their numbers in the
+#: page (tables, and an inline JSON array of every region for Compute Engine), but the stored
+#: copies the search tools have of them keep only the prose, so none of them is a source here.
 CYCLENERD_PRICING = PriceSource(
     "https://github.com/Cyclenerd/google-cloud-pricing-cost-calculator/blob/"
     "fd66b26ff84fee5cdd94f341ea89206e76c06b99/pricing.yml",
@@ -50,8 +51,52 @@ CYCLENERD_PRICING_A3_MEGA = PriceSource(
 GPU_LIST_PRICES = PriceSource(
     "https://huggingface.co/datasets/tanod/cloud-gpu-list-prices", "2026-12-01",
     "snapshot 2026-10-13 from the Cloud Billing Catalog API, per GPU; x 8 per VM")
+#: A4's on-demand price: a GPU price feed's notes on its Cloud Billing Catalog scrape of
+#: 2026-07-07 ("Data facts derived from the real CSVs"), whose on-demand Americas SKU "A4 Nvidia
+#: B200 (1 gpu slice) running in Americas" is $16.11 per GPU-hour. A4 bills through that slice
+#: SKU alone (no vCPU, memory or Local SSD SKUs beside it: A4_SPOT's test prices a VM at 8
+#: slices), so a VM is 8 x the slice.
+A4_ON_DEMAND = PriceSource(
+    "https://github.com/daniel-wong-tsmc/random_for_fun/blob/"
+    "609dc74911bdaf7e4ea8f6ee792387fd9547dd49/docs/superpowers/plans/"
+    "2026-07-08-f78-stage5-price-feed-reader.md",
+    "2026-12-04", "Cloud Billing SKU 'A4 Nvidia B200 (1 gpu slice) running in Americas' in its "
+                  "scrape of 2026-07-07: $16.11 per GPU-hour; x 8 per VM")
+#: A4's spot price: SpareCores' crawler test of the live SKU "Spot Preemptible A4 Nvidia B200
+#: (1 gpu slice) running in Americas" (service region us-central1, $4.9542 per GPU-hour),
+#: which it prices at $39.6336 per a4-highgpu-8g (8 slices, nothing else).
+A4_SPOT = PriceSource(
+    "https://github.com/SpareCores/sc-crawler/blob/55aec325af33114492129f365fe20dabe79028ba/"
+    "tests/test_gcp.py",
+    "2026-12-04", "live SKU 'Spot Preemptible A4 Nvidia B200 (1 gpu slice) running in "
+                  "Americas', us-central1: $4.9542 per GPU-hour, $39.6336 per VM (8 slices)")
+#: Filestore's us-central1 rates: gcp-cost-estimator's Filestore mapper, "verified 2026-06-15
+#: from https://cloud.google.com/filestore/pricing", per GiB-hour: BASIC_HDD 0.000219178,
+#: BASIC_SSD 0.000410959, ZONAL 0.000342466, REGIONAL 0.000616438, ENTERPRISE "same rate as
+#: REGIONAL", HIGH_SCALE_SSD "same rate as ZONAL" (the pricing page prices "Regional and
+#: Enterprise" and "Zonal and High Scale" together: its stored German copy, cloud.google.com/
+#: filestore/pricing?hl=de, read 2026-12-04). An undated stored Polish copy (?hl=pl) works an
+#: example at $0.000274 per GiB-hour ($0.20 a GiB-month) for Basic HDD in us-west1: it
+#: disagrees, its date is unknown, and the dated source is the one used.
+FILESTORE_PRICING = PriceSource(
+    "https://github.com/d3ep0ps/gcp-cost-estimator/blob/"
+    "0611f8ae4e5962e7e322834b02bef3935605024b/src/gcp_cost_estimator/core/pricing/gcp/"
+    "filestore.py",
+    "2026-12-04", "us-central1 rates 'verified 2026-06-15 from cloud.google.com/filestore/"
+                  "pricing', per GiB-hour; x 730 per GiB-month")
+#: Managed Lustre's us-central1 prices: a cluster repository's storage comparison, "Pricing
+#: verified 2026-06-05 against <...>.billing.cloud_pricing_export (authoritative SKU rates)":
+#: "Managed Lustre Capacity 500-Perf Iowa: $0.34/GiB-month ... Other Iowa tiers for reference:
+#: 125-Perf $0.145, 250-Perf $0.21, 1000-Perf $0.60". The New Stack's report of the service's
+#: general availability (July 2025) gives the same $0.145 a GiB-month for the 125 MB/s tier.
+LUSTRE_PRICING = PriceSource(
+    "https://github.com/WandLZhang/slurm-multi-region-gpu-public/blob/"
+    "1b191967e06c4b9ab2568bdadea35b781c88b462/docs/storage_comparison.md",
+    "2026-12-04", "committed 2026-06-05: Managed Lustre Capacity SKUs of Iowa (us-central1) "
+                  "from a Cloud Billing pricing export, per GiB-month")
 #: Every source a price row may name.
-PRICE_SOURCES = (CYCLENERD_PRICING, CYCLENERD_PRICING_A3_MEGA, GPU_LIST_PRICES)
+PRICE_SOURCES = (CYCLENERD_PRICING, CYCLENERD_PRICING_A3_MEGA, GPU_LIST_PRICES, A4_ON_DEMAND,
+                 A4_SPOT, FILESTORE_PRICING, LUSTRE_PRICING)
 
 
 @dataclass(frozen=True)
@@ -63,6 +108,8 @@ class MachinePrice:
     #: Spot prices move (at most once a day); None where the source gives none.
     spot: float | None
     source: PriceSource
+    #: Where the spot price is from, where another source than ``source`` gives it.
+    spot_source: PriceSource | None = None
 
 
 def cyclenerd(hour: float, spot: float) -> MachinePrice:
@@ -130,20 +177,42 @@ UNPRICED_DISKS: dict[str, str] = {
                           "source prices it",
 }
 
-#: Filestore list prices per GiB-month by tier, and Managed Lustre's by performance tier:
-#: none on record yet (see the UNPRICED tables below for why).
-FILESTORE_PRICES: dict[str, StoragePrice] = {}
-LUSTRE_PRICES: dict[int, StoragePrice] = {}
 
-_STORAGE_PAGE = ("{} pricing page ({}) loads its price table in the browser: no stored copy "
-                 "holds a us-central1 number")
-#: Filestore tiers without a price on record.
+def per_gib_hour(rate: float, source: PriceSource) -> StoragePrice:
+    """A storage price its source gives per GiB-hour, as the GiB-month price it is (x 730)."""
+    return StoragePrice(round(rate * HOURS_PER_MONTH, 4), source)
+
+
+#: Filestore list prices per GiB-month by tier in us-central1 (FILESTORE_PRICING's rates per
+#: GiB-hour x 730: BASIC_HDD 0.16, BASIC_SSD 0.30, ZONAL and HIGH_SCALE_SSD 0.25, REGIONAL and
+#: ENTERPRISE 0.45 a GiB-month). ZONAL's rate holds for both its capacity bands: the page prices
+#: "Zonal and High Scale" as one, and the 10 to 100 TiB band is the former High Scale SSD
+#: (cloud.google.com/filestore/docs/service-tiers).
+FILESTORE_PRICES: dict[str, StoragePrice] = {
+    tier: per_gib_hour(rate, FILESTORE_PRICING) for tier, rate in {
+        "BASIC_HDD": 0.000219178,
+        "BASIC_SSD": 0.000410959,
+        "ZONAL": 0.000342466,
+        "REGIONAL": 0.000616438,
+        "ENTERPRISE": 0.000616438,
+        "HIGH_SCALE_SSD": 0.000342466,
+    }.items()
+}
+#: Managed Lustre list prices per GiB-month by performance tier (MB/s per TiB) in us-central1:
+#: LUSTRE_PRICING's "N-Perf Iowa" rows.
+LUSTRE_PRICES: dict[int, StoragePrice] = {
+    tier: StoragePrice(price, LUSTRE_PRICING)
+    for tier, price in {125: 0.145, 250: 0.21, 500: 0.34, 1000: 0.60}.items()
+}
+
+_NO_STORAGE_SOURCE = "no source read prices this {} tier"
+#: Filestore tiers without a price on record (none today: every tier of the catalog has one).
 UNPRICED_FILESTORE_TIERS: dict[str, str] = {
-    tier: _STORAGE_PAGE.format("Filestore's", "cloud.google.com/filestore/pricing")
+    tier: _NO_STORAGE_SOURCE.format("Filestore")
     for tier in FILESTORE_TIERS if tier not in FILESTORE_PRICES
 }
-#: Managed Lustre performance tiers without a price on record.
+#: Managed Lustre performance tiers without a price on record (none today).
 UNPRICED_LUSTRE_TIERS: dict[int, str] = {
-    tier: _STORAGE_PAGE.format("Managed Lustre's", "cloud.google.com/managed-lustre/pricing")
+    tier: _NO_STORAGE_SOURCE.format("Managed Lustre")
     for tier in LUSTRE_TIERS if tier not in LUSTRE_PRICES
 }

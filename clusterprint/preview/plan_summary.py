@@ -194,7 +194,8 @@ def _vm_price(machine_type: str, provisioning: str, region: str) -> _Price:
     if provisioning == "spot":
         if price.spot is None:
             return _Price(None, note="the source gives no spot price")
-        return _Price(price.spot, price.source, f"spot price{where}", priced_in)
+        return _Price(price.spot, price.spot_source or price.source, f"spot price{where}",
+                      priced_in)
     if provisioning == "flex-start":
         return _Price(None, note="flex-start VMs have prices of their own; none on record")
     if provisioning == "reservation":

@@ -112,7 +112,8 @@ def test_the_total_is_the_sum_of_the_priced_items_or_says_it_is_incomplete(capsy
     unpriced = [i for i in cost["items"] if i["hourly"] is None]
     partial = cost["partialHourly"]
     assert partial == pytest.approx(sum(i["hourly"] for i in priced), abs=1e-9)
-    assert cost["partialMonthly"] == pytest.approx(partial * 730, abs=0.005)
+    # Rounded to the cent: half a cent either way, and a float's noise on an exact half.
+    assert cost["partialMonthly"] == pytest.approx(partial * 730, abs=0.005 + 1e-6)
     assert cost["missing"] == [{"item": i["item"], "reason": i["note"]} for i in unpriced]
     assert cost["excluded"] == [i["item"] for i in unpriced]
     assert cost["complete"] is (not unpriced)
@@ -140,28 +141,30 @@ def _usd(amount: float) -> str:
 
 def test_sixteen_a3_mega_nodes_without_a_price_leave_no_total_standing(capsys):
     """The case the issue names: a3mega.yaml in us-central1, where no source prices A3 Mega,
-    prints its $1.36 an hour of CPU nodes and disks as a floor, never as the total."""
+    prints its $10.62 an hour of CPU nodes, disks, Filestore and Lustre as a floor, never as
+    the total: 2560 GiB ZONAL at $0.25 a GiB-month is $0.8767 an hour, 18000 GiB of Lustre
+    tier 500 at $0.34 is $8.3836, and the A3 Mega nodes are the one item left out."""
     summary, text = planned(capsys, BLUEPRINTS / "a3mega.yaml")
     cost = summary["cost"]
     assert cost["hourly"] is None and cost["complete"] is False
-    assert cost["missing"][0]["item"] == "nodeset a3mega: 16 x a3-megagpu-8g, reservation"
-    assert cost["missing"][0]["reason"].startswith(f"{NO_PRICE}: ")
-    assert ("  total: at least $1.36/hour, $990.61/month (730 hours): INCOMPLETE, no price on "
-            "record for nodeset a3mega (16 x a3-megagpu-8g, reservation), ") in text
+    hourly = {i["item"]: i["hourly"] for i in cost["items"]}
+    assert hourly["Filestore /home: 2560 GiB ZONAL"] == 0.8767
+    assert hourly["Lustre scratch: 18000 GiB tier 500"] == 8.3836
+    (missing,) = cost["missing"]
+    assert missing["item"] == "nodeset a3mega: 16 x a3-megagpu-8g, reservation"
+    assert missing["reason"].startswith(f"{NO_PRICE}: ") and "us-central1" in missing["reason"]
+    assert ("  total: at least $10.62/hour, $7,750.63/month (730 hours): INCOMPLETE, no price "
+            "on record for nodeset a3mega (16 x a3-megagpu-8g, reservation)\n") in text
 
 
-def test_gpu_nodes_in_a_region_with_a_row_are_priced_there_and_dominate(tmp_path, monkeypatch):
-    """a3mega.yaml moved to us-east4, with Filestore and Lustre taken out: every item has a
-    price, so the total is their sum, and the 16 A3 Mega nodes at us-east4's $92.9376 an hour
-    (pricing.yml at dac3128) are nearly all of it; the CPU types stay at us-central1's."""
+def test_gpu_nodes_in_a_region_with_a_row_are_priced_there_and_dominate(tmp_path):
+    """a3mega.yaml moved to us-east4: every item has a price, so the total is their sum, and
+    the 16 A3 Mega nodes at us-east4's $92.9376 an hour (pricing.yml at dac3128) are nearly
+    all of it; the CPU types, Filestore and Lustre stay at us-central1's."""
     raw = yaml.safe_load((BLUEPRINTS / "a3mega.yaml").read_text())
     raw["region"], raw["zone"] = "us-east4", "us-east4-a"
-    raw["storage"] = {"home": {"filestore": {"tier": "BASIC_HDD"}}}
     path = tmp_path / "a3mega-east4.yaml"
     path.write_text(yaml.safe_dump(raw))
-    # No source prices a Filestore tier: give BASIC_HDD one for the test, as if it had.
-    monkeypatch.setitem(prices.FILESTORE_PRICES, "BASIC_HDD",
-                        prices.StoragePrice(0.20, prices.CYCLENERD_PRICING))
     cost = summarize(load_checked(str(path)))["cost"]
     gpu = cost["items"][0]
     assert (gpu["unitPrice"], gpu["hourly"], gpu["region"]) == (92.9376, 1487.0016, "us-east4")
@@ -174,9 +177,10 @@ def test_gpu_nodes_in_a_region_with_a_row_are_priced_there_and_dominate(tmp_path
     assert cost["notes"][0].startswith("list prices in us-east4 where a row for it exists")
 
 
-def test_cpu_small_costs_its_nodes_login_controller_and_boot_disks(capsys):
+def test_cpu_small_costs_its_nodes_login_controller_boot_disks_and_home(capsys):
     """Worked by hand from the price table (us-central1): spot n2-standard-4 $0.0921,
-    e2-standard-2 $0.0670, n2-standard-2 $0.0971 an hour, pd-balanced $0.10 a GiB-month."""
+    e2-standard-2 $0.0670, n2-standard-2 $0.0971 an hour, pd-balanced $0.10 and Filestore
+    BASIC_HDD $0.16 a GiB-month. Every item has a price: the total stands, complete."""
     summary, text = planned(capsys, CPU_SMALL)
     cost = summary["cost"]
     hourly = {i["item"]: i["hourly"] for i in cost["items"]}
@@ -185,25 +189,55 @@ def test_cpu_small_costs_its_nodes_login_controller_and_boot_disks(capsys):
         "login: 1 x e2-standard-2": 0.067,
         "controller: 1 x n2-standard-2": 0.0971,
         "boot disks of nodeset cpu: 2 x 200 GiB pd-balanced": 0.0548,  # 400 x 0.10 / 730
-        "Filestore /home: 1024 GiB BASIC_HDD": None,
+        "Filestore /home: 1024 GiB BASIC_HDD": 0.2244,  # 1024 x 0.16 / 730
     }
-    assert (cost["hourly"], cost["monthly"]) == (None, None)
-    assert (cost["partialHourly"], cost["partialMonthly"]) == (0.4031, 294.26)
-    assert cost["excluded"] == ["Filestore /home: 1024 GiB BASIC_HDD"]
-    assert ("  total: at least $0.4031/hour, $294.26/month (730 hours): INCOMPLETE, no price "
-            "on record for Filestore /home (1024 GiB BASIC_HDD)\n") in text
+    assert cost["complete"] is True and cost["missing"] == cost["excluded"] == []
+    assert (cost["hourly"], cost["monthly"]) == (0.6275, 458.07)
+    assert cost["items"][-1]["source"] == prices.FILESTORE_PRICING.url
+    assert "  Filestore /home: 1024 GiB BASIC_HDD: $0.2244/hour (list price, $0.1600 per " \
+           "GiB-month)\n" in text
+    assert "  total: $0.6275/hour, $458.07/month (730 hours)\n" in text
+    assert "INCOMPLETE" not in text
     assert "  note: spot prices as of the day read" in text
 
 
-def test_a_filestore_price_joins_the_total_per_gib_month(monkeypatch):
-    """Once a tier has a price, /home costs capacity x price / 730 an hour and the total no
-    longer excludes it: 1024 GiB at $0.20 is $0.2805 an hour."""
-    monkeypatch.setitem(prices.FILESTORE_PRICES, "BASIC_HDD",
-                        prices.StoragePrice(0.20, prices.CYCLENERD_PRICING))
-    cost = summarize(load_checked(str(CPU_SMALL)))["cost"]
-    assert cost["items"][-1]["hourly"] == 0.2805
-    assert (cost["hourly"], cost["monthly"], cost["excluded"]) == (0.6836, 499.03, [])
-    assert cost["complete"] is True and cost["partialHourly"] == 0.6836
+def test_a_storage_tier_without_a_price_leaves_the_total_incomplete(monkeypatch, capsys):
+    """Take BASIC_HDD's row out of the table and cpu-small's /home has no price: the rest,
+    $0.4031 an hour, is a floor marked INCOMPLETE that names /home, never a total."""
+    monkeypatch.delitem(prices.FILESTORE_PRICES, "BASIC_HDD")
+    monkeypatch.setitem(prices.UNPRICED_FILESTORE_TIERS, "BASIC_HDD", "no source read prices it")
+    summary, text = planned(capsys, CPU_SMALL)
+    cost = summary["cost"]
+    assert (cost["hourly"], cost["monthly"]) == (None, None)
+    assert (cost["partialHourly"], cost["partialMonthly"]) == (0.4031, 294.26)
+    assert cost["missing"] == [{"item": "Filestore /home: 1024 GiB BASIC_HDD",
+                                "reason": f"{NO_PRICE}: no source read prices it"}]
+    assert ("  total: at least $0.4031/hour, $294.26/month (730 hours): INCOMPLETE, no price "
+            "on record for Filestore /home (1024 GiB BASIC_HDD)\n") in text
+
+
+def test_a4_nodes_are_priced_as_eight_b200_slices_and_lustre_per_gib_month(capsys):
+    """a4.yaml (us-central1): 4 reserved a4-highgpu-8g at 8 x $16.11 = $128.88 an hour, 2
+    spot ones at 8 x $4.9542 = $39.6336, each from its own source, 72000 GiB of Lustre tier
+    250 at $0.21 a GiB-month ($20.7123 an hour). Their Hyperdisk boot disks have no price:
+    the estimate stays incomplete and names them, not the GPU nodes."""
+    summary, text = planned(capsys, BLUEPRINTS / "a4.yaml")
+    cost = summary["cost"]
+    items = {i["item"]: i for i in cost["items"]}
+    reserved = items["nodeset a4: 4 x a4-highgpu-8g, reservation"]
+    spot = items["nodeset a4spot: 2 x a4-highgpu-8g, spot"]
+    lustre = items["Lustre shared: 72000 GiB tier 250"]
+    assert (reserved["unitPrice"], reserved["hourly"], reserved["source"]) == (
+        128.88, 515.52, prices.A4_ON_DEMAND.url)
+    assert (spot["unitPrice"], spot["hourly"], spot["source"]) == (
+        39.6336, 79.2672, prices.A4_SPOT.url)
+    assert (lustre["unitPrice"], lustre["hourly"], lustre["source"]) == (
+        0.21, 20.7123, prices.LUSTRE_PRICING.url)
+    assert [m["item"] for m in cost["missing"]] == [
+        "boot disks of nodeset a4: 4 x 200 GiB hyperdisk-balanced",
+        "boot disks of nodeset a4spot: 2 x 200 GiB hyperdisk-balanced"]
+    assert "INCOMPLETE, no price on record for boot disks of nodeset a4 (" in text
+    assert {prices.A4_ON_DEMAND.url, prices.A4_SPOT.url} <= {s["url"] for s in cost["sources"]}
 
 
 def test_a_reservation_is_estimated_at_the_on_demand_price_of_the_blueprint_s_region(tmp_path):
@@ -223,7 +257,21 @@ def test_a_reservation_is_estimated_at_the_on_demand_price_of_the_blueprint_s_re
     assert (central["unitPrice"], central["region"]) == (83.492, "us-central1")
     assert central["note"] == "reservation, at the on-demand price"
     assert [s["url"] for s in cost["sources"]] == sorted(
-        [prices.CYCLENERD_PRICING.url, prices.GPU_LIST_PRICES.url])
+        [prices.CYCLENERD_PRICING.url, prices.GPU_LIST_PRICES.url,
+         prices.FILESTORE_PRICING.url, prices.LUSTRE_PRICING.url])
+
+
+def test_storage_outside_us_central1_is_priced_at_us_central1_s_rows():
+    """a3ultra (europe-west1): its sources price Filestore and Lustre in us-central1 only, so
+    /home (10240 GiB ZONAL at $0.25) and scratch (36000 GiB tier 1000 at $0.60) are priced
+    there, and say so."""
+    cost = summarize(load_checked(str(A3ULTRA)))["cost"]
+    items = {i["item"]: i for i in cost["items"]}
+    home, scratch = (items["Filestore /home: 10240 GiB ZONAL"],
+                     items["Lustre scratch: 36000 GiB tier 1000"])
+    assert (home["hourly"], home["region"]) == (3.5068, "us-central1")
+    assert (scratch["hourly"], scratch["region"]) == (29.589, "us-central1")
+    assert cost["notes"][0].endswith("else in us-central1, where prices differ")
 
 
 def test_the_cost_heading_names_every_region_an_item_is_priced_in(capsys):
@@ -298,6 +346,7 @@ def test_every_price_row_names_its_source_and_the_day_read():
             *prices.FILESTORE_PRICES.values(), *prices.LUSTRE_PRICES.values()]
     for row in rows:
         assert row.source in prices.PRICE_SOURCES
+        assert getattr(row, "spot_source", None) in (None, *prices.PRICE_SOURCES)
     for source in prices.PRICE_SOURCES:
         assert source.url.startswith("https://") and re.fullmatch(r"\d{4}-\d\d-\d\d", source.read)
     for price in [*machines.MACHINE_PRICES.values(), *regional]:
@@ -393,8 +442,7 @@ def test_each_provisioning_model_is_priced_by_its_own_rule(tmp_path):
     on demand $0.3885 (a reservation's estimate), e2-standard-2 $0.0670; pd-balanced $0.10 a
     GiB-month. The nodeset kept at zero costs nothing, its boot disks neither."""
     cost = summarize(load_checked(str(mixed(tmp_path))))["cost"]
-    hourly = {i["item"]: (i["quantity"], i["hourly"], i["note"]) for i in cost["items"]
-              if not i["item"].startswith("Filestore")}
+    hourly = {i["item"]: (i["quantity"], i["hourly"], i["note"]) for i in cost["items"]}
     assert hourly == {
         "nodeset cpu: 2 x n2-standard-4, spot": (2, 0.1842, "spot price"),
         "nodeset steady: 3 x n2-standard-4, on-demand": (3, 0.5826, "on-demand price"),
@@ -405,10 +453,11 @@ def test_each_provisioning_model_is_priced_by_its_own_rule(tmp_path):
         "boot disks of nodeset cpu: 2 x 200 GiB pd-balanced": (400, 0.0548, "list price"),
         "boot disks of nodeset steady: 3 x 200 GiB pd-balanced": (600, 0.0822, "list price"),
         "boot disks of nodeset big: 1 x 200 GiB pd-balanced": (200, 0.0274, "list price"),
+        "Filestore /home: 1024 GiB BASIC_HDD": (1024, 0.2244, "list price"),
     }
-    # Filestore has no price: the sum of the rest is a floor, not a total.
-    assert cost["partialHourly"] == round(sum(h for _, h, _ in hourly.values()), 4) == 1.5508
-    assert cost["hourly"] is None
+    # Every item has a price: the total is their sum.
+    assert cost["hourly"] == round(sum(h for _, h, _ in hourly.values()), 4) == 1.7752
+    assert cost["complete"] is True
     assert "reserved nodes are estimated at the on-demand price" in cost["notes"]
     assert any(note.startswith("spot prices") for note in cost["notes"])
 
