@@ -28,6 +28,7 @@ from clusterprint.render import ops_agent, rendered_files, topology
 from clusterprint.render.node_scripts import TENSORBOARD_SYNC_UNIT
 from tests.support.boot_sandbox import Node, daemon_starts, ready
 from tests.support.paths import reference_blueprints
+from tests.support.prometheus_duration import seconds
 from tests.support.topology_blueprints import a4x_cluster
 
 SCHEMA = json.loads((Path(__file__).parent / "fixtures" / "ops-agent-config.schema.json")
@@ -73,6 +74,13 @@ def kept(config: dict) -> tuple[set[str], set[str]]:
             {v for f, v in pairs if f == "SYSLOG_IDENTIFIER"})
 
 
+def scrape_configs(config: dict) -> list[dict]:
+    """Every Prometheus scrape a configuration's receivers run."""
+    return [scrape for receiver in config.get("metrics", {}).get("receivers", {}).values()
+            if receiver["type"] == "prometheus"
+            for scrape in receiver["config"]["scrape_configs"]]
+
+
 def labels(config: dict) -> dict[str, str]:
     fields = config["logging"]["processors"][ops_agent.LABELLER]["fields"]
     return {re.fullmatch(r'labels\."(\w+)"', k)[1]: v["static_value"] for k, v in fields.items()}
@@ -91,8 +99,33 @@ def test_every_roles_configuration_is_of_the_agents_format(blueprint, name):
             assert set(pipeline.get("processors", [])) <= set(defined.get("processors", {}))
     assert [r["type"] for r in config.get("metrics", {}).get("receivers", {}).values()
             ].count("hostmetrics") <= 1
+    # prometheus/prometheus config/config.go ScrapeConfig.Validate: no scrape may outlast
+    # its interval.
+    for scrape in scrape_configs(config):
+        assert seconds(scrape["scrape_timeout"]) <= seconds(scrape["scrape_interval"])
     # The built-in syslog pipeline is off: no journal line reaches Cloud Logging twice.
     assert config["logging"]["service"]["pipelines"]["default_pipeline"] == {"receivers": []}
+
+
+def controller_with(change) -> dict:
+    """cpu-small's controller configuration after ``change`` (config -> None)."""
+    config = written_config(RENDERED["cpu-small"]["scripts/controller.sh"])
+    change(config)
+    return config
+
+
+@pytest.mark.parametrize("change", [
+    lambda c: scrape_configs(c)[0].update(scrape_intervall="60s"),
+    lambda c: scrape_configs(c)[0]["static_configs"][0]["labels"].update(
+        {"clusterprint-cluster": "x"}),
+    lambda c: scrape_configs(c)[0]["static_configs"][0]["labels"].update({"__x": "x"}),
+    lambda c: c["logging"]["receivers"][ops_agent.RECEIVER].update(units=["slurmd"]),
+    lambda c: c["metrics"]["receivers"][slurm_metrics.RECEIVER].update(honor_labels=True),
+], ids=["scrape-key-misspelt", "label-name-hyphen", "label-name-reserved",
+        "journald-option", "receiver-key"])
+def test_the_schema_refuses_what_the_agent_or_prometheus_refuses(change):
+    with pytest.raises(jsonschema.ValidationError):
+        jsonschema.validate(controller_with(change), SCHEMA)
 
 
 @pytest.mark.parametrize("role", CPU_SMALL)
