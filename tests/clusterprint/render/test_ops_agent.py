@@ -27,6 +27,7 @@ from clusterprint.facts import slurm_metrics
 from clusterprint.render import ops_agent, rendered_files, topology
 from clusterprint.render.node_scripts import TENSORBOARD_SYNC_UNIT
 from tests.support.boot_sandbox import Node, daemon_starts, ready
+from tests.support.ops_agent_config import written_config
 from tests.support.paths import reference_blueprints
 from tests.support.prometheus_duration import seconds
 from tests.support.topology_blueprints import a4x_cluster
@@ -56,14 +57,6 @@ CPU_SMALL = {
     "compute-cpu": ({"slurmd.service", "clusterprint-metadata-guard.service", BOOT},
                     {"clusterprint-compute-cpu", "clusterprint-healthcheck"}),
 }
-
-
-def written_config(script: str) -> dict:
-    """The Ops Agent configuration a rendered script writes, parsed as the agent's YAML."""
-    found = re.search(rf"install_text {re.escape(agent_facts.CONFIG)} 0644 "
-                      r"<<'(CLUSTERPRINT_EOF\w*)'\n(.*?)\n\1\n", script, re.S)
-    assert found, "the script writes no Ops Agent configuration"
-    return YAML(typ="safe").load(found[2])
 
 
 def kept(config: dict) -> tuple[set[str], set[str]]:
