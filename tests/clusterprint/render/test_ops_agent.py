@@ -7,6 +7,12 @@ before it starts) cannot run here: its package comes only from packages.cloud.go
 building it needs Go and its modules, none of which this machine reaches. So the rendered
 files are checked against fixtures/ops-agent-config.schema.json, the subset clusterprint
 writes as the agent's confgenerator source reads it (the schema's $comment cites each file).
+The one part of the engine that builds without outside modules, its filter parser
+(confgenerator/filter with the packages it imports, GoogleCloudPlatform/ops-agent at
+588c4b9, built with Debian's Go 1.19 and golang-go.uber-multierr-dev, ``slices.Equal``
+written out), parsed every reference blueprint's exclude_logs condition on 2026-12-04: each
+one is ``not (A or B ...)`` over record["_SYSTEMD_UNIT"] and record["SYSLOG_IDENTIFIER"]
+in its fluent-bit and OTTL forms; that check is not repeated here, which has no Go.
 What only a real VM shows: that the agent takes the file, and the entries in Cloud Logging.
 """
 
