@@ -17,7 +17,7 @@ from clusterprint.components.slurm_controller import SlurmController
 from clusterprint.components.storage import SharedStorage
 from clusterprint.contract import naming, node_metadata
 from clusterprint.facts.iam import MUNGE_READER_ROLES
-from clusterprint.render import node_scripts, remediation
+from clusterprint.render import node_scripts, ops_agent, remediation
 from clusterprint.render.images import NodeImage as ImageToBuild
 from clusterprint.render.images import built_image, needed_images, nodeset_image
 from clusterprint.render.slurm_config import SLURMRESTD_PORT
@@ -144,7 +144,8 @@ class TrainingCluster(pulumi.ComponentResource):
         observability = Observability(
             f"{name}-observability", cluster=cluster, project=project, region=bp.region,
             tensorboard=bp.observability.tensorboard, dashboard=bp.observability.dashboard,
-            alerts=True, alert_emails=bp.observability.alert_emails, labels=labels, opts=child)
+            alerts=True, alert_emails=bp.observability.alert_emails,
+            metrics=ops_agent.metrics_written(bp), labels=labels, opts=child)
         login = LoginNodes(
             f"{name}-login", cluster=cluster, munge_secret=controller.munge_secret_id,
             startup_script=scripts.login, slurm_config=scripts.slurm_config["login"],

@@ -4,7 +4,7 @@ Monitoring dashboard, and alert policies on the Slurm exporter's metrics."""
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping, Sequence
+from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass
 
 import pulumi
@@ -13,10 +13,11 @@ import pulumi_gcp as gcp
 from clusterprint.contract import naming
 from clusterprint.facts import ops_agent, slurm_metrics
 
-#: Charts on the dashboard: title -> metric type. GPU metrics come from the Ops Agent on GPU
-#: nodes, named from the receivers its configuration enables (ops_agent); the instance
+#: Charts the dashboard may hold: title -> metric type. GPU metrics come from the Ops Agent
+#: on GPU nodes, named from the receivers its configuration enables (ops_agent); the instance
 #: metrics from Compute Engine itself, on every VM without an agent; the Slurm ones from the
-#: controller's exporter, named from its metrics (slurm_metrics).
+#: controller's exporter, named from its metrics (slurm_metrics). A cluster's dashboard holds
+#: those its nodes write (``dashboard_json``).
 DASHBOARD_CHARTS = {
     "GPU utilization": ops_agent.metric("hostmetrics", "gpu/utilization"),
     "GPU memory used": ops_agent.metric("hostmetrics", "gpu/memory/bytes_used"),
@@ -33,6 +34,8 @@ DASHBOARD_CHARTS = {
     "Protected nodesets": slurm_metrics.metric("clusterprint_remediation_protected"),
 }
 
+#: What Compute Engine writes of every VM itself, agent or not.
+COMPUTE_METRICS = "compute.googleapis.com/instance/"
 #: A nodeset with more than this share of its Slurm nodes drained for DRAINED_FOR alerts:
 #: one node in ten out of service is more than a single failure the remediation loop is
 #: working through (a nodeset under ten nodes alerts at its first drained node that stays).
@@ -53,8 +56,17 @@ def _selector(cluster: str, metric: str) -> str:
             f'metadata.user_labels."{naming.CLUSTER_LABEL}"="{cluster}"')
 
 
-def dashboard_json(cluster: str) -> str:
-    """A dashboard of the cluster's VMs and of its Slurm: counters charted per minute."""
+def charts(written: Collection[str]) -> dict[str, str]:
+    """The charts of a cluster whose Ops Agents write the metric types ``written``:
+    Compute Engine's and those, none of a metric nothing in the cluster writes."""
+    return {title: metric for title, metric in DASHBOARD_CHARTS.items()
+            if metric in written or metric.startswith(COMPUTE_METRICS)}
+
+
+def dashboard_json(cluster: str, written: Collection[str]) -> str:
+    """A dashboard of the cluster's VMs and of its Slurm, charting what Compute Engine and
+    its Ops Agents write (``written``, clusterprint/render/ops_agent.py
+    ``metrics_written``): counters charted per minute."""
     tiles = [
         {"xPos": (i % 2) * 6, "yPos": (i // 2) * 4, "width": 6, "height": 4,
          "widget": {"title": title, "xyChart": {"dataSets": [{
@@ -63,7 +75,7 @@ def dashboard_json(cluster: str) -> str:
                  "filter": f'metric.type="{metric}" AND {_selector(cluster, metric)}',
                  "aggregation": {"alignmentPeriod": "60s", "perSeriesAligner": (
                      "ALIGN_DELTA" if metric.endswith("/counter") else "ALIGN_MEAN")}}}}]}}}
-        for i, (title, metric) in enumerate(DASHBOARD_CHARTS.items())]
+        for i, (title, metric) in enumerate(charts(written).items())]
     return json.dumps({"displayName": f"clusterprint {cluster}",
                        "mosaicLayout": {"columns": 12, "tiles": tiles}}, sort_keys=True)
 
@@ -117,11 +129,14 @@ class Observability(pulumi.ComponentResource):
     ``alerts``: the policies of ``cluster_alerts``, for a cluster whose controller runs the Slurm
     exporter (TrainingCluster: always, as the issue asks them present without a channel;
     a managed cluster's controller is the service's, without the exporter: none).
+    ``metrics``: the metric types the cluster's own Ops Agents write, which the dashboard
+    charts beside Compute Engine's (a managed cluster's nodes run none of clusterprint's
+    configurations: none).
     """
 
     def __init__(self, name: str, *, cluster: str, project: str, region: str,
                  tensorboard: bool = False, dashboard: bool = False, alerts: bool = False,
-                 alert_emails: Sequence[str] = (),
+                 alert_emails: Sequence[str] = (), metrics: Collection[str] = (),
                  labels: Mapping[str, str] | None = None,
                  opts: pulumi.ResourceOptions | None = None) -> None:
         super().__init__("clusterprint:index:Observability", name, None, opts)
@@ -135,8 +150,8 @@ class Observability(pulumi.ComponentResource):
         self.dashboard: pulumi.Output[str] | None = None
         if dashboard:
             self.dashboard = gcp.monitoring.Dashboard(
-                f"{name}-dashboard", project=project, dashboard_json=dashboard_json(cluster),
-                opts=child).id
+                f"{name}-dashboard", project=project,
+                dashboard_json=dashboard_json(cluster, metrics), opts=child).id
         #: One email channel per address (named by it: a shifted list replaces nothing).
         self.channels = [gcp.monitoring.NotificationChannel(
             naming.alert_email_channel(name, address), project=project, type="email",

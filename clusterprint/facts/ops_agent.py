@@ -93,14 +93,16 @@ def metric(receiver: str, name: str) -> str:
     return found[0]
 
 
-def metrics_collected(config: dict) -> frozenset[str]:
+def metrics_collected(config: dict, known: tuple[MetricsReceiver, ...] = METRICS_RECEIVERS
+                      ) -> frozenset[str]:
     """The metric types an Ops Agent configuration (config.yaml, parsed) writes: those of
-    each receiver of METRICS_RECEIVERS that a pipeline uses with that receiver's settings."""
+    each receiver of ``known`` (a cluster's Slurm receiver beside the roles' ones, say) that a
+    pipeline uses with that receiver's settings."""
     metrics = config.get("metrics", {})
     receivers = metrics.get("receivers", {})
     used = {name for pipeline in metrics.get("service", {}).get("pipelines", {}).values()
             for name in pipeline.get("receivers", [])}
     return frozenset(
-        metric for r in METRICS_RECEIVERS if r.name in used
+        metric for r in known if r.name in used
         and receivers.get(r.name) == {"type": r.type, **dict(r.settings)}
         for metric in r.metrics)

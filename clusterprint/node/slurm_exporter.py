@@ -11,7 +11,7 @@ plugin serves slurmctld's figures on slurmctld's port, per partition, not per no
 nothing of the loop.)
 
 Each scrape asks Slurm anew (``scontrol show nodes --json``, ``sinfo`` for the partitions,
-``squeue``): no figure is older than the scrape. The partitions are Slurm's, not the
+``squeue --json``): no figure is older than the scrape. The partitions are Slurm's, not the
 config's: a new partition reaches the running controller through its Slurm files alone
 (config-sync), and this program needs no restart for it. Fail closed: when any command
 fails, hangs or answers something this program cannot read, the scrape says
@@ -28,6 +28,8 @@ from __future__ import annotations
 
 import argparse
 import http.server
+import os
+import re
 import sys
 import threading
 from collections.abc import Callable, Iterable
@@ -39,13 +41,18 @@ else:
     import common
     import remediate
 
-#: Seconds each Slurm command may take (all three within the receiver's scrape timeout): a
+#: Seconds each Slurm command may take (all of COMMANDS within the receiver's scrape timeout): a
 #: slurmctld that does not answer holds scontrol far longer (MessageTimeout, then retries).
 COMMAND_TIMEOUT_S = 15
 #: What a scrape's answer is: the Prometheus text exposition format, version 0.0.4.
 CONTENT_TYPE = "text/plain; version=0.0.4; charset=utf-8"
-#: The job states counted per partition, as squeue prints them, by the label they get.
+#: The job states counted per partition: a job's base state (among its state flags in
+#: squeue's JSON) -> the label it gets.
 JOB_STATES = {"RUNNING": "running", "PENDING": "pending"}
+#: What the Slurm commands run with beside the environment: a pending job array's task
+#: expression whole (squeue cuts it at 64 characters, ``...``, by default: squeue(1),
+#: SLURM_BITSTR_LEN).
+SLURM_ENV = {"SLURM_BITSTR_LEN": "0"}
 #: Where one node counts, first match wins: each a predicate over its state flags, so a
 #: nodeset's counts add up to its nodes. ``drained`` holds draining nodes too (jobs still
 #: end on them, nothing new starts); ``powered_down``: an elastic node without its VM.
@@ -153,6 +160,10 @@ def gpu_count(gres: str) -> int:
     return total
 
 
+#: The nodes, their states, features and GPUs (Slurm 26.05's data_parser JSON).
+SCONTROL = ["scontrol", "show", "nodes", "--json"]
+
+
 def _text(node: dict, key: str) -> str:
     try:
         return common.expect(node.get(key, ""), str, key)
@@ -160,25 +171,40 @@ def _text(node: dict, key: str) -> str:
         raise SlurmUnreadable(f"scontrol show nodes --json: {exc}") from None
 
 
-def node_samples(answer: str, nodesets: list[str]) -> list[Sample]:
-    """Node counts per nodeset and state and GPUs per nodeset, from ``scontrol show nodes
-    --json``. A node belongs to the nodeset its features name (slurm.conf's
-    ``NodeSet=NAME Feature=NAME``); nodes of none are not counted."""
-    what = "scontrol show nodes --json"
+def slurm_records(answer: str, what: str, key: str) -> list:
+    """The records under ``key`` of a Slurm command's data_parser JSON ``answer``;
+    SlurmUnreadable when it is no such answer or says errors."""
     try:
         data = common.expect(common.load_json(answer, what), dict, what)
         if data.get("errors"):
             raise SlurmUnreadable(f"{what}: {common.clip(data['errors'], 120)}")
-        nodes = common.expect(data.get("nodes"), list, f"{what}: nodes")
-        counts = {(n, s): 0 for n in nodesets for s, _ in NODE_STATES}
-        gpus = {n: [0, 0] for n in nodesets}
+        return common.expect(data.get(key), list, f"{what}: {key}")
+    except common.BadJSON as exc:
+        raise SlurmUnreadable(str(exc)) from None
+
+
+def state_flags(flags: object, what: str) -> list[str]:
+    """A record's state, the list of Slurm's state flags (the base state among them);
+    SlurmUnreadable when it has none."""
+    if not isinstance(flags, list) or not flags or not all(isinstance(f, str) for f in flags):
+        raise SlurmUnreadable(f"{what} without a state")
+    return flags
+
+
+def node_samples(answer: str, nodesets: list[str]) -> list[Sample]:
+    """Node counts per nodeset and state and GPUs per nodeset, from ``scontrol show nodes
+    --json``. A node belongs to the nodeset its features name (slurm.conf's
+    ``NodeSet=NAME Feature=NAME``); nodes of none are not counted."""
+    what = " ".join(SCONTROL)
+    nodes = slurm_records(answer, what, "nodes")
+    counts = {(n, s): 0 for n in nodesets for s, _ in NODE_STATES}
+    gpus = {n: [0, 0] for n in nodesets}
+    try:
         for node in nodes:
             node = common.expect(node, dict, f"{what}: a node")
             features = common.expect(node.get("active_features", node.get("features", [])),
                                      list, f"{what}: features")
-            flags = common.expect(node.get("state"), list, f"{what}: state")
-            if not flags or not all(isinstance(f, str) for f in flags):
-                raise SlurmUnreadable(f"{what}: a node without a state")
+            flags = state_flags(node.get("state"), f"{what}: a node")
             nodeset = next((f for f in features if f in gpus), None)
             if nodeset is None:
                 continue
@@ -197,32 +223,78 @@ def node_samples(answer: str, nodesets: list[str]) -> list[Sample]:
 
 #: sinfo's answer: the name of each partition, hidden ones too (a line per group of nodes).
 SINFO = ["sinfo", "--noheader", "--all", "--format=%R"]
-#: squeue's answer: one ``STATE|PARTITIONS`` line per job (array tasks one by one); a job
-#: pending in several partitions lists them comma-separated and counts in each.
-SQUEUE = ["squeue", "--noheader", "--all", "--array", "--states=PENDING,RUNNING",
-          "--format=%T|%P"]
+#: squeue's answer: every job of every partition, hidden ones too, in Slurm 26.05's
+#: data_parser JSON: its state as the base state among its flags, its partitions (a job
+#: pending in several lists them comma-separated and counts in each), and for a pending job
+#: array the tasks it still holds. Not squeue's text: ``%T`` prints a flag in place of the
+#: state (CONFIGURING for a job running on nodes that are powering up) and ``--states=RUNNING``
+#: selects only a job without any flag (SchedMD/slurm src/squeue/print.c ``_filter_job``), so
+#: either drops the jobs of every elastic node that is booting.
+SQUEUE = ["squeue", "--all", "--json"]
+#: Every command a scrape runs, in order: it stops at the first that fails.
+COMMANDS = (SCONTROL, SINFO, SQUEUE)
+
+
+def _partition_name(text: str) -> bool:
+    """Whether ``text`` can be a partition's name (never empty, never a word of a message)."""
+    return bool(text) and not {" ", "|", ","} & set(text)
 
 
 def partition_names(answer: str) -> list[str]:
     """The partitions SINFO lists; SlurmUnreadable when it lists none (a cluster has one)."""
     names = list(dict.fromkeys(line.strip() for line in answer.splitlines() if line.strip()))
-    if not names or any(" " in name or "|" in name for name in names):
+    if not names or not all(map(_partition_name, names)):
         raise SlurmUnreadable(f"sinfo: no partition names: {common.clip(answer, 80)}")
     return names
 
 
+#: One item of a job array's task expression: a task, a range, a range with a stride.
+ARRAY_ITEM = re.compile(r"(\d+)(?:-(\d+)(?::(\d+))?)?")
+
+
+def array_tasks(expression: str) -> int:
+    """The tasks a job's record stands for: 1, or for a pending job array's record those of
+    its ``array_task_string`` (``1,5,9-11``, ``1-400:3``, ``%5`` after it the tasks that may
+    run at once); SlurmUnreadable on any other text (a cut one, ``...``)."""
+    if not expression:
+        return 1
+    total = 0
+    for item in expression.split("%", 1)[0].split(","):
+        found = ARRAY_ITEM.fullmatch(item)
+        first, last, step = (int(found[1]), int(found[2] or found[1]), int(found[3] or 1)
+                             ) if found else (1, 0, 1)
+        if last < first or step < 1:
+            raise SlurmUnreadable(f"squeue: not a job array's tasks: {common.clip(item, 40)}")
+        total += (last - first) // step + 1
+    return total
+
+
+def _job(job: object) -> tuple[str | None, list[str], int]:
+    """One job record's counted state (None: neither running nor pending), partitions and
+    tasks; SlurmUnreadable when it lacks any of them."""
+    what = f"{' '.join(SQUEUE)}: a job"
+    try:
+        job = common.expect(job, dict, what)
+        partitions = common.expect(job.get("partition"), str, f"{what}'s partition").split(",")
+        tasks = common.expect(job.get("array_task_string", ""), str, f"{what}'s array tasks")
+    except common.BadJSON as exc:
+        raise SlurmUnreadable(str(exc)) from None
+    flags = state_flags(job.get("job_state"), what)
+    if not all(map(_partition_name, partitions)):
+        raise SlurmUnreadable(f"{what} without a partition: {common.clip(job['partition'], 60)}")
+    state = next((JOB_STATES[f] for f in flags if f in JOB_STATES), None)
+    return state, partitions, array_tasks(tasks)
+
+
 def job_samples(answer: str, partitions: list[str]) -> list[Sample]:
-    """Jobs running and pending per partition, from SQUEUE's lines; SlurmUnreadable on a
-    line of another shape."""
+    """Jobs (array tasks each) running and pending per partition, by their base state, from
+    SQUEUE's answer; SlurmUnreadable on an answer of another shape."""
+    jobs = slurm_records(answer, " ".join(SQUEUE), "jobs")
     counts = {(p, s): 0 for p in partitions for s in JOB_STATES.values()}
-    for line in answer.splitlines():
-        state, bar, listed = line.strip().partition("|")
-        if not bar or state not in JOB_STATES or not listed:
-            raise SlurmUnreadable(f"squeue: a line that is no job: {common.clip(line, 80)}")
-        for partition in listed.split(","):
-            key = (partition, JOB_STATES[state])
-            if key in counts:
-                counts[key] += 1
+    for state, listed, tasks in map(_job, jobs):
+        for partition in listed:
+            if (partition, state) in counts:
+                counts[(partition, state)] += tasks
     return [Sample("clusterprint_slurm_jobs", (("partition", p), ("state", s)), v)
             for (p, s), v in counts.items()]
 
@@ -280,7 +352,8 @@ class Exporter:
 
     def __post_init__(self) -> None:
         if self.run is None:
-            self.run = lambda argv: common.output(argv, self.config.timeout_s)
+            self.run = lambda argv: common.output(argv, self.config.timeout_s,
+                                                  {**os.environ, **SLURM_ENV})
         self._lock = threading.Lock()
         self._said = ""
 
@@ -288,8 +361,7 @@ class Exporter:
         """Slurm's figures with ``clusterprint_slurm_up 1``, or only ``... 0`` (logged once
         per cause, not every scrape)."""
         try:
-            samples = node_samples(self.run(["scontrol", "show", "nodes", "--json"]),
-                                   self.config.nodesets)
+            samples = node_samples(self.run(SCONTROL), self.config.nodesets)
             samples += job_samples(self.run(SQUEUE), partition_names(self.run(SINFO)))
         except (common.CommandFailed, SlurmUnreadable) as exc:
             if str(exc) != self._said:

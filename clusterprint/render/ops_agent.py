@@ -22,7 +22,7 @@ import re
 from collections.abc import Mapping, Sequence
 
 from clusterprint.blueprint.model import Blueprint, Nodeset
-from clusterprint.facts import ops_agent
+from clusterprint.facts import ops_agent, slurm_metrics
 from clusterprint.facts.ops_agent import MetricsReceiver
 from clusterprint.node import common
 
@@ -93,12 +93,25 @@ def script_context(blueprint: Blueprint, role: str, units: Sequence[str], boot_t
     hyphens only), the role and the nodeset; ``metrics`` are receivers of this cluster's own
     beside the role's (the controller's Slurm exporter's)."""
     labels = {CLUSTER_LABEL: blueprint.name, ROLE_LABEL: role}
-    kind = role
     if nodeset is not None:
         labels[NODESET_LABEL] = nodeset.name
-        kind = "gpu" if nodeset.gpus else role
     tags = (boot_tag, *(common.journal_tag(program) for program in programs))
-    text = config(labels, (*units, BOOT_UNIT), tags,
-                  (*ops_agent.ROLE_METRICS_RECEIVERS[kind], *metrics))
+    text = config(labels, (*units, BOOT_UNIT), tags, (*role_receivers(role, nodeset), *metrics))
     return {"config_path": ops_agent.CONFIG, "config": text, "unit": ops_agent.UNIT,
             "engine": ops_agent.ENGINE}
+
+
+def role_receivers(role: str, nodeset: Nodeset | None = None) -> tuple[MetricsReceiver, ...]:
+    """The metrics receivers a node of ``role`` (compute: of ``nodeset``) configures for its
+    kind: a GPU nodeset's are the GPU receivers."""
+    kind = "gpu" if nodeset is not None and nodeset.gpus else role
+    return ops_agent.ROLE_METRICS_RECEIVERS[kind]
+
+
+def metrics_written(blueprint: Blueprint) -> frozenset[str]:
+    """The metric types the cluster's own Ops Agent configurations write (each nodeset's
+    receivers, the controller's Slurm exporter's): what its dashboard may chart beside
+    Compute Engine's instance metrics, so that a CPU cluster gets no GPU tile."""
+    receivers = (slurm_metrics.receiver(blueprint.name),
+                 *(r for n in blueprint.slurm.nodesets for r in role_receivers("compute", n)))
+    return frozenset(m for r in receivers for m in r.metrics)

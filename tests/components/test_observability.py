@@ -1,13 +1,29 @@
-"""Observability on its own."""
+"""Observability on its own, and every metric it names against what the rendered nodes'
+Ops Agent configurations write."""
 
 from __future__ import annotations
 
+import functools
 import json
 import re
 
-from clusterprint.components.observability import Observability, cluster_alerts, dashboard_json
+import pytest
+
+from clusterprint.blueprint.model import Blueprint
+from clusterprint.blueprint.validate import load_checked
+from clusterprint.components.observability import (
+    COMPUTE_METRICS,
+    DASHBOARD_CHARTS,
+    Observability,
+    cluster_alerts,
+    dashboard_json,
+)
 from clusterprint.facts import ops_agent, slurm_metrics
 from clusterprint.node import slurm_exporter
+from clusterprint.render import ops_agent as render_ops_agent
+from clusterprint.render import rendered_files
+from tests.support.ops_agent_config import written_config
+from tests.support.paths import reference_blueprints
 
 TENSORBOARD = "gcp:vertex/aiTensorboard:AiTensorboard"
 DASHBOARD = "gcp:monitoring/dashboard:Dashboard"
@@ -24,13 +40,17 @@ def test_nothing_unless_asked(cloud):
 
 
 def test_tensorboard_and_dashboard_when_asked(cloud):
-    observability(cloud, tensorboard=True, dashboard=True)
+    observability(cloud, tensorboard=True, dashboard=True, metrics=ALL_CHARTED)
     assert cloud.one(TENSORBOARD).inputs["region"] == "us-central1"
-    assert cloud.one(DASHBOARD).inputs["dashboardJson"] == dashboard_json("c1")
+    assert cloud.one(DASHBOARD).inputs["dashboardJson"] == dashboard_json("c1", ALL_CHARTED)
+
+
+#: Every metric a chart may name: a cluster that writes them all gets every chart.
+ALL_CHARTED = frozenset(DASHBOARD_CHARTS.values())
 
 
 def test_the_dashboard_charts_only_this_clusters_vms_and_slurm():
-    dashboard = json.loads(dashboard_json("c1"))
+    dashboard = json.loads(dashboard_json("c1", ALL_CHARTED))
     tiles = dashboard["mosaicLayout"]["tiles"]
     assert tiles and dashboard["displayName"] == "clusterprint c1"
     selectors = {'metadata.user_labels."clusterprint-cluster"="c1"',
@@ -97,27 +117,69 @@ def promql_metrics(query: str) -> set[str]:
             if word not in PROMQL_WORDS}
 
 
-def written_metrics() -> set[str]:
-    """What the cluster's agents write: the Slurm exporter's (through the controller's
-    receiver) and the GPU receivers' metric types."""
-    return set(slurm_metrics.receiver("c1").metrics) | {
-        m for r in ops_agent.GPU_METRICS_RECEIVERS for m in r.metrics}
+BLUEPRINTS = [path.stem for path in reference_blueprints()]
 
 
-def test_every_alert_names_only_metrics_the_exporter_writes():
-    for alert in cluster_alerts("c1"):
+@functools.cache
+def reference(name: str) -> Blueprint:
+    """Reference blueprint ``name``, checked."""
+    return load_checked(str(next(p for p in reference_blueprints() if p.stem == name)))
+
+
+@functools.cache
+def written_metrics(name: str) -> frozenset[str]:
+    """What reference blueprint ``name``'s nodes write: the metric types of every receiver
+    a pipeline of a rendered boot script's Ops Agent configuration runs (the controller's
+    Slurm receiver of this cluster, the roles' receivers)."""
+    known = (*ops_agent.METRICS_RECEIVERS, slurm_metrics.receiver(reference(name).name))
+    return frozenset(m for path, text in rendered_files(reference(name)).items()
+                     if path.startswith("scripts/") and path.endswith(".sh")
+                     for m in ops_agent.metrics_collected(written_config(text), known))
+
+
+def charted(name: str) -> list[str]:
+    """The metric type of each tile of reference blueprint ``name``'s dashboard, as its
+    TrainingCluster plans it."""
+    blueprint = reference(name)
+    dashboard = json.loads(dashboard_json(blueprint.name,
+                                          render_ops_agent.metrics_written(blueprint)))
+    return [re.findall(r'metric\.type="([^"]+)"', tile["widget"]["xyChart"]["dataSets"][0][
+        "timeSeriesQuery"]["timeSeriesFilter"]["filter"])[0]
+        for tile in dashboard["mosaicLayout"]["tiles"]]
+
+
+@pytest.mark.parametrize("name", BLUEPRINTS)
+def test_what_the_dashboard_is_told_the_cluster_writes_is_what_its_nodes_configure(name):
+    assert render_ops_agent.metrics_written(reference(name)) == written_metrics(name)
+
+
+@pytest.mark.parametrize("name", BLUEPRINTS)
+def test_every_alert_names_only_metrics_the_controller_of_every_cluster_writes(name):
+    for alert in cluster_alerts(reference(name).name):
         named = promql_metrics(alert.query)
         assert named and named <= set(slurm_exporter.METRICS), (alert.role, named)
-        assert {slurm_metrics.metric(n) for n in named} <= written_metrics()
+        assert {slurm_metrics.metric(n) for n in named} <= written_metrics(name)
 
 
-def test_every_dashboard_tile_names_a_metric_something_in_the_cluster_writes():
-    for tile in json.loads(dashboard_json("c1"))["mosaicLayout"]["tiles"]:
-        query = tile["widget"]["xyChart"]["dataSets"][0]["timeSeriesQuery"]
-        (metric,) = re.findall(r'metric\.type="([^"]+)"', query["timeSeriesFilter"]["filter"])
-        # Compute Engine writes its instance metrics itself, on every VM.
-        assert metric in written_metrics() or metric.startswith(
-            "compute.googleapis.com/instance/"), (tile["widget"]["title"], metric)
+@pytest.mark.parametrize("name", BLUEPRINTS)
+def test_every_dashboard_tile_names_a_metric_something_in_the_cluster_writes(name):
+    # Compute Engine writes its instance metrics itself, on every VM.
+    assert [m for m in charted(name)
+            if m not in written_metrics(name) and not m.startswith(COMPUTE_METRICS)] == []
+
+
+def test_a_cpu_cluster_gets_no_gpu_tile_and_a_gpu_cluster_every_one():
+    gpu = {m for m in DASHBOARD_CHARTS.values()
+           if m.startswith(("agent.googleapis.com/gpu/", "workload.googleapis.com/gpu."))}
+    assert gpu
+    assert not gpu & set(charted("cpu-small"))
+    assert gpu <= set(charted("a4"))
+
+
+def test_a_cluster_without_clusterprints_agents_gets_only_compute_engines_tiles():
+    # A managed cluster: its nodes are the service's, with no exporter nor GPU receiver.
+    tiles = json.loads(dashboard_json("m1", ()))["mosaicLayout"]["tiles"]
+    assert tiles and all(COMPUTE_METRICS in json.dumps(tile) for tile in tiles)
 
 
 def test_the_metric_reader_finds_what_a_query_names():

@@ -15,6 +15,8 @@ import pytest
 from clusterprint.blueprint.model import Blueprint
 from tests.support import slurm_root
 from tests.support.local_slurm import LocalMariaDB, LocalSlurm, start_munged
+from tests.support.netns import cluster_namespace
+from tests.support.power_saving import PowerSaving, elastic_blueprint
 
 
 @pytest.fixture(scope="session")
@@ -81,3 +83,18 @@ def accounting_slurm(munge_socket: Path, mariadb: LocalMariaDB
     yield make
     for cluster in clusters:
         cluster.stop()
+
+
+@pytest.fixture
+def saving(local_slurm):
+    """``saving(count=1, max_count=4)``: a started cluster with power saving (the power
+    saving and Slurm exporter tests)."""
+    made = []
+    with cluster_namespace() as networks:
+        def make(**sizes: int) -> PowerSaving:
+            made.append(PowerSaving(local_slurm, networks, elastic_blueprint(**sizes)))
+            return made[-1]
+
+        yield make
+        for setup in made:
+            setup.stop()

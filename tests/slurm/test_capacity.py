@@ -9,28 +9,11 @@ from __future__ import annotations
 
 import time
 
-import pytest
-
-from tests.support.netns import cluster_namespace
-from tests.support.power_saving import NODESET, PowerSaving, elastic_blueprint
+from tests.support.power_saving import NODESET
 
 STOCKOUT = ("ZONE_RESOURCE_POOL_EXHAUSTED",
             "The zone 'projects/my-project/zones/us-central1-c' does not have enough "
             "resources available to fulfill the request.")
-
-
-@pytest.fixture
-def saving(local_slurm):
-    """``saving(count=1, max_count=4)``: a started cluster with power saving."""
-    made = []
-    with cluster_namespace() as networks:
-        def make(**sizes: int) -> PowerSaving:
-            made.append(PowerSaving(local_slurm, networks, elastic_blueprint(**sizes)))
-            return made[-1]
-
-        yield make
-        for setup in made:
-            setup.stop()
 
 
 E1, E2, E3 = (f"cpu-small-cpu-e{number:05d}" for number in (1, 2, 3))

@@ -12,6 +12,7 @@ from clusterprint.facts import slurm_metrics
 from clusterprint.node import common, slurm_exporter
 from clusterprint.render import rendered_files
 from tests.support.paths import blueprint_path
+from tests.support.prometheus_duration import seconds
 from tests.support.prometheus_text import parse
 
 
@@ -25,10 +26,12 @@ def test_the_receiver_is_the_agents_prometheus_format_scraping_the_rendered_expo
     assert settings["type"] == "prometheus" and set(settings) == {"type", "config"}
     (scrape,) = settings["config"]["scrape_configs"]
     assert not {"honor_labels", "relabel_configs", "metric_relabel_configs"} & set(scrape)
-    assert int(scrape["scrape_interval"].rstrip("s")) >= 10
-    # The whole scrape (three Slurm commands) fits the receiver's timeout.
-    assert int(scrape["scrape_timeout"].rstrip("s")) > 3 * slurm_exporter.COMMAND_TIMEOUT_S
-    assert scrape["scrape_timeout"] <= scrape["scrape_interval"]
+    assert seconds(scrape["scrape_interval"]) >= 10
+    # The whole scrape (every Slurm command, each up to its timeout) fits the receiver's
+    # timeout, which Prometheus wants no longer than the interval.
+    timeout, interval = (seconds(scrape[key]) for key in ("scrape_timeout", "scrape_interval"))
+    assert timeout > len(slurm_exporter.COMMANDS) * slurm_exporter.COMMAND_TIMEOUT_S
+    assert timeout <= interval
     (static,) = scrape["static_configs"]
     assert static["targets"] == [f"{exporter['address']}:{exporter['port']}"]
     assert exporter["address"] == "127.0.0.1"
@@ -41,7 +44,8 @@ def test_one_monitoring_type_per_metric_the_exporter_serves():
     nodes = json.dumps({"nodes": [{"name": "n", "state": ["IDLE"], "active_features": ["a4"],
                                    "gres": "gpu:8", "gres_used": "gpu:0"}]})
     served = parse(slurm_exporter.Exporter(
-        config, lambda argv: {"scontrol": nodes, "sinfo": "a4\n"}.get(argv[0], ""),
+        config, lambda argv: {"scontrol": nodes, "sinfo": "a4\n", "squeue": '{"jobs": []}'}[
+            argv[0]],
         common.Log("test", io.StringIO())).scrape())
     assert set(served) == set(slurm_exporter.METRICS)
     assert set(slurm_metrics.METRIC_TYPES) == {

@@ -37,7 +37,18 @@ NODES = {"nodes": [
     {"name": "elsewhere", "state": ["IDLE"], "active_features": ["other"], "gres": "",
      "gres_used": ""},
 ], "errors": [], "warnings": []}
-JOBS = "RUNNING|a4\nPENDING|a4\nPENDING|a4,a4spot\nPENDING|nowhere\n"
+#: ``squeue --all --json`` of Slurm 26.05, cut to the fields the exporter reads (as the real
+#: daemons answer in tests/slurm/test_slurm_exporter.py): a job's state is its base state
+#: among its flags; a pending job array's record holds its tasks' expression.
+JOBS = {"jobs": [
+    {"job_id": 1, "job_state": ["RUNNING"], "partition": "a4", "array_task_string": ""},
+    {"job_id": 2, "job_state": ["PENDING"], "partition": "a4", "array_task_string": ""},
+    {"job_id": 3, "job_state": ["PENDING"], "partition": "a4,a4spot",
+     "array_task_string": ""},
+    {"job_id": 4, "job_state": ["PENDING"], "partition": "nowhere", "array_task_string": ""},
+    {"job_id": 5, "job_state": ["COMPLETED", "COMPLETING"], "partition": "a4",
+     "array_task_string": ""},
+], "errors": [], "warnings": []}
 PARTITIONS = "a4\na4spot\na4\n"
 
 
@@ -47,15 +58,22 @@ def config(tmp_path: Path, **values) -> slurm_exporter.Config:
                                     **values})
 
 
-def slurm(nodes: object = NODES, jobs: str = JOBS, partitions: str = PARTITIONS,
+def slurm(nodes: object = NODES, jobs: object = JOBS, partitions: str = PARTITIONS,
           fail: str = ""):
-    """Slurm's three commands, answering these (``fail``: the command that fails)."""
+    """Slurm's three commands, answering these (``fail``: the command that fails; a text
+    answer as it is, anything else as JSON)."""
     def run(argv: list[str]) -> str:
         if fail and argv[0] == fail:
             raise common.CommandFailed(f"{argv[0]} failed (exit 1): Unable to contact slurm "
                                        "controller (connect failure)")
-        return {"scontrol": json.dumps(nodes), "sinfo": partitions}.get(argv[0], jobs)
+        answer = {"scontrol": nodes, "sinfo": partitions, "squeue": jobs}[argv[0]]
+        return answer if isinstance(answer, str) else json.dumps(answer)
     return run
+
+
+def jobs(*records: dict) -> dict:
+    """squeue's JSON answer of these job records, each with the fields the exporter reads."""
+    return {"jobs": [{"partition": "a4", "array_task_string": "", **r} for r in records]}
 
 
 def scrape(tmp_path: Path, **kwargs) -> dict:
@@ -87,6 +105,39 @@ def test_jobs_count_per_partition_and_a_job_of_two_partitions_in_each(tmp_path):
     assert not jobs.where(partition="nowhere")
 
 
+def test_a_job_counts_by_its_base_state_whatever_flag_slurm_prints_for_it(tmp_path):
+    # A job on elastic nodes that are booting runs, CONFIGURING: squeue's text prints that
+    # flag, not RUNNING, and ``--states=RUNNING`` leaves the job out.
+    counted = scrape(tmp_path, jobs=jobs(
+        {"job_state": ["RUNNING", "CONFIGURING", "POWER_UP_NODE"]},
+        {"job_state": ["PENDING", "REQUEUE_HOLD"]},
+        {"job_state": ["COMPLETED", "COMPLETING"]}))["clusterprint_slurm_jobs"]
+    assert counted.value(partition="a4", state="running") == 1
+    assert counted.value(partition="a4", state="pending") == 1
+
+
+def test_a_pending_job_array_counts_each_task_it_holds(tmp_path):
+    counted = scrape(tmp_path, jobs=jobs(
+        {"job_state": ["PENDING"], "array_task_string": "1-400:3%5"},
+        {"job_state": ["PENDING"], "array_task_string": "1,5,9-11"},
+        {"job_state": ["RUNNING"], "array_task_string": ""}))["clusterprint_slurm_jobs"]
+    assert counted.value(partition="a4", state="pending") == 134 + 5
+    assert counted.value(partition="a4", state="running") == 1
+
+
+@pytest.mark.parametrize(("expression", "tasks"), [
+    ("", 1), ("7", 1), ("1-3", 3), ("1-400:3", 134), ("1-400:3%5", 134), ("2-9:4", 2),
+    ("1,5,9-11,20-30:2", 11)])
+def test_array_tasks_reads_slurms_task_expressions(expression, tasks):
+    assert slurm_exporter.array_tasks(expression) == tasks
+
+
+@pytest.mark.parametrize("expression", ["1,3,5,...", "3-1", "1-9:0", "a", "1-", ",", "1;2"])
+def test_array_tasks_refuses_what_is_no_task_expression(expression):
+    with pytest.raises(slurm_exporter.SlurmUnreadable):
+        slurm_exporter.array_tasks(expression)
+
+
 @pytest.mark.parametrize("kwargs", [
     {"fail": "scontrol"}, {"fail": "squeue"}, {"fail": "sinfo"}, {"partitions": ""},
     {"nodes": {"nodes": [], "errors": [{"error": "Unable to contact slurm controller"}]}},
@@ -97,8 +148,15 @@ def test_jobs_count_per_partition_and_a_job_of_two_partitions_in_each(tmp_path):
     {"nodes": {"nodes": [{"name": "n1", "state": ["IDLE"], "active_features": ["a4"],
                           "gres": 8, "gres_used": ""}]}},
     {"jobs": "squeue: error: Invalid user\n"},
+    {"jobs": {"jobs": [], "errors": [{"error": "Unable to contact slurm controller"}]}},
+    {"jobs": {"meta": {}}},
+    {"jobs": jobs({"job_state": []})},
+    {"jobs": jobs({"job_state": ["PENDING"], "partition": ""})},
+    {"jobs": jobs({"job_state": ["PENDING"], "array_task_string": "1,3,5,7,..."})},
 ], ids=["scontrol-fails", "squeue-fails", "sinfo-fails", "no-partition", "json-errors",
-        "no-nodes-key", "no-state", "gpu-without-count", "gres-not-text", "squeue-garbage"])
+        "no-nodes-key", "no-state", "gpu-without-count", "gres-not-text", "squeue-garbage",
+        "squeue-errors", "no-jobs-key", "job-without-state", "job-without-partition",
+        "array-cut"])
 def test_slurm_that_proves_nothing_is_up_0_and_no_slurm_figure(tmp_path, kwargs):
     families = scrape(tmp_path, **kwargs)
     assert families["clusterprint_slurm_up"].value() == 0
@@ -172,14 +230,25 @@ def installed(tmp_path: Path) -> Path:
     return folder / "slurm_exporter.py"
 
 
+#: A job array's task expression longer than squeue's 64 characters: whole only with
+#: SLURM_BITSTR_LEN=0 (``1,3,...``, 40 tasks, otherwise).
+LONG_ARRAY = ",".join(str(task) for task in range(1, 80, 2))
+
+
 def fake_slurm(tmp_path: Path, nodes: str, jobs: str, code: int = 0) -> dict[str, str]:
-    """scontrol, sinfo and squeue on PATH printing these answers (exit ``code``)."""
+    """scontrol, sinfo and squeue on PATH printing these answers (exit ``code``); squeue
+    cuts a job array's expression as the real one does unless SLURM_BITSTR_LEN is 0."""
     bin_dir = tmp_path / "bin"
     bin_dir.mkdir(exist_ok=True)
-    for command, answer in (("scontrol", nodes), ("squeue", jobs),
+    cut = jobs.replace(LONG_ARRAY, LONG_ARRAY[:60] + "...")
+    for command, answer in (("scontrol", nodes), ("squeue", jobs), ("squeue-cut", cut),
                             ("sinfo", PARTITIONS if nodes else "")):
         (tmp_path / f"{command}.out").write_text(answer)
-        (bin_dir / command).write_text(f"#!/bin/sh\ncat {tmp_path / command}.out\nexit {code}\n")
+    for command in ("scontrol", "sinfo", "squeue"):
+        out = f"{tmp_path / command}.out"
+        if command == "squeue":
+            out = f'{tmp_path}/squeue$([ "$SLURM_BITSTR_LEN" = 0 ] || echo -cut).out'
+        (bin_dir / command).write_text(f'#!/bin/sh\ncat "{out}"\nexit {code}\n')
         (bin_dir / command).chmod(0o755)
     return {**os.environ, "PATH": f"{bin_dir}:{os.environ['PATH']}"}
 
@@ -191,7 +260,8 @@ def write_config(tmp_path: Path, port: int = 0) -> Path:
 
 
 def test_once_prints_one_scrape_from_the_installed_program(tmp_path):
-    env = fake_slurm(tmp_path, json.dumps(NODES), JOBS)
+    env = fake_slurm(tmp_path, json.dumps(NODES), json.dumps(jobs(
+        {"job_state": ["PENDING"], "array_task_string": LONG_ARRAY})))
     done = subprocess.run([sys.executable, str(installed(tmp_path)), "--config",
                            str(write_config(tmp_path)), "--once"], env=env,
                           capture_output=True, text=True, timeout=60)
@@ -199,6 +269,8 @@ def test_once_prints_one_scrape_from_the_installed_program(tmp_path):
     families = parse(done.stdout)
     assert families["clusterprint_slurm_up"].value() == 1
     assert families["clusterprint_slurm_nodes"].value(nodeset="a4", state="drained") == 1
+    # squeue ran with the array's whole expression: each task counted.
+    assert families["clusterprint_slurm_jobs"].value(partition="a4", state="pending") == 40
 
 
 def test_a_bad_config_stops_the_program_with_2(tmp_path):
@@ -218,7 +290,7 @@ def get(url: str) -> tuple[int, str, str]:
 
 
 def test_the_service_serves_metrics_on_loopback_and_fails_closed_while_slurm_fails(tmp_path):
-    env = fake_slurm(tmp_path, json.dumps(NODES), JOBS)
+    env = fake_slurm(tmp_path, json.dumps(NODES), json.dumps(JOBS))
     port = free_port()
     service = subprocess.Popen([sys.executable, str(installed(tmp_path)), "--config",
                                 str(write_config(tmp_path, port))], env=env,

@@ -20,10 +20,12 @@ import pytest
 from ruamel.yaml import YAML
 
 from clusterprint.blueprint.validate import check_text, load_checked
-from clusterprint.components.observability import DASHBOARD_CHARTS
+from clusterprint.components.observability import COMPUTE_METRICS, charts
 from clusterprint.facts import gpu_software, machines, ops_agent, slurm_metrics
+from clusterprint.render import ops_agent as render_ops_agent
 from clusterprint.render import rendered_files
 from tests.support.boot_sandbox import Node, daemon_starts, installing_at_boot, storage_ready
+from tests.support.ops_agent_config import written_config
 from tests.support.paths import blueprint_path
 
 #: blueprint, its GPU nodeset, its machine type, the public sample of its GPUs
@@ -238,32 +240,24 @@ def test_login_and_controller_name_pyxis_in_plugstack_conf(bare, blueprint):
     assert node.installs() == []
 
 
-def rendered_ops_agent_config(script: str) -> dict:
-    """The Ops Agent configuration a rendered compute script writes, parsed."""
-    found = re.search(rf"install_text {re.escape(ops_agent.CONFIG)} 0644 "
-                      r"<<'CLUSTERPRINT_EOF'\n(.*?)CLUSTERPRINT_EOF", script, re.S)
-    assert found, "the script writes no Ops Agent configuration"
-    return YAML(typ="safe").load(found[1])
-
-
 @pytest.mark.parametrize("blueprint", ["a3mega", "a3ultra", "a4"])
 def test_the_dashboard_charts_only_metrics_the_gpu_nodes_collect(blueprint):
     scripts = [text for name, text in files_of(blueprint).items()
                if name.startswith("scripts/compute-")]
     collected = set.intersection(*(set(ops_agent.metrics_collected(
-        rendered_ops_agent_config(s))) for s in scripts))
+        written_config(s))) for s in scripts))
     # Compute Engine itself writes the instance metrics of every VM, the controller's exporter
     # the Slurm ones; the rest is the GPU nodes' agent's.
-    charted = {m for m in DASHBOARD_CHARTS.values()
-               if not m.startswith("compute.googleapis.com/instance/")
-               and m not in slurm_metrics.METRIC_TYPES}
+    charted = {m for m in charts(render_ops_agent.metrics_written(
+                   load_checked(blueprint_path(blueprint)))).values()
+               if not m.startswith(COMPUTE_METRICS) and m not in slurm_metrics.METRIC_TYPES}
     assert charted <= collected, charted - collected
     assert {m.split("/")[0] for m in charted} == {"agent.googleapis.com",
                                                   "workload.googleapis.com"}
 
 
 def test_a_configuration_without_the_dcgm_pipeline_collects_no_dcgm_metric():
-    config = rendered_ops_agent_config(files_of("a4")["scripts/compute-a4.sh"])
+    config = written_config(files_of("a4")["scripts/compute-a4.sh"])
     assert any(".dcgm." in m for m in ops_agent.metrics_collected(config))
     del config["metrics"]["service"]["pipelines"]["dcgm"]
     assert not any(".dcgm." in m for m in ops_agent.metrics_collected(config))

@@ -7,6 +7,12 @@ before it starts) cannot run here: its package comes only from packages.cloud.go
 building it needs Go and its modules, none of which this machine reaches. So the rendered
 files are checked against fixtures/ops-agent-config.schema.json, the subset clusterprint
 writes as the agent's confgenerator source reads it (the schema's $comment cites each file).
+The one part of the engine that builds without outside modules, its filter parser
+(confgenerator/filter with the packages it imports, GoogleCloudPlatform/ops-agent at
+588c4b9, built with Debian's Go 1.19 and golang-go.uber-multierr-dev, ``slices.Equal``
+written out), parsed every reference blueprint's exclude_logs condition on 2026-12-04: each
+one is ``not (A or B ...)`` over record["_SYSTEMD_UNIT"] and record["SYSLOG_IDENTIFIER"]
+in its fluent-bit and OTTL forms; that check is not repeated here, which has no Go.
 What only a real VM shows: that the agent takes the file, and the entries in Cloud Logging.
 """
 
@@ -27,7 +33,9 @@ from clusterprint.facts import slurm_metrics
 from clusterprint.render import ops_agent, rendered_files, topology
 from clusterprint.render.node_scripts import TENSORBOARD_SYNC_UNIT
 from tests.support.boot_sandbox import Node, daemon_starts, ready
+from tests.support.ops_agent_config import written_config
 from tests.support.paths import reference_blueprints
+from tests.support.prometheus_duration import seconds
 from tests.support.topology_blueprints import a4x_cluster
 
 SCHEMA = json.loads((Path(__file__).parent / "fixtures" / "ops-agent-config.schema.json")
@@ -57,20 +65,19 @@ CPU_SMALL = {
 }
 
 
-def written_config(script: str) -> dict:
-    """The Ops Agent configuration a rendered script writes, parsed as the agent's YAML."""
-    found = re.search(rf"install_text {re.escape(agent_facts.CONFIG)} 0644 "
-                      r"<<'(CLUSTERPRINT_EOF\w*)'\n(.*?)\n\1\n", script, re.S)
-    assert found, "the script writes no Ops Agent configuration"
-    return YAML(typ="safe").load(found[2])
-
-
 def kept(config: dict) -> tuple[set[str], set[str]]:
     """The units and journal tags a configuration's only exclude_logs keeps."""
     (condition,) = config["logging"]["processors"][ops_agent.UNITS_FILTER]["match_any"]
     pairs = re.findall(r'jsonPayload\.(\w+) = "([^"]+)"', condition)
     return ({v for f, v in pairs if f == "_SYSTEMD_UNIT"},
             {v for f, v in pairs if f == "SYSLOG_IDENTIFIER"})
+
+
+def scrape_configs(config: dict) -> list[dict]:
+    """Every Prometheus scrape a configuration's receivers run."""
+    return [scrape for receiver in config.get("metrics", {}).get("receivers", {}).values()
+            if receiver["type"] == "prometheus"
+            for scrape in receiver["config"]["scrape_configs"]]
 
 
 def labels(config: dict) -> dict[str, str]:
@@ -91,8 +98,33 @@ def test_every_roles_configuration_is_of_the_agents_format(blueprint, name):
             assert set(pipeline.get("processors", [])) <= set(defined.get("processors", {}))
     assert [r["type"] for r in config.get("metrics", {}).get("receivers", {}).values()
             ].count("hostmetrics") <= 1
+    # prometheus/prometheus config/config.go ScrapeConfig.Validate: no scrape may outlast
+    # its interval.
+    for scrape in scrape_configs(config):
+        assert seconds(scrape["scrape_timeout"]) <= seconds(scrape["scrape_interval"])
     # The built-in syslog pipeline is off: no journal line reaches Cloud Logging twice.
     assert config["logging"]["service"]["pipelines"]["default_pipeline"] == {"receivers": []}
+
+
+def controller_with(change) -> dict:
+    """cpu-small's controller configuration after ``change`` (config -> None)."""
+    config = written_config(RENDERED["cpu-small"]["scripts/controller.sh"])
+    change(config)
+    return config
+
+
+@pytest.mark.parametrize("change", [
+    lambda c: scrape_configs(c)[0].update(scrape_intervall="60s"),
+    lambda c: scrape_configs(c)[0]["static_configs"][0]["labels"].update(
+        {"clusterprint-cluster": "x"}),
+    lambda c: scrape_configs(c)[0]["static_configs"][0]["labels"].update({"__x": "x"}),
+    lambda c: c["logging"]["receivers"][ops_agent.RECEIVER].update(units=["slurmd"]),
+    lambda c: c["metrics"]["receivers"][slurm_metrics.RECEIVER].update(honor_labels=True),
+], ids=["scrape-key-misspelt", "label-name-hyphen", "label-name-reserved",
+        "journald-option", "receiver-key"])
+def test_the_schema_refuses_what_the_agent_or_prometheus_refuses(change):
+    with pytest.raises(jsonschema.ValidationError):
+        jsonschema.validate(controller_with(change), SCHEMA)
 
 
 @pytest.mark.parametrize("role", CPU_SMALL)
