@@ -121,7 +121,7 @@ class RestApi:
                 if response.status_code == 404 and missing_ok:
                     return None
                 if response.status_code < 400:
-                    return response.json() if response.content else {}
+                    return _json_object(response, f"{method} {url}")
                 if last or response.status_code not in RETRIED:
                     raise ComputeError(f"{method} {url}: HTTP {response.status_code}: "
                                        f"{_error_message(response)}", response.status_code)
@@ -265,6 +265,22 @@ def _operation_scope(operation: dict[str, Any]) -> str:
     """``zones/Z`` for a zonal operation, ``global`` for the others (an image's)."""
     zone = operation.get("zone")
     return f"zones/{zone.rsplit('/', 1)[-1]}" if zone else "global"
+
+
+def _json_object(response: Any, call: str) -> dict[str, Any]:
+    """A success's body as the JSON object every answer of these APIs is (``{}`` for none);
+    anything else (a proxy's sign-in page, a cut-off body, a bare list) is a ComputeError,
+    so callers that read fields of it report one line instead of crashing on it."""
+    if not response.content:
+        return {}
+    try:
+        answer = response.json()
+    except ValueError:
+        answer = None
+    if not isinstance(answer, dict):
+        raise ComputeError(f"{call}: HTTP {response.status_code} but not a JSON object: "
+                           f"{response.text[:200]}", response.status_code)
+    return answer
 
 
 def _error_message(response: Any) -> str:

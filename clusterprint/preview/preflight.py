@@ -380,9 +380,9 @@ def unreadable(check: Any, subject: str, what: str, exc: ComputeError, project: 
                "(roles/viewer holds them all)")
     elif exc.status == 404:
         fix = f"check that project {project} exists and the credentials can see it"
-    elif exc.status in (401, 0) and "credentials" in text:
+    elif exc.status == 401 or (exc.status == 0 and "credentials" in text):
         fix = "gcloud auth application-default login"
-    elif exc.status == 0:
+    elif exc.status < 400:  # no answer, or one that is not the API's (a proxy's page)
         fix = f"check this machine reaches {api} (a proxy or firewall in the way?)"
     else:
         fix = "run preflight again; if it persists, the API's status page may say why"

@@ -63,6 +63,19 @@ def test_an_answer_that_is_not_the_apis_shows_its_start(api, fake):
     assert str(error.value).endswith("HTTP 400: <html>Bad Request</html>")
 
 
+@pytest.mark.parametrize("body", [b"<html>Sign in to the proxy</html>", b'{"items": [',
+                                  b'["a list"]', b'"a string"'])
+def test_a_success_whose_body_is_not_a_json_object_is_an_error_not_a_crash(api, fake, body):
+    fake.server.RequestHandlerClass.do_GET = lambda handler: (
+        handler.send_response(200), handler.send_header("Content-Length", str(len(body))),
+        handler.end_headers(), handler.wfile.write(body))
+    with pytest.raises(ComputeError) as error:
+        api.image("nothing")
+    assert error.value.status == 200
+    assert str(error.value) == (f"GET {fake.url}/projects/{PROJECT}/global/images/nothing: "
+                                f"HTTP 200 but not a JSON object: {body.decode()}")
+
+
 def test_waiting_asks_the_operations_scope_until_done(api, fake):
     operation = api.insert_instance(ZONE, {"name": "vm", "disks": [
         {"autoDelete": True, "initializeParams": {"diskName": "vm"}}]})

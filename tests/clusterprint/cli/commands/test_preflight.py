@@ -328,6 +328,16 @@ def test_an_api_that_refuses_is_a_problem_with_its_fix_never_a_pass(project):
                              "them all))")
 
 
+def test_an_answer_that_is_not_json_is_a_problem_line_not_a_traceback(project):
+    project.refusals["GET us-central1"] = (200, b"<html>Sign in to the proxy</html>")
+    (line,) = refused(project, CPU_SMALL)
+    assert line.startswith(f"{CPU_SMALL}: error: quota: us-central1: could not read region "
+                           "us-central1's quotas: GET ")
+    assert line.endswith("HTTP 200 but not a JSON object: <html>Sign in to the proxy</html> "
+                         "(fix: check this machine reaches compute.googleapis.com (a proxy or "
+                         "firewall in the way?))")
+
+
 def test_json_lists_the_problems_with_the_same_fields(project):
     project.enabled.discard("iap.googleapis.com")
     result = preflight(project, CPU_SMALL, "--json")

@@ -168,6 +168,15 @@ def test_an_api_error_is_one_line_and_exit_2(cluster):
     assert "Traceback" not in done.stderr
 
 
+def test_an_answer_that_is_not_json_is_one_line_and_exit_2(cluster):
+    cluster.answers["listErrors"] = (200, b"<html>Sign in to the proxy</html>")
+    done = status(cluster)
+    assert (done.returncode, done.stdout) == (2, "")
+    (line,) = done.stderr.splitlines()
+    assert line.startswith("clusterprint status: GET ")
+    assert line.endswith("HTTP 200 but not a JSON object: <html>Sign in to the proxy</html>")
+
+
 def test_watch_redraws_until_interrupted(cluster):
     with subprocess.Popen([sys.executable, "-m", "clusterprint.cli", "status", CPU_SMALL,
                            "--json", "--watch", "10"], cwd=ROOT, env=cluster.env,
