@@ -173,27 +173,29 @@ def check_quota(needs: list[Need], region: str, apis: ProjectApis) -> list[Probl
     if answer is None:
         return [Problem("quota", region, f"project {project} has no region {region}",
                         "set `region` to a Compute Engine region")]
-    quotas = {q.get("metric"): q for q in answer.get("quotas") or []}
+    quotas = _quotas_by_metric(answer)
     if any(need.metric == machines.PROJECT_GPU_QUOTA for need in needs):
         info = _read(apis.compute.project_info, (), problems, "quota", project,
                      f"project {project}'s quotas", project)
         if info is not UNREAD:
-            quotas.update({q.get("metric"): q for q in info.get("quotas") or []
-                           if q.get("metric") == machines.PROJECT_GPU_QUOTA})
+            quotas.update({metric: q for metric, q in _quotas_by_metric(info).items()
+                           if metric == machines.PROJECT_GPU_QUOTA})
     for metric, count, max_count, who in _by_metric_used(needs, quotas):
         where = "all regions" if metric == machines.PROJECT_GPU_QUOTA else region
         fix = f"request more {metric} in {where}: {QUOTAS_PAGE.format(project=project)}"
-        granted = quotas.get(metric)
-        if granted is None:
+        limit, free = _limit_and_free(quotas.get(metric))
+        if limit is None:
+            planned = f"{count}" + (f" at once, {max_count} with every elastic node up"
+                                    if max_count > count else "")
             problems.append(Problem(
                 "quota", metric, f"project {project} lists no quota {metric} in {where}, so "
-                f"the plan's {count} ({who}) cannot be checked",
+                f"the plan's {planned} ({who}) cannot be checked",
                 f"look it up on {QUOTAS_PAGE.format(project=project)}", "warning"))
+        elif limit < 0:  # unlimited
             continue
-        free = float(granted.get("limit") or 0) - float(granted.get("usage") or 0)
-        if count > free:
+        elif count > free:
             problems.append(Problem("quota", metric, f"the plan needs {count} in {where}, "
-                                    f"{_number(free)} of {_number(granted.get('limit'))} are "
+                                    f"{_number(free)} of {_number(limit)} are "
                                     f"free ({who})", fix))
         elif max_count > free:
             problems.append(Problem("quota", metric, f"every elastic node up needs "
@@ -202,14 +204,47 @@ def check_quota(needs: list[Need], region: str, apis: ProjectApis) -> list[Probl
     return problems
 
 
+def _quotas_by_metric(answer: dict[str, Any]) -> dict[str, dict[str, Any]]:
+    """A region's or project's ``quotas`` by metric; an entry that is not an object with a
+    metric is left out (its metric then reads as not listed, a warning)."""
+    entries = answer.get("quotas")
+    if not isinstance(entries, list):
+        return {}
+    return {str(q["metric"]): q for q in entries if isinstance(q, dict) and q.get("metric")}
+
+
+def _limit_and_free(granted: dict[str, Any] | None) -> tuple[float | None, float]:
+    """A quota's limit (None where it is not listed or not a number; below 0 where it has
+    none) and what of it is free, never below 0 (usage can pass a limit lowered since). The
+    API leaves out a usage of 0."""
+    if granted is None:
+        return None, 0
+    limit, usage = _amount(granted.get("limit") or 0), _amount(granted.get("usage") or 0)
+    if limit is None or usage is None:
+        return None, 0
+    return limit, max(limit - usage, 0)
+
+
+def _amount(value: Any) -> float | None:
+    """A quota figure as the API writes it (a number, or a string of one); None for
+    anything else."""
+    if isinstance(value, bool):
+        return None
+    try:
+        return float(value)
+    except (TypeError, ValueError):
+        return None
+
+
 def _by_metric_used(needs: list[Need], quotas: dict[Any, dict]
                     ) -> list[tuple[str, int, int, str]]:
     """The needs summed by the metric each really draws on: a preemptible one where the
-    region grants it (its limit above 0), else the regular one, which regular VMs share."""
+    region grants it (its limit above 0, or none at all), else the regular one, which
+    regular VMs share."""
     totals: dict[str, tuple[int, int, list[str]]] = {}
     for need in needs:
         metric = need.metric
-        if need.preemptible and float((quotas.get(need.preemptible) or {}).get("limit") or 0):
+        if need.preemptible and _limit_and_free(quotas.get(need.preemptible))[0]:
             metric = need.preemptible
         count, max_count, who = totals.get(metric, (0, 0, []))
         totals[metric] = (count + need.count, max_count + need.max_count,

@@ -121,6 +121,34 @@ def test_spot_vms_draw_on_granted_preemptible_quota_and_else_share_the_regular_o
     assert check_quota(needs, "us-central1", apis_of()) == []
 
 
+def test_an_unlimited_quota_passes_and_one_over_its_limit_has_none_free(fake):
+    needs = [Need("N2_CPUS", None, 8, 16, ("nodeset cpu",)),
+             Need("SSD_TOTAL_GB", None, 100, 100, ("nodeset cpu",))]
+    # -1: no limit; usage above the limit (a limit lowered under what runs): none free
+    fake.quotas = {"us-central1": {"N2_CPUS": (-1, 50), "SSD_TOTAL_GB": (10, 14)}}
+    assert lines(check_quota(needs, "us-central1", apis_of())) == [
+        "error: quota: SSD_TOTAL_GB: the plan needs 100 in us-central1, 0 of 10 are free "
+        "(nodeset cpu) (fix: request more SSD_TOTAL_GB in us-central1: "
+        "https://console.cloud.google.com/iam-admin/quotas?project=my-project)"]
+
+
+def test_an_unlimited_preemptible_quota_is_granted(fake):
+    needs = [Need("N2_CPUS", "PREEMPTIBLE_CPUS", 8, 16, ("nodeset cpu",))]
+    fake.quotas = {"us-central1": {"N2_CPUS": (0, 0), "PREEMPTIBLE_CPUS": (-1, 0)}}
+    assert check_quota(needs, "us-central1", apis_of()) == []
+
+
+def test_quota_entries_the_api_should_not_send_cannot_be_checked_but_do_not_crash(fake):
+    fake.quotas = {"us-central1": {}}
+    fake.refusals["GET us-central1"] = (200, b'{"quotas": ["N2_CPUS", {"limit": 5}, '
+                                             b'{"metric": "N2_CPUS", "limit": "lots"}]}')
+    (problem,) = check_quota([Need("N2_CPUS", None, 0, 16, ("nodeset cpu",))],
+                             "us-central1", apis_of())
+    assert (problem.severity, problem.message) == (
+        "warning", "project my-project lists no quota N2_CPUS in us-central1, so the plan's 0 "
+                   "at once, 16 with every elastic node up (nodeset cpu) cannot be checked")
+
+
 def test_a_region_that_does_not_exist_is_a_problem(fake):
     (problem,) = check_quota([Need("CPUS", None, 1, 1, ("VM x",))], "us-nowhere1", apis_of())
     assert problem.message == "project my-project has no region us-nowhere1"

@@ -155,12 +155,14 @@ def test_quota_for_the_kept_nodes_but_not_every_elastic_one_is_a_warning(project
 
 def test_a_metric_the_region_does_not_list_is_a_warning_that_it_cannot_be_checked(project):
     del project.quotas["us-central1"]["SSD_TOTAL_GB"]
-    # boot disks of 50 + 50 + 2 x 200 GB and the controller's 50 GB state disk
+    # boot disks of 50 + 50 + 2 x 200 GB and the controller's 50 GB state disk, and two
+    # more nodes' 200 GB each with every elastic node up
     result = preflight(project, CPU_SMALL)
     assert result.returncode == 0, result.stderr
     assert result.stdout.splitlines() == [
         f"{CPU_SMALL}: warning: quota: SSD_TOTAL_GB: project my-project lists no quota "
-        "SSD_TOTAL_GB in us-central1, so the plan's 550 (VM cpu-small-controller-vm, VM "
+        "SSD_TOTAL_GB in us-central1, so the plan's 550 at once, 950 with every elastic node "
+        "up (VM cpu-small-controller-vm, VM "
         "cpu-small-login-0, nodeset cpu, disk cpu-small-controller-state) cannot be checked "
         "(fix: look it up on https://console.cloud.google.com/iam-admin/quotas?"
         "project=my-project)"]
