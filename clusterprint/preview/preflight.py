@@ -268,6 +268,7 @@ def check_reservations(blueprint: Blueprint, apis: ProjectApis) -> list[Problem]
 
 def _reservation_problems(owner: str, name: str, nodesets: list[Nodeset], zone: str,
                           apis: ProjectApis) -> list[Problem]:
+    """The problems of one reservation for the nodesets that name it."""
     subject = f"projects/{owner}/zones/{zone}/reservations/{name}"
     problems: list[Problem] = []
     answer = _read(apis.compute_of(owner).reservation, (zone, name), problems,
@@ -279,38 +280,103 @@ def _reservation_problems(owner: str, name: str, nodesets: list[Nodeset], zone: 
         return [Problem("reservation", subject, f"no such reservation in {zone} ({names})",
                         f"create it in {zone}, or name one of `gcloud compute reservations "
                         f"list --project {owner}` in slurm.nodesets[].reservation")]
-    status = answer.get("status", "READY")
-    if status != "READY":
-        problems.append(Problem("reservation", subject, f"its status is {status}, not READY",
-                                "wait until it is READY, or name another"))
-    specific = answer.get("specificReservation") or {}
-    reserved = str((specific.get("instanceProperties") or {}).get("machineType", ""))
+    problems += _status_problems(answer, subject)
+    if owner != apis.project and not _shared_with(answer, apis.project):
+        problems.append(Problem(
+            "reservation", subject, f"it is not shared with project {apis.project} ({names})",
+            f"gcloud compute reservations update {name} --zone {zone} "
+            f"--add-share-with={apis.project} --project {owner}"))
+    specific = _object(answer.get("specificReservation"))
+    problems += _machine_type_problems(specific, nodesets, subject)
+    problems += _count_problems(specific, nodesets, subject, f"{name} --zone {zone}", owner)
+    problems += _bound_problems(answer.get("deploymentType") == DENSE, nodesets, subject)
+    return problems
+
+
+#: Reservation statuses in which its VMs can be created: READY, and UPDATING while it is
+#: resized (what a count problem's fix, ``reservations update --vm-count``, leaves a while).
+USABLE_RESERVATION = "READY"
+RESIZING_RESERVATION = "UPDATING"
+
+
+def _status_problems(answer: dict[str, Any], subject: str) -> list[Problem]:
+    """An error for a reservation not READY (being created or deleted), a warning for one
+    being resized."""
+    status = str(answer.get("status") or USABLE_RESERVATION)
+    if status == USABLE_RESERVATION:
+        return []
+    if status == RESIZING_RESERVATION:
+        return [Problem("reservation", subject, f"its status is {status}",
+                        "run preflight again once it is READY", "warning")]
+    return [Problem("reservation", subject, f"its status is {status}, not READY",
+                    "wait until it is READY, or name another")]
+
+
+def _shared_with(answer: dict[str, Any], project: str) -> bool:
+    """Whether another project's reservation may be used by ``project``: False only where
+    its shareSettings say so (LOCAL, or specific projects without it); sharing with an
+    organization or folders, or no shareSettings, is not knowable from here."""
+    settings = _object(answer.get("shareSettings"))
+    share_type = settings.get("shareType")
+    if share_type == "LOCAL":
+        return False
+    if share_type == "SPECIFIC_PROJECTS":
+        return project in _object(settings.get("projectMap"))
+    return True
+
+
+def _machine_type_problems(specific: dict[str, Any], nodesets: list[Nodeset],
+                           subject: str) -> list[Problem]:
+    """A line per nodeset whose machine type the reservation does not reserve; a warning
+    where it reserves an instance template's, which is not read."""
+    reserved = str(_object(specific.get("instanceProperties")).get("machineType") or "")
     reserved = reserved.rsplit("/", 1)[-1]
+    template = str(specific.get("sourceInstanceTemplate") or "")
+    problems = []
     for ns in nodesets:
-        if reserved != ns.machine_type:
+        if not reserved and template:
+            problems.append(Problem(
+                "reservation", subject, f"it reserves the machine type of instance template "
+                f"{template}, which preflight does not read: nodeset {ns.name} is "
+                f"{ns.machine_type}", f"check that the template's machine type is "
+                f"{ns.machine_type}", "warning"))
+        elif reserved != ns.machine_type:
             problems.append(Problem(
                 "reservation", subject, f"it reserves {reserved or 'no machine type'}, nodeset "
                 f"{ns.name} is {ns.machine_type}",
                 f"set the nodeset's machine_type to {reserved}, or name a reservation of "
                 f"{ns.machine_type}" if reserved else f"name a reservation of {ns.machine_type}"))
-    free = int(specific.get("count") or 0) - int(specific.get("inUseCount") or 0)
+    return problems
+
+
+def _count_problems(specific: dict[str, Any], nodesets: list[Nodeset], subject: str,
+                    which: str, owner: str) -> list[Problem]:
+    """An error where the reservation's free VMs do not cover the nodesets' ``count``, a
+    warning where they do not cover every node up to ``max_count``; ``which`` is the
+    reservation as gcloud names it (``NAME --zone ZONE``)."""
+    total = int(_amount(specific.get("count") or 0) or 0)
+    free = total - int(_amount(specific.get("inUseCount") or 0) or 0)
+    names = ", ".join(f"nodeset {ns.name}" for ns in nodesets)
     wanted = sum(ns.count for ns in nodesets)
     most = sum(ns.upper_bound for ns in nodesets)
-    grow = (f"gcloud compute reservations update {name} --zone {zone} --vm-count "
-            f"{{}} --project {owner}")
+    grow = f"gcloud compute reservations update {which} --vm-count {{}} --project {owner}"
     if wanted > free:
-        problems.append(Problem(
-            "reservation", subject, f"{free} of its {int(specific.get('count') or 0)} VMs are "
-            f"free, {names} want {wanted}",
+        return [Problem(
+            "reservation", subject, f"{free} of its {total} VMs are free, {names} want {wanted}",
             f"lower the nodesets' count to {max(free, 0)}, or grow it: "
-            + grow.format(int(specific.get('count') or 0) + wanted - free)))
-    elif most > free:
-        problems.append(Problem(
-            "reservation", subject, f"{free} of its {int(specific.get('count') or 0)} VMs are "
-            f"free, {names} grow to {most} at most: nodes above {free} fail to start",
-            "lower max_count, or grow it: "
-            + grow.format(int(specific.get('count') or 0) + most - free), "warning"))
-    dense = answer.get("deploymentType") == DENSE
+            + grow.format(total + wanted - free))]
+    if most > free:
+        return [Problem(
+            "reservation", subject, f"{free} of its {total} VMs are free, {names} grow to "
+            f"{most} at most: nodes above {free} fail to start",
+            "lower max_count, or grow it: " + grow.format(total + most - free), "warning")]
+    return []
+
+
+def _bound_problems(dense: bool, nodesets: list[Nodeset], subject: str) -> list[Problem]:
+    """A dense reservation takes only reservation-bound VMs; reservation_bound on one that
+    is not dense is refused unless it is calendar-mode, which its Reservation does not say."""
+    problems = []
     for ns in nodesets:
         if dense and not ns.reservation_bound:
             problems.append(Problem(
@@ -324,6 +390,12 @@ def _reservation_problems(owner: str, name: str, nodesets: list[Nodeset], zone: 
                 f"set reservation_bound: false on nodeset {ns.name} unless the reservation "
                 "came from a calendar-mode future reservation", "warning"))
     return problems
+
+
+def _object(value: Any) -> dict[str, Any]:
+    """``value`` where the API answered an object, else an empty one: a field of the wrong
+    shape reads as absent, so the checks fail closed instead of crashing on it."""
+    return value if isinstance(value, dict) else {}
 
 
 def check_images(blueprint: Blueprint, apis: ProjectApis) -> list[Problem]:

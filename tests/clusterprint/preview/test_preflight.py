@@ -104,6 +104,52 @@ def test_a_reservation_not_ready_says_its_status(fake):
     assert problem.message == "its status is CREATING, not READY"
 
 
+def test_a_reservation_being_resized_is_only_a_warning(fake):
+    # UPDATING: what `gcloud compute reservations update --vm-count` (a fix's) leaves a
+    # while; its VMs can still be used
+    fake.reservations[("my-project", ZONE, "a4-res")] = {**RESERVED, "status": "UPDATING"}
+    (problem,) = check_reservations(a4({}), apis_of())
+    assert (problem.severity, problem.message) == ("warning", "its status is UPDATING")
+
+
+def test_another_projects_reservation_not_shared_with_this_one_is_refused(fake):
+    blueprint = a4({"slurm.nodesets[0].reservation": "projects/other-project/reservations/r"})
+    fake.reservations[("other-project", ZONE, "r")] = {**RESERVED, "shareSettings": {
+        "shareType": "SPECIFIC_PROJECTS",
+        "projectMap": {"third-project": {"projectId": "third-project"}}}}
+    (problem,) = check_reservations(blueprint, apis_of())
+    assert problem.line() == (
+        f"error: reservation: projects/other-project/zones/{ZONE}/reservations/r: it is not "
+        "shared with project my-project (nodeset a4) (fix: gcloud compute reservations update r "
+        f"--zone {ZONE} --add-share-with=my-project --project other-project)")
+    fake.reservations[("other-project", ZONE, "r")]["shareSettings"] = {"shareType": "LOCAL"}
+    (problem,) = check_reservations(blueprint, apis_of())
+    assert problem.message == "it is not shared with project my-project (nodeset a4)"
+    fake.reservations[("other-project", ZONE, "r")]["shareSettings"] = {
+        "shareType": "SPECIFIC_PROJECTS",
+        "projectMap": {"my-project": {"projectId": "my-project"}}}
+    assert check_reservations(blueprint, apis_of()) == []
+
+
+def test_a_reservation_made_from_an_instance_template_is_not_refused_for_its_type(fake):
+    fake.reservations[("my-project", ZONE, "a4-res")] = {**RESERVED, "specificReservation": {
+        "count": "8", "inUseCount": "0",
+        "sourceInstanceTemplate": "projects/my-project/global/instanceTemplates/a4-t"}}
+    (problem,) = check_reservations(a4({}), apis_of())
+    assert (problem.severity, problem.message) == (
+        "warning", "it reserves the machine type of instance template projects/my-project/"
+                   "global/instanceTemplates/a4-t, which preflight does not read: nodeset a4 "
+                   "is a4-highgpu-8g")
+
+
+def test_a_reservation_answer_of_the_wrong_shape_fails_closed_without_a_crash(fake):
+    fake.reservations[("my-project", ZONE, "a4-res")] = {
+        "status": "READY", "specificReservation": {"count": "many", "instanceProperties": []}}
+    assert [p.message for p in check_reservations(a4({}), apis_of())] == [
+        "it reserves no machine type, nodeset a4 is a4-highgpu-8g",
+        "0 of its 0 VMs are free, nodeset a4 want 4"]
+
+
 def test_the_owner_of_a_reservation_path():
     assert reservation_owner("r1", "mine") == ("mine", "r1")
     assert reservation_owner("projects/theirs/reservations/r1/reservationBlocks/b/"
