@@ -154,8 +154,15 @@ def _guest_cpus(machine_types: list[str], zone: str, apis: ProjectApis,
                 "machine-type", machine_type, f"zone {zone} does not offer it",
                 f"choose a zone that does: gcloud compute machine-types list "
                 f"--filter=name={machine_type} --project {apis.project}"))
+            continue
+        vcpus = _amount(answer.get("guestCpus"))
+        if vcpus is None:
+            problems.append(Problem(
+                "machine-type", machine_type, f"zone {zone} answered no vCPU count for it, so "
+                "its vCPU quota is not checked", "run preflight again; if it persists, check "
+                f"the quota by hand: {QUOTAS_PAGE.format(project=apis.project)}", "warning"))
         else:
-            found[machine_type] = int(answer.get("guestCpus") or 0)
+            found[machine_type] = int(vcpus)
     return found
 
 
@@ -445,7 +452,8 @@ REFUSED_STATES = frozenset({"OBSOLETE", "DELETED"})
 def _unusable(image: dict[str, Any], path: str, who: str, fix: str) -> list[Problem]:
     """A problem for an image that exists but that no VM can boot yet (status not READY)
     or any more (OBSOLETE, DELETED); a warning for one DEPRECATED (creates still work)."""
-    state = str((image.get("deprecated") or {}).get("state") or "")
+    deprecated = _object(image.get("deprecated"))
+    state = str(deprecated.get("state") or "")
     status = str(image.get("status") or "READY")
     if state in REFUSED_STATES:
         return [Problem("image", path, f"{who}, and it is {state}: no VM can be created "
@@ -453,7 +461,7 @@ def _unusable(image: dict[str, Any], path: str, who: str, fix: str) -> list[Prob
     if status != "READY":
         return [Problem("image", path, f"{who}, and its status is {status}, not READY", fix)]
     if state == "DEPRECATED":
-        replacement = (image.get("deprecated") or {}).get("replacement")
+        replacement = deprecated.get("replacement")
         return [Problem("image", path, f"{who}, and it is DEPRECATED"
                         + (f" (replaced by {replacement})" if replacement else ""),
                         fix, "warning")]

@@ -340,6 +340,26 @@ def test_an_answer_that_is_not_json_is_a_problem_line_not_a_traceback(project):
                          "firewall in the way?))")
 
 
+@pytest.mark.parametrize(("call", "body", "line"), [
+    ("GET services:batchGet", b'{"services": ["compute.googleapis.com", {"name": 5}]}',
+     "error: api: compute.googleapis.com: not enabled in project my-project"),
+    ("POST my-project:testIamPermissions", b'{"permissions": [["compute.disks.create"]]}',
+     "error: permission: roles/compute.admin: the deployer lacks compute.disks.create, "),
+    ("GET n2-standard-4", b'{"name": "n2-standard-4", "guestCpus": "lots"}',
+     "warning: machine-type: n2-standard-4: zone us-central1-c answered no vCPU count for "
+     "it, so its vCPU quota is not checked"),
+    ("GET " + needed_images(load_checked(CPU_SMALL))[0].base.name,
+     b'{"deprecated": "soon", "status": 5}', "error: image: "),
+], ids=["apis", "permissions", "machine-type", "image"])
+def test_an_answer_of_the_wrong_shape_fails_closed_in_a_line_not_a_traceback(
+        project, call, body, line):
+    project.refusals[call] = (200, body)
+    result = preflight(project, CPU_SMALL)
+    assert "Traceback" not in result.stderr
+    assert any(problem.startswith(f"{CPU_SMALL}: {line}")
+               for problem in result.stdout.splitlines()), result.stdout
+
+
 def test_json_lists_the_problems_with_the_same_fields(project):
     project.enabled.discard("iap.googleapis.com")
     result = preflight(project, CPU_SMALL, "--json")
