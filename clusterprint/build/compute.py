@@ -207,19 +207,19 @@ class ComputeApi(RestApi):
     def managed_instances(self, zone: str, group: str) -> list[dict[str, Any]]:
         """The group's VMs, those still being created too (listManagedInstances)."""
         return self._pages("POST", f"zones/{zone}/instanceGroupManagers/{group}"
-                                   "/listManagedInstances", "managedInstances")
+                                   "/listManagedInstances", "managedInstances", missing_ok=True)
 
     def group_errors(self, zone: str, group: str) -> list[dict[str, Any]]:
         """What the group's actions on its VMs failed with, a stockout or a quota among them
         (listErrors)."""
         return self._pages("GET", f"zones/{zone}/instanceGroupManagers/{group}/listErrors",
-                           "items")
+                           "items", missing_ok=True)
 
     def resize_requests(self, zone: str, group: str) -> list[dict[str, Any]]:
         """The group's resize requests, a flex-start group's way to get VMs
         (instanceGroupManagerResizeRequests.list)."""
         return self._pages("GET", f"zones/{zone}/instanceGroupManagers/{group}/resizeRequests",
-                           "items")
+                           "items", missing_ok=True)
 
     def guest_attributes(self, zone: str, name: str, namespace: str) -> dict[str, str]:
         """The guest attributes the VM wrote under ``namespace``, by key; none while it has
@@ -229,12 +229,18 @@ class ComputeApi(RestApi):
         items = ((answer or {}).get("queryValue") or {}).get("items") or []
         return {str(i.get("key")): str(i.get("value", "")) for i in items if isinstance(i, dict)}
 
-    def _pages(self, method: str, path: str, key: str) -> list[dict[str, Any]]:
-        """Every item of a list, a page at a time; a page token seen twice is an error."""
+    def _pages(self, method: str, path: str, key: str,
+               missing_ok: bool = False) -> list[dict[str, Any]]:
+        """Every item of a list, a page at a time; a page token seen twice is an error. Where
+        ``missing_ok``, a 404 ends the list (a group's list, for a group deleted since the
+        zone's list named it)."""
         items: list[dict[str, Any]] = []
         token, seen = "", set()
         while True:
-            page = self._required(method, path, params={"pageToken": token} if token else None)
+            page = self._call(method, path, params={"pageToken": token} if token else None,
+                              missing_ok=missing_ok)
+            if page is None:
+                return items
             items.extend(i for i in page.get(key) or [] if isinstance(i, dict))
             token = str(page.get("nextPageToken") or "")
             if not token:

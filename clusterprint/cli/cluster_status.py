@@ -34,11 +34,19 @@ if TYPE_CHECKING:
     from clusterprint.blueprint.model import Blueprint, Nodeset
     from clusterprint.build.compute import ComputeApi
 
-#: A VM's states, from the API's status and the boot's guest attribute.
-CREATING, BOOTING, READY, FAILED, STOPPED, MISSING = (
-    "creating", "booting", "ready", "failed", "stopped", "missing")
+#: A VM's states, from the API's status, its group's action on it and the boot's guest
+#: attribute.
+CREATING, BOOTING, READY, FAILED, STOPPED, MISSING, DELETING = (
+    "creating", "booting", "ready", "failed", "stopped", "missing", "deleting")
 #: Instance statuses on the way to RUNNING, where no boot script runs yet.
 STARTING_STATUSES = frozenset({"PROVISIONING", "STAGING", "REPAIRING"})
+#: What a group does to a VM (listManagedInstances' currentAction) that takes it away: power
+#: saving deleting an idle elastic node, a scale-in. Such a VM is neither wanted nor failed.
+LEAVING_ACTIONS = frozenset({"DELETING", "ABANDONING"})
+#: Actions that bring a VM that is not RUNNING back up (the remediation loop's recreate, a
+#: group's restart or repair): it is on its way, not stopped.
+RETURNING_ACTIONS = frozenset({"RECREATING", "RESTARTING", "STARTING", "RESUMING",
+                               "REFRESHING", "VERIFYING"})
 #: A resize request's states once it is over (clusterprint/node/capacity.py's FINISHED):
 #: only the others wait for capacity.
 FINISHED_REQUESTS = frozenset({"SUCCEEDED", "FAILED", "CANCELLED"})
@@ -110,8 +118,8 @@ class NodesetStatus:
 
     @property
     def created(self) -> int:
-        """VMs that exist, whatever they do."""
-        return sum(vm.state not in (CREATING, MISSING) for vm in self.vms)
+        """VMs that exist and stay, whatever they do."""
+        return sum(vm.state not in (CREATING, MISSING, DELETING) for vm in self.vms)
 
 
 @dataclass
@@ -144,7 +152,8 @@ class ClusterStatus:
         for n in self.nodesets:
             nodesets.append({
                 "name": n.name, "wanted": n.wanted, "elastic": n.elastic, "created": n.created,
-                **{state: n.count(state) for state in (CREATING, BOOTING, READY, FAILED)},
+                **{state: n.count(state)
+                   for state in (CREATING, BOOTING, READY, FAILED, DELETING)},
                 "vms": [asdict(vm) for vm in n.vms],
                 "groups": {g: [asdict(e) for e in errors] for g, errors in n.groups.items()},
                 "problems": n.problems, "resize_requests": [asdict(r) for r in n.requests]})
@@ -154,23 +163,44 @@ class ClusterStatus:
                 "login": [asdict(vm) for vm in self.logins], "nodesets": nodesets}
 
 
-def vm_state(name: str, status: str, attributes: dict[str, str], error: str = "") -> VmStatus:
-    """A VM from its instance status (empty while its group still creates it) and its boot's
-    guest attributes."""
+def vm_state(name: str, status: str, attributes: dict[str, str], error: str = "",
+             action: str = "") -> VmStatus:
+    """A VM from its instance status (empty while its group still creates it), what its
+    group does to it (``action``, a managed VM's currentAction) and its boot's guest
+    attributes."""
+    if action in LEAVING_ACTIONS:
+        return VmStatus(name, DELETING, status)
     if not status:
         return VmStatus(name, CREATING, error=error)
     if status in STARTING_STATUSES:
         return VmStatus(name, BOOTING, status, stage=status.lower())
     if status != "RUNNING":
+        if action in RETURNING_ACTIONS:
+            return VmStatus(name, BOOTING, status, stage=action.lower())
         return VmStatus(name, STOPPED, status)
-    word, _, step = attributes.get(node_metadata.BOOT_STATE, "").partition(" ")
+    return _booted(name, status, attributes)
+
+
+#: A ``failed`` boot state without its step (the script always names one).
+UNNAMED_STEP = "an unnamed step"
+
+
+def _booted(name: str, status: str, attributes: dict[str, str]) -> VmStatus:
+    """A RUNNING VM by its boot state: ``ready``, ``failed STEP``, ``booting STEP``, or
+    nothing yet. A value the boot script never writes (any process on the VM can write
+    one) is shown as it is and read as still booting: neither ready nor a failure."""
+    value = attributes.get(node_metadata.BOOT_STATE, "").strip()
+    word, _, step = value.partition(" ")
+    step = step.strip()
     if word == "ready":
         return VmStatus(name, READY, status)
     if word == "failed":
         lines = tuple(attributes.get(node_metadata.BOOT_LOG, "").splitlines())
-        return VmStatus(name, FAILED, status, stage=step, lines=lines)
-    # Running, its boot script not yet at its first step (or it published none yet).
-    return VmStatus(name, BOOTING, status, stage=step if word == "booting" else "starting")
+        return VmStatus(name, FAILED, status, stage=step or UNNAMED_STEP, lines=lines)
+    if word in ("booting", ""):
+        # Running, its boot script not yet at its first step (or it published none yet).
+        return VmStatus(name, BOOTING, status, stage=step or "starting")
+    return VmStatus(name, BOOTING, status, stage=f"unknown boot state {value[:80]!r}")
 
 
 def group_errors(items: list[dict[str, Any]]) -> list[GroupError]:
@@ -247,7 +277,8 @@ def _nodeset(api: ComputeApi, zone: str, cluster: str, nodeset: Nodeset,
                 attributes = (api.guest_attributes(zone, name, node_metadata.BOOT_NAMESPACE)
                               if status == "RUNNING" else {})
                 found.vms.append(vm_state(name, status, attributes,
-                                          last_attempt_error(item) if not status else ""))
+                                          last_attempt_error(item) if not status else "",
+                                          str(item.get("currentAction") or "")))
             if nodeset.provisioning == "flex-start":
                 found.requests += [r for r in (resize_request(group, item) for item in
                                                api.resize_requests(zone, group))

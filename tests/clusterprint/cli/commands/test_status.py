@@ -158,6 +158,50 @@ def test_every_page_of_a_large_group_is_read(cluster):
         f"POST instanceGroupManagers/{GROUP}/listManagedInstances?pageToken=6"]
 
 
+def test_vms_a_group_deletes_or_recreates_are_not_failures(cluster):
+    # power saving deletes an idle elastic node; the remediation loop recreates a static one
+    cluster.groups[ELASTIC][1]["cpu-small-cpu-e-00001"] = "STOPPING"
+    cluster.actions["cpu-small-cpu-e-00001"] = "DELETING"
+    cluster.groups[GROUP][1]["cpu-small-cpu-cd34"] = "TERMINATED"
+    cluster.actions["cpu-small-cpu-cd34"] = "RECREATING"
+    done = status(cluster, "--json")
+    assert done.returncode == 3, done.stderr
+    (nodeset,) = json.loads(done.stdout)["nodesets"]
+    assert [(vm["name"], vm["state"], vm["stage"]) for vm in nodeset["vms"]] == [
+        ("cpu-small-cpu-ab12", "ready", ""), ("cpu-small-cpu-cd34", "booting", "recreating"),
+        ("cpu-small-cpu-e-00001", "deleting", "")]
+    assert {k: nodeset[k] for k in ("created", "booting", "ready", "failed", "deleting")} == {
+        "created": 2, "booting": 1, "ready": 1, "failed": 0, "deleting": 1}
+    assert status(cluster).stdout.splitlines()[3:] == [
+        "nodeset cpu: 2 wanted, 2 created, 1 booting, 1 ready, 0 failed; up to 2 more on demand",
+        "  cpu-small-cpu-cd34: booting (recreating)",
+        "  cpu-small-cpu-e-00001: being deleted"]
+
+
+def test_a_group_gone_between_the_list_and_its_reads_is_left_out(cluster):
+    cluster.vanished["cpu-small-nodeset-cpu-elastic-old"] = naming.elastic_base_instance_name(
+        "cpu-small", "cpu")
+    done = status(cluster)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.splitlines()[3] == (
+        "nodeset cpu: 2 wanted, 2 created, 0 booting, 2 ready, 0 failed; up to 2 more on demand")
+
+
+def test_boot_states_the_script_does_not_write_are_shown_escaped_not_obeyed(cluster):
+    cluster.guest_attributes[LOGIN] = {STATE: "ready\n"}  # a stray newline: still ready
+    cluster.guest_attributes["cpu-small-cpu-ab12"] = {STATE: "halfway \x1b[2J"}
+    cluster.guest_attributes["cpu-small-cpu-cd34"] = {
+        STATE: "failed", LOG: "\x1b]0;owned\x07mount failed"}
+    done = status(cluster)
+    assert done.returncode == 1, done.stderr
+    assert done.stdout.splitlines()[2:] == [
+        f"login {LOGIN}: ready",
+        "nodeset cpu: 2 wanted, 2 created, 1 booting, 0 ready, 1 failed; up to 2 more on demand",
+        "  cpu-small-cpu-ab12: booting (unknown boot state 'halfway \\x1b[2J')",
+        "  cpu-small-cpu-cd34: failed at an unnamed step",
+        "      \\x1b]0;owned\\x07mount failed"]
+
+
 def test_an_api_error_is_one_line_and_exit_2(cluster):
     cluster.answers["listManagedInstances"] = (403, b'{"error": {"message": "Required '
                                                     b'compute.instanceGroupManagers.get"}}')
