@@ -226,8 +226,9 @@ class ComputeApi(RestApi):
         written none there (404)."""
         answer = self._call("GET", f"zones/{zone}/instances/{name}/getGuestAttributes",
                             params={"queryPath": f"{namespace}/"}, missing_ok=True)
-        items = ((answer or {}).get("queryValue") or {}).get("items") or []
-        return {str(i.get("key")): str(i.get("value", "")) for i in items if isinstance(i, dict)}
+        items = object_of(object_of(answer).get("queryValue")).get("items")
+        return {str(i.get("key")): str(i.get("value", "")) for i in
+                (items if isinstance(items, list) else []) if isinstance(i, dict)}
 
     def _pages(self, method: str, path: str, key: str,
                missing_ok: bool = False) -> list[dict[str, Any]]:
@@ -271,6 +272,12 @@ def _operation_scope(operation: dict[str, Any]) -> str:
     """``zones/Z`` for a zonal operation, ``global`` for the others (an image's)."""
     zone = operation.get("zone")
     return f"zones/{zone.rsplit('/', 1)[-1]}" if zone else "global"
+
+
+def object_of(value: Any) -> dict[str, Any]:
+    """``value`` where an answer holds an object, else an empty one: a field of the wrong
+    shape reads as absent, so a reader fails closed instead of crashing on it."""
+    return value if isinstance(value, dict) else {}
 
 
 def _json_object(response: Any, call: str) -> dict[str, Any]:

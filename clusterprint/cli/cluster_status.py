@@ -28,6 +28,7 @@ from collections import Counter
 from dataclasses import asdict, dataclass, field
 from typing import TYPE_CHECKING, Any
 
+from clusterprint.build.compute import object_of
 from clusterprint.contract import naming, node_metadata
 
 if TYPE_CHECKING:
@@ -208,7 +209,7 @@ def group_errors(items: list[dict[str, Any]]) -> list[GroupError]:
     counts: Counter[tuple[str, str]] = Counter()
     last: dict[tuple[str, str], str] = {}
     for item in items:
-        error = item.get("error") or {}
+        error = object_of(item.get("error"))
         kind = (str(error.get("code", "")), " ".join(str(error.get("message", "")).split()))
         counts[kind] += 1
         last[kind] = max(last.get(kind, ""), str(item.get("timestamp", "")))
@@ -219,22 +220,35 @@ def group_errors(items: list[dict[str, Any]]) -> list[GroupError]:
 
 def last_attempt_error(item: dict[str, Any]) -> str:
     """``CODE: message`` of a managed VM's last failed try to create it, "" for none."""
-    errors = ((item.get("lastAttempt") or {}).get("errors") or {}).get("errors") or []
-    first = errors[0] if errors and isinstance(errors[0], dict) else {}
-    return f"{first.get('code', '')}: {first.get('message', '')}" if first else ""
+    return _first_error(object_of(object_of(item.get("lastAttempt")).get("errors")))
 
 
 def resize_request(group: str, item: dict[str, Any]) -> ResizeRequest:
     """A resize request as the API lists it: its VMs named (``instances``) or counted
     (``resizeBy``), the first of its errors."""
-    status = item.get("status") or {}
-    errors = ((status.get("error") or (status.get("lastAttempt") or {}).get("error") or {})
-              .get("errors") or [])
-    first = errors[0] if errors and isinstance(errors[0], dict) else {}
-    count = len(item.get("instances") or []) or int(item.get("resizeBy") or 0)
+    status = object_of(item.get("status"))
+    error = (object_of(status.get("error"))
+             or object_of(object_of(status.get("lastAttempt")).get("error")))
+    instances = item.get("instances")
+    count = (len(instances) if isinstance(instances, list) else 0) or _whole(
+        item.get("resizeBy"))
     return ResizeRequest(str(item.get("name", "")), group, str(item.get("state", "")), count,
-                         str(item.get("creationTimestamp", "")),
-                         f"{first.get('code', '')}: {first.get('message', '')}" if first else "")
+                         str(item.get("creationTimestamp", "")), _first_error(error))
+
+
+def _first_error(error: dict[str, Any]) -> str:
+    """``CODE: message`` of the first of an error's ``errors``, "" for none."""
+    errors = error.get("errors")
+    first = object_of(errors[0]) if isinstance(errors, list) and errors else {}
+    return f"{first.get('code', '')}: {first.get('message', '')}" if first else ""
+
+
+def _whole(value: Any) -> int:
+    """A count the API writes as a number or a string of one (int64); 0 for anything else."""
+    try:
+        return int(value)
+    except (TypeError, ValueError):
+        return 0
 
 
 def read_cluster(api: ComputeApi, blueprint: Blueprint) -> ClusterStatus:

@@ -25,7 +25,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Literal
 
 from clusterprint.blueprint.model import reservation_owner
-from clusterprint.build.compute import ComputeError
+from clusterprint.build.compute import ComputeError, object_of
 from clusterprint.facts import machines, prerequisites
 from clusterprint.preview.quota_needs import Need, planned_disks, planned_vms, quota_needs
 from clusterprint.render import images
@@ -293,7 +293,7 @@ def _reservation_problems(owner: str, name: str, nodesets: list[Nodeset], zone: 
             "reservation", subject, f"it is not shared with project {apis.project} ({names})",
             f"gcloud compute reservations update {name} --zone {zone} "
             f"--add-share-with={apis.project} --project {owner}"))
-    specific = _object(answer.get("specificReservation"))
+    specific = object_of(answer.get("specificReservation"))
     problems += _machine_type_problems(specific, nodesets, subject)
     problems += _count_problems(specific, nodesets, subject, f"{name} --zone {zone}", owner)
     problems += _bound_problems(answer.get("deploymentType") == DENSE, nodesets, subject)
@@ -323,12 +323,12 @@ def _shared_with(answer: dict[str, Any], project: str) -> bool:
     """Whether another project's reservation may be used by ``project``: False only where
     its shareSettings say so (LOCAL, or specific projects without it); sharing with an
     organization or folders, or no shareSettings, is not knowable from here."""
-    settings = _object(answer.get("shareSettings"))
+    settings = object_of(answer.get("shareSettings"))
     share_type = settings.get("shareType")
     if share_type == "LOCAL":
         return False
     if share_type == "SPECIFIC_PROJECTS":
-        return project in _object(settings.get("projectMap"))
+        return project in object_of(settings.get("projectMap"))
     return True
 
 
@@ -336,7 +336,7 @@ def _machine_type_problems(specific: dict[str, Any], nodesets: list[Nodeset],
                            subject: str) -> list[Problem]:
     """A line per nodeset whose machine type the reservation does not reserve; a warning
     where it reserves an instance template's, which is not read."""
-    reserved = str(_object(specific.get("instanceProperties")).get("machineType") or "")
+    reserved = str(object_of(specific.get("instanceProperties")).get("machineType") or "")
     reserved = reserved.rsplit("/", 1)[-1]
     template = str(specific.get("sourceInstanceTemplate") or "")
     problems = []
@@ -399,12 +399,6 @@ def _bound_problems(dense: bool, nodesets: list[Nodeset], subject: str) -> list[
     return problems
 
 
-def _object(value: Any) -> dict[str, Any]:
-    """``value`` where the API answered an object, else an empty one: a field of the wrong
-    shape reads as absent, so the checks fail closed instead of crashing on it."""
-    return value if isinstance(value, dict) else {}
-
-
 def check_images(blueprint: Blueprint, apis: ProjectApis) -> list[Problem]:
     """A line per image the VMs boot that neither exists nor will be built: a nodeset's
     named image, or the base of an image ``pulumi up`` would build."""
@@ -452,7 +446,7 @@ REFUSED_STATES = frozenset({"OBSOLETE", "DELETED"})
 def _unusable(image: dict[str, Any], path: str, who: str, fix: str) -> list[Problem]:
     """A problem for an image that exists but that no VM can boot yet (status not READY)
     or any more (OBSOLETE, DELETED); a warning for one DEPRECATED (creates still work)."""
-    deprecated = _object(image.get("deprecated"))
+    deprecated = object_of(image.get("deprecated"))
     state = str(deprecated.get("state") or "")
     status = str(image.get("status") or "READY")
     if state in REFUSED_STATES:

@@ -221,6 +221,34 @@ def test_an_answer_that_is_not_json_is_one_line_and_exit_2(cluster):
     assert line.endswith("HTTP 200 but not a JSON object: <html>Sign in to the proxy</html>")
 
 
+@pytest.mark.parametrize(("verb", "body", "line", "code"), [
+    ("listErrors", b'{"items": [{"error": "quota", "timestamp": 5}]}',
+     f"  group {GROUP}:  (x1, last 5): ", 0),
+    ("listManagedInstances", b'{"managedInstances": [{"name": "cpu-small-cpu-x1", '
+                             b'"lastAttempt": "no", "currentAction": 3}]}',
+     "  cpu-small-cpu-x1: being created", 3),
+    ("getGuestAttributes", b'{"queryValue": ["ready"]}', f"controller {CONTROLLER}: booting "
+                                                          "(starting)", 3),
+], ids=["listErrors", "listManagedInstances", "getGuestAttributes"])
+def test_an_answer_of_the_wrong_shape_reads_as_nothing_not_a_traceback(cluster, verb, body,
+                                                                        line, code):
+    cluster.answers[verb] = (200, body)
+    done = status(cluster)
+    assert done.returncode == code, done.stderr
+    assert line in done.stdout.splitlines()
+
+
+def test_a_resize_request_of_the_wrong_shape_reads_as_nothing_not_a_traceback(
+        cluster, flex_blueprint):
+    cluster.answers["resizeRequests"] = (200, b'{"items": [{"name": "r1", "state": "ACCEPTED", '
+                                              b'"resizeBy": "two", "instances": 5, '
+                                              b'"status": {"error": "none"}}]}')
+    done = clusterprint("status", flex_blueprint, env=cluster.env)
+    assert done.returncode == 0, done.stderr  # the wanted VMs are up all the same
+    assert (f"  resize request r1 (group {GROUP}): waiting for capacity: 0 VMs, asked (no time)"
+            in done.stdout.splitlines())
+
+
 def test_watch_redraws_until_interrupted(cluster):
     with subprocess.Popen([sys.executable, "-m", "clusterprint.cli", "status", CPU_SMALL,
                            "--json", "--watch", "10"], cwd=ROOT, env=cluster.env,
