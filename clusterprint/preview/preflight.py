@@ -491,6 +491,9 @@ def unreadable(check: Any, subject: str, what: str, exc: ComputeError, project: 
         fix = f"check that project {project} exists and the credentials can see it"
     elif exc.status == 401 or (exc.status == 0 and "credentials" in text):
         fix = "gcloud auth application-default login"
+    elif exc.status == 429:  # asked again already: the project's rate of requests
+        fix = ("wait a minute, then run preflight again: the API limits how fast a project "
+               "may ask it")
     elif exc.status < 400:  # no answer, or one that is not the API's (a proxy's page)
         fix = f"check this machine reaches {api} (a proxy or firewall in the way?)"
     else:

@@ -14,8 +14,14 @@ from ruamel.yaml import YAML
 
 from clusterprint.blueprint.validate import check_text
 from clusterprint.build import compute, project_apis
+from clusterprint.build.compute import ComputeError
 from clusterprint.cli.commands.preflight import project_apis as clients
-from clusterprint.preview.preflight import check_quota, check_reservations, reservation_owner
+from clusterprint.preview.preflight import (
+    check_quota,
+    check_reservations,
+    reservation_owner,
+    unreadable,
+)
 from clusterprint.preview.quota_needs import Need
 from tests.support.blueprint_texts import apply_overrides, to_yaml
 from tests.support.image_compute_fake import TOKEN
@@ -198,3 +204,17 @@ def test_quota_entries_the_api_should_not_send_cannot_be_checked_but_do_not_cras
 def test_a_region_that_does_not_exist_is_a_problem(fake):
     (problem,) = check_quota([Need("CPUS", None, 1, 1, ("VM x",))], "us-nowhere1", apis_of())
     assert problem.message == "project my-project has no region us-nowhere1"
+
+
+@pytest.mark.parametrize(("status", "fix"), [
+    (429, "wait a minute, then run preflight again: the API limits how fast a project may "
+          "ask it"),
+    (401, "gcloud auth application-default login"),
+    (503, "run preflight again; if it persists, the API's status page may say why"),
+])
+def test_a_call_that_failed_gets_the_fix_its_status_calls_for(status, fix):
+    problem = unreadable("quota", "us-central1", "region us-central1's quotas",
+                         ComputeError(f"GET url: HTTP {status}: no", status), "p",
+                         "compute.googleapis.com")
+    assert (problem.message, problem.fix) == (
+        f"could not read region us-central1's quotas: GET url: HTTP {status}: no", fix)
