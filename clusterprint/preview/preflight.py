@@ -328,7 +328,10 @@ def _shared_with(answer: dict[str, Any], project: str) -> bool:
     if share_type == "LOCAL":
         return False
     if share_type == "SPECIFIC_PROJECTS":
-        return project in object_of(settings.get("projectMap"))
+        shared = object_of(settings.get("projectMap"))
+        # keyed by project id, each with its projectId; either names the project
+        return project in shared or any(object_of(config).get("projectId") == project
+                                        for config in shared.values())
     return True
 
 

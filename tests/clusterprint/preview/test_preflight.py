@@ -135,6 +135,9 @@ def test_another_projects_reservation_not_shared_with_this_one_is_refused(fake):
         "shareType": "SPECIFIC_PROJECTS",
         "projectMap": {"my-project": {"projectId": "my-project"}}}
     assert check_reservations(blueprint, apis_of()) == []
+    fake.reservations[("other-project", ZONE, "r")]["shareSettings"]["projectMap"] = {
+        "123456789012": {"projectId": "my-project"}}  # by number: its projectId names it
+    assert check_reservations(blueprint, apis_of()) == []
 
 
 def test_a_reservation_made_from_an_instance_template_is_not_refused_for_its_type(fake):
