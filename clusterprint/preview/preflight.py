@@ -4,17 +4,18 @@ What a failed ``pulumi up`` would find out an hour in, asked of the APIs first: 
 plan's resource types need are enabled (facts/prerequisites.py), the deployer holds the
 permissions of the roles those types need, the region's Compute quota covers the VMs and disks
 (preview/quota_needs.py), the zone offers each machine type, each named reservation exists in
-the zone with the machine type, the free count and the reservation-bound model the nodesets
-need, and each image the VMs boot exists or will be built by ``pulumi up`` from a base image
-that exists.
+the zone, shared with the project where another project owns it, with the machine type, the
+free count and the reservation-bound model the nodesets need, and each image the VMs boot
+exists or will be built by ``pulumi up`` from a base image that exists.
 
 The permissions are asked with Resource Manager's ``projects.testIamPermissions``, not read
 from ``getIamPolicy``: it answers for the caller however the permission reaches them (a
 group, a folder or organization grant, a custom role), and needs no right to read the
 project's policy, which a deployer often lacks.
 
-Every check collects its problems; a check whose API answers an error (403, 404, nothing)
-is itself a problem with its fix, never a pass. Where the Service Usage answer says an API
+Every check collects its problems; a check whose API answers an error (403, 404, nothing,
+a body that is not the API's JSON) is itself a problem with its fix, never a pass, and a
+field of the wrong shape reads as absent. Where the Service Usage answer says an API
 is disabled, the checks that call that API are left out: the API's own line says what to do.
 """
 
