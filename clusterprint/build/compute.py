@@ -280,6 +280,17 @@ def object_of(value: Any) -> dict[str, Any]:
     return value if isinstance(value, dict) else {}
 
 
+def number_of(value: Any) -> float | None:
+    """A figure as an answer writes it (a number, or a string of one: the APIs write int64
+    fields as strings); None for anything else."""
+    if isinstance(value, bool):
+        return None
+    try:
+        return float(value)
+    except (TypeError, ValueError):
+        return None
+
+
 def _json_object(response: Any, call: str) -> dict[str, Any]:
     """A success's body as the JSON object every answer of these APIs is (``{}`` for none);
     anything else (a proxy's sign-in page, a cut-off body, a bare list) is a ComputeError,

@@ -28,7 +28,7 @@ from collections import Counter
 from dataclasses import asdict, dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from clusterprint.build.compute import object_of
+from clusterprint.build.compute import number_of, object_of
 from clusterprint.contract import naming, node_metadata
 
 if TYPE_CHECKING:
@@ -230,8 +230,8 @@ def resize_request(group: str, item: dict[str, Any]) -> ResizeRequest:
     error = (object_of(status.get("error"))
              or object_of(object_of(status.get("lastAttempt")).get("error")))
     instances = item.get("instances")
-    count = (len(instances) if isinstance(instances, list) else 0) or _whole(
-        item.get("resizeBy"))
+    count = (len(instances) if isinstance(instances, list) else 0) or int(
+        number_of(item.get("resizeBy")) or 0)
     return ResizeRequest(str(item.get("name", "")), group, str(item.get("state", "")), count,
                          str(item.get("creationTimestamp", "")), _first_error(error))
 
@@ -241,14 +241,6 @@ def _first_error(error: dict[str, Any]) -> str:
     errors = error.get("errors")
     first = object_of(errors[0]) if isinstance(errors, list) and errors else {}
     return f"{first.get('code', '')}: {first.get('message', '')}" if first else ""
-
-
-def _whole(value: Any) -> int:
-    """A count the API writes as a number or a string of one (int64); 0 for anything else."""
-    try:
-        return int(value)
-    except (TypeError, ValueError):
-        return 0
 
 
 def read_cluster(api: ComputeApi, blueprint: Blueprint) -> ClusterStatus:

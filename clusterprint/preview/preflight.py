@@ -26,7 +26,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Literal
 
 from clusterprint.blueprint.model import reservation_owner
-from clusterprint.build.compute import ComputeError, object_of
+from clusterprint.build.compute import ComputeError, number_of, object_of
 from clusterprint.facts import machines, prerequisites
 from clusterprint.preview.quota_needs import Need, planned_disks, planned_vms, quota_needs
 from clusterprint.render import images
@@ -156,7 +156,7 @@ def _guest_cpus(machine_types: list[str], zone: str, apis: ProjectApis,
                 f"choose a zone that does: gcloud compute machine-types list "
                 f"--filter=name={machine_type} --project {apis.project}"))
             continue
-        vcpus = _amount(answer.get("guestCpus"))
+        vcpus = number_of(answer.get("guestCpus"))
         if vcpus is None:
             problems.append(Problem(
                 "machine-type", machine_type, f"zone {zone} answered no vCPU count for it, so "
@@ -227,21 +227,10 @@ def _limit_and_free(granted: dict[str, Any] | None) -> tuple[float | None, float
     API leaves out a usage of 0."""
     if granted is None:
         return None, 0
-    limit, usage = _amount(granted.get("limit") or 0), _amount(granted.get("usage") or 0)
+    limit, usage = number_of(granted.get("limit") or 0), number_of(granted.get("usage") or 0)
     if limit is None or usage is None:
         return None, 0
     return limit, max(limit - usage, 0)
-
-
-def _amount(value: Any) -> float | None:
-    """A quota figure as the API writes it (a number, or a string of one); None for
-    anything else."""
-    if isinstance(value, bool):
-        return None
-    try:
-        return float(value)
-    except (TypeError, ValueError):
-        return None
 
 
 def _by_metric_used(needs: list[Need], quotas: dict[Any, dict]
@@ -365,8 +354,8 @@ def _count_problems(specific: dict[str, Any], nodesets: list[Nodeset], subject: 
     """An error where the reservation's free VMs do not cover the nodesets' ``count``, a
     warning where they do not cover every node up to ``max_count``; ``which`` is the
     reservation as gcloud names it (``NAME --zone ZONE``)."""
-    total = int(_amount(specific.get("count") or 0) or 0)
-    free = total - int(_amount(specific.get("inUseCount") or 0) or 0)
+    total = int(number_of(specific.get("count") or 0) or 0)
+    free = total - int(number_of(specific.get("inUseCount") or 0) or 0)
     names = ", ".join(f"nodeset {ns.name}" for ns in nodesets)
     wanted = sum(ns.count for ns in nodesets)
     most = sum(ns.upper_bound for ns in nodesets)
