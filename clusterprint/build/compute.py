@@ -11,6 +11,7 @@ zoneOperations, globalOperations: cloud.google.com/compute/docs/reference/rest/v
 
 from __future__ import annotations
 
+import math
 import os
 import time
 from collections.abc import Callable
@@ -282,13 +283,14 @@ def object_of(value: Any) -> dict[str, Any]:
 
 def number_of(value: Any) -> float | None:
     """A figure as an answer writes it (a number, or a string of one: the APIs write int64
-    fields as strings); None for anything else."""
+    fields as strings); None for anything else, "NaN" and "Infinity" too."""
     if isinstance(value, bool):
         return None
     try:
-        return float(value)
+        number = float(value)
     except (TypeError, ValueError):
         return None
+    return number if math.isfinite(number) else None
 
 
 def _json_object(response: Any, call: str) -> dict[str, Any]:

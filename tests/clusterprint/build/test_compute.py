@@ -118,3 +118,10 @@ def test_credentials_refused_mid_build_are_one_clear_error():
     with pytest.raises(ComputeError, match="the credentials were refused: Reauthentication is "
                                            "needed"):
         ComputeApi(Expired(), PROJECT).image("any")
+
+
+@pytest.mark.parametrize(("value", "number"), [
+    (5, 5.0), ("16", 16.0), ("2.5", 2.5), (-1, -1.0),
+    ("NaN", None), ("Infinity", None), ("lots", None), (None, None), (True, None), ([1], None)])
+def test_a_figure_of_an_answer_is_a_finite_number_or_none(value, number):
+    assert compute.number_of(value) == number
