@@ -11,6 +11,7 @@ zoneOperations, globalOperations: cloud.google.com/compute/docs/reference/rest/v
 
 from __future__ import annotations
 
+import math
 import os
 import time
 from collections.abc import Callable
@@ -121,7 +122,7 @@ class RestApi:
                 if response.status_code == 404 and missing_ok:
                     return None
                 if response.status_code < 400:
-                    return response.json() if response.content else {}
+                    return _json_object(response, f"{method} {url}")
                 if last or response.status_code not in RETRIED:
                     raise ComputeError(f"{method} {url}: HTTP {response.status_code}: "
                                        f"{_error_message(response)}", response.status_code)
@@ -207,34 +208,41 @@ class ComputeApi(RestApi):
     def managed_instances(self, zone: str, group: str) -> list[dict[str, Any]]:
         """The group's VMs, those still being created too (listManagedInstances)."""
         return self._pages("POST", f"zones/{zone}/instanceGroupManagers/{group}"
-                                   "/listManagedInstances", "managedInstances")
+                                   "/listManagedInstances", "managedInstances", missing_ok=True)
 
     def group_errors(self, zone: str, group: str) -> list[dict[str, Any]]:
         """What the group's actions on its VMs failed with, a stockout or a quota among them
         (listErrors)."""
         return self._pages("GET", f"zones/{zone}/instanceGroupManagers/{group}/listErrors",
-                           "items")
+                           "items", missing_ok=True)
 
     def resize_requests(self, zone: str, group: str) -> list[dict[str, Any]]:
         """The group's resize requests, a flex-start group's way to get VMs
         (instanceGroupManagerResizeRequests.list)."""
         return self._pages("GET", f"zones/{zone}/instanceGroupManagers/{group}/resizeRequests",
-                           "items")
+                           "items", missing_ok=True)
 
     def guest_attributes(self, zone: str, name: str, namespace: str) -> dict[str, str]:
         """The guest attributes the VM wrote under ``namespace``, by key; none while it has
         written none there (404)."""
         answer = self._call("GET", f"zones/{zone}/instances/{name}/getGuestAttributes",
                             params={"queryPath": f"{namespace}/"}, missing_ok=True)
-        items = ((answer or {}).get("queryValue") or {}).get("items") or []
-        return {str(i.get("key")): str(i.get("value", "")) for i in items if isinstance(i, dict)}
+        items = object_of(object_of(answer).get("queryValue")).get("items")
+        return {str(i.get("key")): str(i.get("value", "")) for i in
+                (items if isinstance(items, list) else []) if isinstance(i, dict)}
 
-    def _pages(self, method: str, path: str, key: str) -> list[dict[str, Any]]:
-        """Every item of a list, a page at a time; a page token seen twice is an error."""
+    def _pages(self, method: str, path: str, key: str,
+               missing_ok: bool = False) -> list[dict[str, Any]]:
+        """Every item of a list, a page at a time; a page token seen twice is an error. Where
+        ``missing_ok``, a 404 ends the list (a group's list, for a group deleted since the
+        zone's list named it)."""
         items: list[dict[str, Any]] = []
         token, seen = "", set()
         while True:
-            page = self._required(method, path, params={"pageToken": token} if token else None)
+            page = self._call(method, path, params={"pageToken": token} if token else None,
+                              missing_ok=missing_ok)
+            if page is None:
+                return items
             items.extend(i for i in page.get(key) or [] if isinstance(i, dict))
             token = str(page.get("nextPageToken") or "")
             if not token:
@@ -265,6 +273,40 @@ def _operation_scope(operation: dict[str, Any]) -> str:
     """``zones/Z`` for a zonal operation, ``global`` for the others (an image's)."""
     zone = operation.get("zone")
     return f"zones/{zone.rsplit('/', 1)[-1]}" if zone else "global"
+
+
+def object_of(value: Any) -> dict[str, Any]:
+    """``value`` where an answer holds an object, else an empty one: a field of the wrong
+    shape reads as absent, so a reader fails closed instead of crashing on it."""
+    return value if isinstance(value, dict) else {}
+
+
+def number_of(value: Any) -> float | None:
+    """A figure as an answer writes it (a number, or a string of one: the APIs write int64
+    fields as strings); None for anything else, "NaN" and "Infinity" too."""
+    if isinstance(value, bool):
+        return None
+    try:
+        number = float(value)
+    except (TypeError, ValueError):
+        return None
+    return number if math.isfinite(number) else None
+
+
+def _json_object(response: Any, call: str) -> dict[str, Any]:
+    """A success's body as the JSON object every answer of these APIs is (``{}`` for none);
+    anything else (a proxy's sign-in page, a cut-off body, a bare list) is a ComputeError,
+    so callers that read fields of it report one line instead of crashing on it."""
+    if not response.content:
+        return {}
+    try:
+        answer = response.json()
+    except ValueError:
+        answer = None
+    if not isinstance(answer, dict):
+        raise ComputeError(f"{call}: HTTP {response.status_code} but not a JSON object: "
+                           f"{response.text[:200]}", response.status_code)
+    return answer
 
 
 def _error_message(response: Any) -> str:

@@ -45,9 +45,10 @@ class ServiceUsageApi(RestApi):
             names = [f"projects/{self.project}/services/{api}"
                      for api in apis[start:start + BATCH_GET_NAMES_MAX]]
             answer = self._required("GET", "services:batchGet", params={"names": names})
-            for service in answer.get("services") or []:
-                found[str(service.get("name", "")).rsplit("/", 1)[-1]] = str(
-                    service.get("state", ""))
+            for service in _listed(answer, "services"):
+                if isinstance(service, dict):
+                    found[str(service.get("name", "")).rsplit("/", 1)[-1]] = str(
+                        service.get("state", ""))
         return found
 
 
@@ -58,4 +59,11 @@ class ResourceManagerApi(RestApi):
         """Those of ``permissions`` the caller holds on the project, however granted."""
         answer: dict[str, Any] = self._required(
             "POST", ":testIamPermissions", body={"permissions": permissions})
-        return set(answer.get("permissions") or [])
+        return {p for p in _listed(answer, "permissions") if isinstance(p, str)}
+
+
+def _listed(answer: dict[str, Any], key: str) -> list[Any]:
+    """The list an answer holds at ``key``; none where it holds something else, so an answer
+    of the wrong shape reads as nothing enabled or held (a problem line, never a pass)."""
+    value = answer.get(key)
+    return value if isinstance(value, list) else []

@@ -28,17 +28,26 @@ from collections import Counter
 from dataclasses import asdict, dataclass, field
 from typing import TYPE_CHECKING, Any
 
+from clusterprint.build.compute import number_of, object_of
 from clusterprint.contract import naming, node_metadata
 
 if TYPE_CHECKING:
     from clusterprint.blueprint.model import Blueprint, Nodeset
     from clusterprint.build.compute import ComputeApi
 
-#: A VM's states, from the API's status and the boot's guest attribute.
-CREATING, BOOTING, READY, FAILED, STOPPED, MISSING = (
-    "creating", "booting", "ready", "failed", "stopped", "missing")
+#: A VM's states, from the API's status, its group's action on it and the boot's guest
+#: attribute.
+CREATING, BOOTING, READY, FAILED, STOPPED, MISSING, DELETING = (
+    "creating", "booting", "ready", "failed", "stopped", "missing", "deleting")
 #: Instance statuses on the way to RUNNING, where no boot script runs yet.
 STARTING_STATUSES = frozenset({"PROVISIONING", "STAGING", "REPAIRING"})
+#: What a group does to a VM (listManagedInstances' currentAction) that takes it away: power
+#: saving deleting an idle elastic node, a scale-in. Such a VM is neither wanted nor failed.
+LEAVING_ACTIONS = frozenset({"DELETING", "ABANDONING"})
+#: Actions that bring a VM that is not RUNNING back up (the remediation loop's recreate, a
+#: group's restart or repair): it is on its way, not stopped.
+RETURNING_ACTIONS = frozenset({"RECREATING", "RESTARTING", "STARTING", "RESUMING",
+                               "REFRESHING", "VERIFYING"})
 #: A resize request's states once it is over (clusterprint/node/capacity.py's FINISHED):
 #: only the others wait for capacity.
 FINISHED_REQUESTS = frozenset({"SUCCEEDED", "FAILED", "CANCELLED"})
@@ -110,8 +119,8 @@ class NodesetStatus:
 
     @property
     def created(self) -> int:
-        """VMs that exist, whatever they do."""
-        return sum(vm.state not in (CREATING, MISSING) for vm in self.vms)
+        """VMs that exist and stay, whatever they do."""
+        return sum(vm.state not in (CREATING, MISSING, DELETING) for vm in self.vms)
 
 
 @dataclass
@@ -144,7 +153,8 @@ class ClusterStatus:
         for n in self.nodesets:
             nodesets.append({
                 "name": n.name, "wanted": n.wanted, "elastic": n.elastic, "created": n.created,
-                **{state: n.count(state) for state in (CREATING, BOOTING, READY, FAILED)},
+                **{state: n.count(state)
+                   for state in (CREATING, BOOTING, READY, FAILED, DELETING)},
                 "vms": [asdict(vm) for vm in n.vms],
                 "groups": {g: [asdict(e) for e in errors] for g, errors in n.groups.items()},
                 "problems": n.problems, "resize_requests": [asdict(r) for r in n.requests]})
@@ -154,23 +164,44 @@ class ClusterStatus:
                 "login": [asdict(vm) for vm in self.logins], "nodesets": nodesets}
 
 
-def vm_state(name: str, status: str, attributes: dict[str, str], error: str = "") -> VmStatus:
-    """A VM from its instance status (empty while its group still creates it) and its boot's
-    guest attributes."""
+def vm_state(name: str, status: str, attributes: dict[str, str], error: str = "",
+             action: str = "") -> VmStatus:
+    """A VM from its instance status (empty while its group still creates it), what its
+    group does to it (``action``, a managed VM's currentAction) and its boot's guest
+    attributes."""
+    if action in LEAVING_ACTIONS:
+        return VmStatus(name, DELETING, status)
     if not status:
         return VmStatus(name, CREATING, error=error)
     if status in STARTING_STATUSES:
         return VmStatus(name, BOOTING, status, stage=status.lower())
     if status != "RUNNING":
+        if action in RETURNING_ACTIONS:
+            return VmStatus(name, BOOTING, status, stage=action.lower())
         return VmStatus(name, STOPPED, status)
-    word, _, step = attributes.get(node_metadata.BOOT_STATE, "").partition(" ")
+    return _booted(name, status, attributes)
+
+
+#: A ``failed`` boot state without its step (the script always names one).
+UNNAMED_STEP = "an unnamed step"
+
+
+def _booted(name: str, status: str, attributes: dict[str, str]) -> VmStatus:
+    """A RUNNING VM by its boot state: ``ready``, ``failed STEP``, ``booting STEP``, or
+    nothing yet. A value the boot script never writes (any process on the VM can write
+    one) is shown as it is and read as still booting: neither ready nor a failure."""
+    value = attributes.get(node_metadata.BOOT_STATE, "").strip()
+    word, _, step = value.partition(" ")
+    step = step.strip()
     if word == "ready":
         return VmStatus(name, READY, status)
     if word == "failed":
         lines = tuple(attributes.get(node_metadata.BOOT_LOG, "").splitlines())
-        return VmStatus(name, FAILED, status, stage=step, lines=lines)
-    # Running, its boot script not yet at its first step (or it published none yet).
-    return VmStatus(name, BOOTING, status, stage=step if word == "booting" else "starting")
+        return VmStatus(name, FAILED, status, stage=step or UNNAMED_STEP, lines=lines)
+    if word in ("booting", ""):
+        # Running, its boot script not yet at its first step (or it published none yet).
+        return VmStatus(name, BOOTING, status, stage=step or "starting")
+    return VmStatus(name, BOOTING, status, stage=f"unknown boot state {value[:80]!r}")
 
 
 def group_errors(items: list[dict[str, Any]]) -> list[GroupError]:
@@ -178,7 +209,7 @@ def group_errors(items: list[dict[str, Any]]) -> list[GroupError]:
     counts: Counter[tuple[str, str]] = Counter()
     last: dict[tuple[str, str], str] = {}
     for item in items:
-        error = item.get("error") or {}
+        error = object_of(item.get("error"))
         kind = (str(error.get("code", "")), " ".join(str(error.get("message", "")).split()))
         counts[kind] += 1
         last[kind] = max(last.get(kind, ""), str(item.get("timestamp", "")))
@@ -189,22 +220,27 @@ def group_errors(items: list[dict[str, Any]]) -> list[GroupError]:
 
 def last_attempt_error(item: dict[str, Any]) -> str:
     """``CODE: message`` of a managed VM's last failed try to create it, "" for none."""
-    errors = ((item.get("lastAttempt") or {}).get("errors") or {}).get("errors") or []
-    first = errors[0] if errors and isinstance(errors[0], dict) else {}
-    return f"{first.get('code', '')}: {first.get('message', '')}" if first else ""
+    return _first_error(object_of(object_of(item.get("lastAttempt")).get("errors")))
 
 
 def resize_request(group: str, item: dict[str, Any]) -> ResizeRequest:
     """A resize request as the API lists it: its VMs named (``instances``) or counted
     (``resizeBy``), the first of its errors."""
-    status = item.get("status") or {}
-    errors = ((status.get("error") or (status.get("lastAttempt") or {}).get("error") or {})
-              .get("errors") or [])
-    first = errors[0] if errors and isinstance(errors[0], dict) else {}
-    count = len(item.get("instances") or []) or int(item.get("resizeBy") or 0)
+    status = object_of(item.get("status"))
+    error = (object_of(status.get("error"))
+             or object_of(object_of(status.get("lastAttempt")).get("error")))
+    instances = item.get("instances")
+    count = (len(instances) if isinstance(instances, list) else 0) or int(
+        number_of(item.get("resizeBy")) or 0)
     return ResizeRequest(str(item.get("name", "")), group, str(item.get("state", "")), count,
-                         str(item.get("creationTimestamp", "")),
-                         f"{first.get('code', '')}: {first.get('message', '')}" if first else "")
+                         str(item.get("creationTimestamp", "")), _first_error(error))
+
+
+def _first_error(error: dict[str, Any]) -> str:
+    """``CODE: message`` of the first of an error's ``errors``, "" for none."""
+    errors = error.get("errors")
+    first = object_of(errors[0]) if isinstance(errors, list) and errors else {}
+    return f"{first.get('code', '')}: {first.get('message', '')}" if first else ""
 
 
 def read_cluster(api: ComputeApi, blueprint: Blueprint) -> ClusterStatus:
@@ -247,7 +283,8 @@ def _nodeset(api: ComputeApi, zone: str, cluster: str, nodeset: Nodeset,
                 attributes = (api.guest_attributes(zone, name, node_metadata.BOOT_NAMESPACE)
                               if status == "RUNNING" else {})
                 found.vms.append(vm_state(name, status, attributes,
-                                          last_attempt_error(item) if not status else ""))
+                                          last_attempt_error(item) if not status else "",
+                                          str(item.get("currentAction") or "")))
             if nodeset.provisioning == "flex-start":
                 found.requests += [r for r in (resize_request(group, item) for item in
                                                api.resize_requests(zone, group))

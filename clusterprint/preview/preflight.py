@@ -4,17 +4,18 @@ What a failed ``pulumi up`` would find out an hour in, asked of the APIs first: 
 plan's resource types need are enabled (facts/prerequisites.py), the deployer holds the
 permissions of the roles those types need, the region's Compute quota covers the VMs and disks
 (preview/quota_needs.py), the zone offers each machine type, each named reservation exists in
-the zone with the machine type, the free count and the reservation-bound model the nodesets
-need, and each image the VMs boot exists or will be built by ``pulumi up`` from a base image
-that exists.
+the zone, shared with the project where another project owns it, with the machine type, the
+free count and the reservation-bound model the nodesets need, and each image the VMs boot
+exists or will be built by ``pulumi up`` from a base image that exists.
 
 The permissions are asked with Resource Manager's ``projects.testIamPermissions``, not read
 from ``getIamPolicy``: it answers for the caller however the permission reaches them (a
 group, a folder or organization grant, a custom role), and needs no right to read the
 project's policy, which a deployer often lacks.
 
-Every check collects its problems; a check whose API answers an error (403, 404, nothing)
-is itself a problem with its fix, never a pass. Where the Service Usage answer says an API
+Every check collects its problems; a check whose API answers an error (403, 404, nothing,
+a body that is not the API's JSON) is itself a problem with its fix, never a pass, and a
+field of the wrong shape reads as absent. Where the Service Usage answer says an API
 is disabled, the checks that call that API are left out: the API's own line says what to do.
 """
 
@@ -25,7 +26,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Literal
 
 from clusterprint.blueprint.model import reservation_owner
-from clusterprint.build.compute import ComputeError
+from clusterprint.build.compute import ComputeError, number_of, object_of
 from clusterprint.facts import machines, prerequisites
 from clusterprint.preview.quota_needs import Need, planned_disks, planned_vms, quota_needs
 from clusterprint.render import images
@@ -154,8 +155,15 @@ def _guest_cpus(machine_types: list[str], zone: str, apis: ProjectApis,
                 "machine-type", machine_type, f"zone {zone} does not offer it",
                 f"choose a zone that does: gcloud compute machine-types list "
                 f"--filter=name={machine_type} --project {apis.project}"))
+            continue
+        vcpus = number_of(answer.get("guestCpus"))
+        if vcpus is None:
+            problems.append(Problem(
+                "machine-type", machine_type, f"zone {zone} answered no vCPU count for it, so "
+                "its vCPU quota is not checked", "run preflight again; if it persists, check "
+                f"the quota by hand: {QUOTAS_PAGE.format(project=apis.project)}", "warning"))
         else:
-            found[machine_type] = int(answer.get("guestCpus") or 0)
+            found[machine_type] = int(vcpus)
     return found
 
 
@@ -173,27 +181,29 @@ def check_quota(needs: list[Need], region: str, apis: ProjectApis) -> list[Probl
     if answer is None:
         return [Problem("quota", region, f"project {project} has no region {region}",
                         "set `region` to a Compute Engine region")]
-    quotas = {q.get("metric"): q for q in answer.get("quotas") or []}
+    quotas = _quotas_by_metric(answer)
     if any(need.metric == machines.PROJECT_GPU_QUOTA for need in needs):
         info = _read(apis.compute.project_info, (), problems, "quota", project,
                      f"project {project}'s quotas", project)
         if info is not UNREAD:
-            quotas.update({q.get("metric"): q for q in info.get("quotas") or []
-                           if q.get("metric") == machines.PROJECT_GPU_QUOTA})
+            quotas.update({metric: q for metric, q in _quotas_by_metric(info).items()
+                           if metric == machines.PROJECT_GPU_QUOTA})
     for metric, count, max_count, who in _by_metric_used(needs, quotas):
         where = "all regions" if metric == machines.PROJECT_GPU_QUOTA else region
         fix = f"request more {metric} in {where}: {QUOTAS_PAGE.format(project=project)}"
-        granted = quotas.get(metric)
-        if granted is None:
+        limit, free = _limit_and_free(quotas.get(metric))
+        if limit is None:
+            planned = f"{count}" + (f" at once, {max_count} with every elastic node up"
+                                    if max_count > count else "")
             problems.append(Problem(
                 "quota", metric, f"project {project} lists no quota {metric} in {where}, so "
-                f"the plan's {count} ({who}) cannot be checked",
+                f"the plan's {planned} ({who}) cannot be checked",
                 f"look it up on {QUOTAS_PAGE.format(project=project)}", "warning"))
+        elif limit < 0:  # unlimited
             continue
-        free = float(granted.get("limit") or 0) - float(granted.get("usage") or 0)
-        if count > free:
+        elif count > free:
             problems.append(Problem("quota", metric, f"the plan needs {count} in {where}, "
-                                    f"{_number(free)} of {_number(granted.get('limit'))} are "
+                                    f"{_number(free)} of {_number(limit)} are "
                                     f"free ({who})", fix))
         elif max_count > free:
             problems.append(Problem("quota", metric, f"every elastic node up needs "
@@ -202,14 +212,36 @@ def check_quota(needs: list[Need], region: str, apis: ProjectApis) -> list[Probl
     return problems
 
 
+def _quotas_by_metric(answer: dict[str, Any]) -> dict[str, dict[str, Any]]:
+    """A region's or project's ``quotas`` by metric; an entry that is not an object with a
+    metric is left out (its metric then reads as not listed, a warning)."""
+    entries = answer.get("quotas")
+    if not isinstance(entries, list):
+        return {}
+    return {str(q["metric"]): q for q in entries if isinstance(q, dict) and q.get("metric")}
+
+
+def _limit_and_free(granted: dict[str, Any] | None) -> tuple[float | None, float]:
+    """A quota's limit (None where it is not listed or not a number; below 0 where it has
+    none) and what of it is free, never below 0 (usage can pass a limit lowered since). The
+    API leaves out a usage of 0."""
+    if granted is None:
+        return None, 0
+    limit, usage = number_of(granted.get("limit") or 0), number_of(granted.get("usage") or 0)
+    if limit is None or usage is None:
+        return None, 0
+    return limit, max(limit - usage, 0)
+
+
 def _by_metric_used(needs: list[Need], quotas: dict[Any, dict]
                     ) -> list[tuple[str, int, int, str]]:
     """The needs summed by the metric each really draws on: a preemptible one where the
-    region grants it (its limit above 0), else the regular one, which regular VMs share."""
+    region grants it (its limit above 0, or none at all), else the regular one, which
+    regular VMs share."""
     totals: dict[str, tuple[int, int, list[str]]] = {}
     for need in needs:
         metric = need.metric
-        if need.preemptible and float((quotas.get(need.preemptible) or {}).get("limit") or 0):
+        if need.preemptible and _limit_and_free(quotas.get(need.preemptible))[0]:
             metric = need.preemptible
         count, max_count, who = totals.get(metric, (0, 0, []))
         totals[metric] = (count + need.count, max_count + need.max_count,
@@ -233,6 +265,7 @@ def check_reservations(blueprint: Blueprint, apis: ProjectApis) -> list[Problem]
 
 def _reservation_problems(owner: str, name: str, nodesets: list[Nodeset], zone: str,
                           apis: ProjectApis) -> list[Problem]:
+    """The problems of one reservation for the nodesets that name it."""
     subject = f"projects/{owner}/zones/{zone}/reservations/{name}"
     problems: list[Problem] = []
     answer = _read(apis.compute_of(owner).reservation, (zone, name), problems,
@@ -244,38 +277,106 @@ def _reservation_problems(owner: str, name: str, nodesets: list[Nodeset], zone: 
         return [Problem("reservation", subject, f"no such reservation in {zone} ({names})",
                         f"create it in {zone}, or name one of `gcloud compute reservations "
                         f"list --project {owner}` in slurm.nodesets[].reservation")]
-    status = answer.get("status", "READY")
-    if status != "READY":
-        problems.append(Problem("reservation", subject, f"its status is {status}, not READY",
-                                "wait until it is READY, or name another"))
-    specific = answer.get("specificReservation") or {}
-    reserved = str((specific.get("instanceProperties") or {}).get("machineType", ""))
+    problems += _status_problems(answer, subject)
+    if owner != apis.project and not _shared_with(answer, apis.project):
+        problems.append(Problem(
+            "reservation", subject, f"it is not shared with project {apis.project} ({names})",
+            f"gcloud compute reservations update {name} --zone {zone} "
+            f"--add-share-with={apis.project} --project {owner}"))
+    specific = object_of(answer.get("specificReservation"))
+    problems += _machine_type_problems(specific, nodesets, subject)
+    problems += _count_problems(specific, nodesets, subject, f"{name} --zone {zone}", owner)
+    problems += _bound_problems(answer.get("deploymentType") == DENSE, nodesets, subject)
+    return problems
+
+
+#: Reservation statuses in which its VMs can be created: READY, and UPDATING while it is
+#: resized (what a count problem's fix, ``reservations update --vm-count``, leaves a while).
+USABLE_RESERVATION = "READY"
+RESIZING_RESERVATION = "UPDATING"
+
+
+def _status_problems(answer: dict[str, Any], subject: str) -> list[Problem]:
+    """An error for a reservation not READY (being created or deleted), a warning for one
+    being resized."""
+    status = str(answer.get("status") or USABLE_RESERVATION)
+    if status == USABLE_RESERVATION:
+        return []
+    if status == RESIZING_RESERVATION:
+        return [Problem("reservation", subject, f"its status is {status}",
+                        "run preflight again once it is READY", "warning")]
+    return [Problem("reservation", subject, f"its status is {status}, not READY",
+                    "wait until it is READY, or name another")]
+
+
+def _shared_with(answer: dict[str, Any], project: str) -> bool:
+    """Whether another project's reservation may be used by ``project``: False only where
+    its shareSettings say so (LOCAL, or specific projects without it); sharing with an
+    organization or folders, or no shareSettings, is not knowable from here."""
+    settings = object_of(answer.get("shareSettings"))
+    share_type = settings.get("shareType")
+    if share_type == "LOCAL":
+        return False
+    if share_type == "SPECIFIC_PROJECTS":
+        shared = object_of(settings.get("projectMap"))
+        # keyed by project id, each with its projectId; either names the project
+        return project in shared or any(object_of(config).get("projectId") == project
+                                        for config in shared.values())
+    return True
+
+
+def _machine_type_problems(specific: dict[str, Any], nodesets: list[Nodeset],
+                           subject: str) -> list[Problem]:
+    """A line per nodeset whose machine type the reservation does not reserve; a warning
+    where it reserves an instance template's, which is not read."""
+    reserved = str(object_of(specific.get("instanceProperties")).get("machineType") or "")
     reserved = reserved.rsplit("/", 1)[-1]
+    template = str(specific.get("sourceInstanceTemplate") or "")
+    problems = []
     for ns in nodesets:
-        if reserved != ns.machine_type:
+        if not reserved and template:
+            problems.append(Problem(
+                "reservation", subject, f"it reserves the machine type of instance template "
+                f"{template}, which preflight does not read: nodeset {ns.name} is "
+                f"{ns.machine_type}", f"check that the template's machine type is "
+                f"{ns.machine_type}", "warning"))
+        elif reserved != ns.machine_type:
             problems.append(Problem(
                 "reservation", subject, f"it reserves {reserved or 'no machine type'}, nodeset "
                 f"{ns.name} is {ns.machine_type}",
                 f"set the nodeset's machine_type to {reserved}, or name a reservation of "
                 f"{ns.machine_type}" if reserved else f"name a reservation of {ns.machine_type}"))
-    free = int(specific.get("count") or 0) - int(specific.get("inUseCount") or 0)
+    return problems
+
+
+def _count_problems(specific: dict[str, Any], nodesets: list[Nodeset], subject: str,
+                    which: str, owner: str) -> list[Problem]:
+    """An error where the reservation's free VMs do not cover the nodesets' ``count``, a
+    warning where they do not cover every node up to ``max_count``; ``which`` is the
+    reservation as gcloud names it (``NAME --zone ZONE``)."""
+    total = int(number_of(specific.get("count") or 0) or 0)
+    free = total - int(number_of(specific.get("inUseCount") or 0) or 0)
+    names = ", ".join(f"nodeset {ns.name}" for ns in nodesets)
     wanted = sum(ns.count for ns in nodesets)
     most = sum(ns.upper_bound for ns in nodesets)
-    grow = (f"gcloud compute reservations update {name} --zone {zone} --vm-count "
-            f"{{}} --project {owner}")
+    grow = f"gcloud compute reservations update {which} --vm-count {{}} --project {owner}"
     if wanted > free:
-        problems.append(Problem(
-            "reservation", subject, f"{free} of its {int(specific.get('count') or 0)} VMs are "
-            f"free, {names} want {wanted}",
+        return [Problem(
+            "reservation", subject, f"{free} of its {total} VMs are free, {names} want {wanted}",
             f"lower the nodesets' count to {max(free, 0)}, or grow it: "
-            + grow.format(int(specific.get('count') or 0) + wanted - free)))
-    elif most > free:
-        problems.append(Problem(
-            "reservation", subject, f"{free} of its {int(specific.get('count') or 0)} VMs are "
-            f"free, {names} grow to {most} at most: nodes above {free} fail to start",
-            "lower max_count, or grow it: "
-            + grow.format(int(specific.get('count') or 0) + most - free), "warning"))
-    dense = answer.get("deploymentType") == DENSE
+            + grow.format(total + wanted - free))]
+    if most > free:
+        return [Problem(
+            "reservation", subject, f"{free} of its {total} VMs are free, {names} grow to "
+            f"{most} at most: nodes above {free} fail to start",
+            "lower max_count, or grow it: " + grow.format(total + most - free), "warning")]
+    return []
+
+
+def _bound_problems(dense: bool, nodesets: list[Nodeset], subject: str) -> list[Problem]:
+    """A dense reservation takes only reservation-bound VMs; reservation_bound on one that
+    is not dense is refused unless it is calendar-mode, which its Reservation does not say."""
+    problems = []
     for ns in nodesets:
         if dense and not ns.reservation_bound:
             problems.append(Problem(
@@ -338,7 +439,8 @@ REFUSED_STATES = frozenset({"OBSOLETE", "DELETED"})
 def _unusable(image: dict[str, Any], path: str, who: str, fix: str) -> list[Problem]:
     """A problem for an image that exists but that no VM can boot yet (status not READY)
     or any more (OBSOLETE, DELETED); a warning for one DEPRECATED (creates still work)."""
-    state = str((image.get("deprecated") or {}).get("state") or "")
+    deprecated = object_of(image.get("deprecated"))
+    state = str(deprecated.get("state") or "")
     status = str(image.get("status") or "READY")
     if state in REFUSED_STATES:
         return [Problem("image", path, f"{who}, and it is {state}: no VM can be created "
@@ -346,7 +448,7 @@ def _unusable(image: dict[str, Any], path: str, who: str, fix: str) -> list[Prob
     if status != "READY":
         return [Problem("image", path, f"{who}, and its status is {status}, not READY", fix)]
     if state == "DEPRECATED":
-        replacement = (image.get("deprecated") or {}).get("replacement")
+        replacement = deprecated.get("replacement")
         return [Problem("image", path, f"{who}, and it is DEPRECATED"
                         + (f" (replaced by {replacement})" if replacement else ""),
                         fix, "warning")]
@@ -380,9 +482,12 @@ def unreadable(check: Any, subject: str, what: str, exc: ComputeError, project: 
                "(roles/viewer holds them all)")
     elif exc.status == 404:
         fix = f"check that project {project} exists and the credentials can see it"
-    elif exc.status in (401, 0) and "credentials" in text:
+    elif exc.status == 401 or (exc.status == 0 and "credentials" in text):
         fix = "gcloud auth application-default login"
-    elif exc.status == 0:
+    elif exc.status == 429:  # asked again already: the project's rate of requests
+        fix = ("wait a minute, then run preflight again: the API limits how fast a project "
+               "may ask it")
+    elif exc.status < 400:  # no answer, or one that is not the API's (a proxy's page)
         fix = f"check this machine reaches {api} (a proxy or firewall in the way?)"
     else:
         fix = "run preflight again; if it persists, the API's status page may say why"

@@ -1,7 +1,8 @@
 """The regional Compute Engine quota a blueprint's plan takes: vCPUs, GPUs and disk GB.
 
 Counted from what the plan really creates (the controller's and login nodes' VMs and the
-state disk, with their machine types and disk sizes from the planned inputs) and from each
+state disk, with their machine types and disk sizes from the planned inputs; a managed
+cluster's login VMs, which the Cluster Director API creates, from the blueprint) and from each
 nodeset (``count`` VMs at once, up to ``max_count`` as elastic nodes join). A reservation
 nodeset takes no vCPU or GPU quota of its own: its reservation already holds it (the Cluster
 Toolkit's quota validator skips them likewise, pkg/validators/quota.go at 1047080,
@@ -60,11 +61,23 @@ def planned_vms(blueprint: Blueprint, plan: Plan) -> list[Vms]:
     found = [Vms(r.inputs["machineType"], 1, 1, False, False,
                  (_boot_disk(r.inputs),), f"VM {r.name}")
              for r in plan.resources if r.type == INSTANCE and r.inputs.get("machineType")]
+    found += _managed_logins(blueprint)
     found += [Vms(ns.machine_type, ns.count, ns.upper_bound,
                   ns.provisioning in ("spot", "flex-start"), ns.provisioning == "reservation",
                   ((ns.boot_disk_type, ns.boot_disk.size_gb),), f"nodeset {ns.name}")
               for ns in blueprint.slurm.nodesets]
     return found
+
+
+def _managed_logins(blueprint: Blueprint) -> list[Vms]:
+    """A managed cluster's login VMs: the Cluster Director API creates them in the project
+    from the blueprint's machine type and count, so the plan has no Instance of them, yet
+    they take its quota. Their boot disks are the API's choice, not counted."""
+    login = blueprint.slurm.login
+    if blueprint.orchestrator != "managed" or not login.count:
+        return []
+    return [Vms(login.machine_type, login.count, login.count, False, False, (),
+                "the login nodes")]
 
 
 def planned_disks(plan: Plan) -> list[tuple[str, int, str]]:

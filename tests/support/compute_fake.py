@@ -115,6 +115,12 @@ class FakeCompute:
     standalone: dict[str, str] = field(default_factory=dict)
     guest_attributes: dict[str, dict[str, str]] = field(default_factory=dict)
     group_errors: dict[str, list[dict]] = field(default_factory=dict)
+    #: what a group does to a VM (its currentAction: DELETING, RECREATING...) where it is not
+    #: the one its status implies (CREATING without one, else NONE)
+    actions: dict[str, str] = field(default_factory=dict)
+    #: groups the zone's list still names (group -> base instance name) that are gone by the
+    #: time they are read: their own calls answer 404, as after a delete between the two
+    vanished: dict[str, str] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
         self.server = serve(self._answer)
@@ -172,7 +178,8 @@ class FakeCompute:
         after a failed try, the try's error."""
         entry = {"name": vm, "instance": f"https://www.googleapis.com/compute/v1/projects/"
                                          f"{self.project}/zones/{self.zone}/instances/{vm}",
-                 "currentAction": "CREATING" if status == "" else "NONE"}
+                 "currentAction": self.actions.get(vm) or ("CREATING" if status == ""
+                                                           else "NONE")}
         if status:
             entry["instanceStatus"] = status
         if vm in self.failed:
@@ -264,7 +271,10 @@ class FakeCompute:
         rest, _, query = path[len(prefix):].partition("?")
         if rest == "instanceGroupManagers" and method == "GET":
             return 200, {"items": [
-                {"name": g, "baseInstanceName": base} for g, (base, _) in self.groups.items()]}
+                {"name": g, "baseInstanceName": base} for g, base in
+                [*((g, base) for g, (base, _) in self.groups.items()), *self.vanished.items()]]}
+        if (gone := re.match(r"instanceGroupManagers/([^/]+)/", rest)) and gone[1] in self.vanished:
+            return 404, {"error": {"message": f"instance group manager {gone[1]} not found"}}
         if rest == "instances" and method == "GET":
             return 200, self._instances_page(query)
         if rest.startswith("machineTypes/") and method == "GET":

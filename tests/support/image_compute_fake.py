@@ -20,7 +20,7 @@ from pathlib import Path
 from urllib.parse import parse_qs, urlsplit
 
 from tests.support.compute_fake import Call, service_account_file
-from tests.support.local_http import send_json, serve
+from tests.support.local_http import send_bytes, send_json, serve
 
 #: The token the tests' credentials carry (google.oauth2.credentials.Credentials("fake")).
 TOKEN = "fake"
@@ -65,8 +65,8 @@ class FakeImageCompute:
     disks: dict[str, dict] = field(default_factory=dict)
     calls: list[Call] = field(default_factory=list)
     #: ``METHOD verb`` (as ``verbs()`` lists calls) -> (HTTP status, message) answered instead
-    #: of acting
-    refusals: dict[str, tuple[int, str]] = field(default_factory=dict)
+    #: of acting; a message in bytes is the whole body, as a proxy or a broken API may answer
+    refusals: dict[str, tuple[int, str | bytes]] = field(default_factory=dict)
     #: API method (``instances.insert``) -> message of its operation, which ends in that
     #: error (after acting, as the API may)
     operation_errors: dict[str, str] = field(default_factory=dict)
@@ -107,6 +107,8 @@ class FakeImageCompute:
         self.calls.append(call)
         if f"{method} {call.verb}" in self.refusals:
             status, message = self.refusals[f"{method} {call.verb}"]
+            if isinstance(message, bytes):
+                return send_bytes(handler, status, message)
             return send_json(handler, status, {"error": {"code": status, "message": message}})
         status, body = self._act(method, urlsplit(handler.path), call.body)
         return send_json(handler, status, body)

@@ -6,8 +6,9 @@ an hour later: the APIs the plan needs are enabled (Service Usage), the deployer
 permissions of the roles the plan needs (Resource Manager testIamPermissions), the zone
 offers every machine type and the region's Compute quota covers the vCPUs, GPUs and disks
 (spot and flex-start VMs: the preemptible quota where the region grants one) and the
-project's GPUS_ALL_REGIONS the GPUs, each named reservation exists in the zone with the
-machine type, enough free VMs and, for dense ones, reservation_bound, and every image the VMs
+project's GPUS_ALL_REGIONS the GPUs, each named reservation exists in the zone, shared with
+the project where another owns it, with the machine type, enough free VMs and, for dense
+ones, reservation_bound, and every image the VMs
 boot exists and is usable or `pulumi up` builds it from a base image that is. Filestore and
 Lustre capacity quotas are not checked.
 Run it before the first `pulumi up`: a deployed cluster's own VMs are in the quotas' usage

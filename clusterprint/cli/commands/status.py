@@ -8,13 +8,16 @@ as the instance groups and the VMs' boot scripts (their guest attributes) say.
   login NAME: the same
   nodeset N: W wanted, C created, B booting, R ready, F failed[; up to E more on demand]
     NAME: booting (STEP) | failed at STEP, then the last lines of its boot's log
-    NAME: being created[: CODE: message of its last try]
+    NAME: being created[: CODE: message of its last try] | being deleted
     group G: CODE (xN, last TIME): message     (the group's listErrors: stockout, quota...)
     resize request R (group G): waiting for capacity: N VMs, asked TIME | failed: CODE: message
                                               (flex-start: the requests that wait or failed)
 
 Ready VMs of a nodeset are counted, not listed. Elastic nodes (above `count`, up to
-`max_count`) are created when jobs need them: they are not wanted until then.
+`max_count`) are created when jobs need them: they are not wanted until then. A VM its group
+deletes (an idle elastic node) is neither created nor failed; one it recreates or restarts
+boots (STEP is the group's action). A boot state the boot script does not write is shown
+as it is, and the text form escapes what is not printable.
 --json prints the same as one JSON object. --watch [SECONDS] redraws every SECONDS (default
 30, at least 10: each VM answers 10 guest attribute reads a minute) until Ctrl-C; with --json
 one object a line. The project: --project, else the blueprint's, else the credentials'.
@@ -70,6 +73,7 @@ def watch_argument(text: str) -> int:
 
 def run(args: argparse.Namespace) -> int:
     """Check the blueprint, then read the cluster once or every --watch seconds."""
+    from clusterprint.blueprint.validate import printable
     from clusterprint.build.compute import ComputeError
     from clusterprint.cli.cluster_status import read_cluster
     from clusterprint.cli.commands import checked_blueprint, compute_api
@@ -88,7 +92,7 @@ def run(args: argparse.Namespace) -> int:
         try:
             cluster = read_cluster(api, blueprint)
         except ComputeError as exc:
-            print(f"{WHO}: {exc}", file=sys.stderr)
+            print(printable(f"{WHO}: {exc}"), file=sys.stderr)
             return EXIT_USAGE
         if args.watch and not args.json and sys.stdout.isatty():
             sys.stdout.write("\033[H\033[2J")  # redraw in place
@@ -96,7 +100,8 @@ def run(args: argparse.Namespace) -> int:
             print(json.dumps(cluster.as_json(), indent=None if args.watch else 2,
                              sort_keys=True))
         else:
-            print("\n".join(text_lines(cluster)))
+            # Guest attributes and API messages can hold anything: never a terminal escape.
+            print("\n".join(printable(line) for line in text_lines(cluster)))
         sys.stdout.flush()
         if not args.watch:
             return exit_status(cluster)
@@ -149,7 +154,7 @@ def vm_line(vm: VmStatus) -> str:
     """``NAME: what it does``."""
     words = {"ready": "ready", "booting": f"booting ({vm.stage})",
              "failed": f"failed at {vm.stage}", "stopped": f"stopped ({vm.status})",
-             "missing": "missing (no such VM)",
+             "missing": "missing (no such VM)", "deleting": "being deleted",
              "creating": "being created" + (f": {vm.error}" if vm.error else "")}
     return f"{vm.name}: {words[vm.state]}"
 

@@ -63,6 +63,19 @@ def test_an_answer_that_is_not_the_apis_shows_its_start(api, fake):
     assert str(error.value).endswith("HTTP 400: <html>Bad Request</html>")
 
 
+@pytest.mark.parametrize("body", [b"<html>Sign in to the proxy</html>", b'{"items": [',
+                                  b'["a list"]', b'"a string"'])
+def test_a_success_whose_body_is_not_a_json_object_is_an_error_not_a_crash(api, fake, body):
+    fake.server.RequestHandlerClass.do_GET = lambda handler: (
+        handler.send_response(200), handler.send_header("Content-Length", str(len(body))),
+        handler.end_headers(), handler.wfile.write(body))
+    with pytest.raises(ComputeError) as error:
+        api.image("nothing")
+    assert error.value.status == 200
+    assert str(error.value) == (f"GET {fake.url}/projects/{PROJECT}/global/images/nothing: "
+                                f"HTTP 200 but not a JSON object: {body.decode()}")
+
+
 def test_waiting_asks_the_operations_scope_until_done(api, fake):
     operation = api.insert_instance(ZONE, {"name": "vm", "disks": [
         {"autoDelete": True, "initializeParams": {"diskName": "vm"}}]})
@@ -105,3 +118,10 @@ def test_credentials_refused_mid_build_are_one_clear_error():
     with pytest.raises(ComputeError, match="the credentials were refused: Reauthentication is "
                                            "needed"):
         ComputeApi(Expired(), PROJECT).image("any")
+
+
+@pytest.mark.parametrize(("value", "number"), [
+    (5, 5.0), ("16", 16.0), ("2.5", 2.5), (-1, -1.0),
+    ("NaN", None), ("Infinity", None), ("lots", None), (None, None), (True, None), ([1], None)])
+def test_a_figure_of_an_answer_is_a_finite_number_or_none(value, number):
+    assert compute.number_of(value) == number

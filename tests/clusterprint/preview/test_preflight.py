@@ -14,8 +14,14 @@ from ruamel.yaml import YAML
 
 from clusterprint.blueprint.validate import check_text
 from clusterprint.build import compute, project_apis
+from clusterprint.build.compute import ComputeError
 from clusterprint.cli.commands.preflight import project_apis as clients
-from clusterprint.preview.preflight import check_quota, check_reservations, reservation_owner
+from clusterprint.preview.preflight import (
+    check_quota,
+    check_reservations,
+    reservation_owner,
+    unreadable,
+)
 from clusterprint.preview.quota_needs import Need
 from tests.support.blueprint_texts import apply_overrides, to_yaml
 from tests.support.image_compute_fake import TOKEN
@@ -104,6 +110,55 @@ def test_a_reservation_not_ready_says_its_status(fake):
     assert problem.message == "its status is CREATING, not READY"
 
 
+def test_a_reservation_being_resized_is_only_a_warning(fake):
+    # UPDATING: what `gcloud compute reservations update --vm-count` (a fix's) leaves a
+    # while; its VMs can still be used
+    fake.reservations[("my-project", ZONE, "a4-res")] = {**RESERVED, "status": "UPDATING"}
+    (problem,) = check_reservations(a4({}), apis_of())
+    assert (problem.severity, problem.message) == ("warning", "its status is UPDATING")
+
+
+def test_another_projects_reservation_not_shared_with_this_one_is_refused(fake):
+    blueprint = a4({"slurm.nodesets[0].reservation": "projects/other-project/reservations/r"})
+    fake.reservations[("other-project", ZONE, "r")] = {**RESERVED, "shareSettings": {
+        "shareType": "SPECIFIC_PROJECTS",
+        "projectMap": {"third-project": {"projectId": "third-project"}}}}
+    (problem,) = check_reservations(blueprint, apis_of())
+    assert problem.line() == (
+        f"error: reservation: projects/other-project/zones/{ZONE}/reservations/r: it is not "
+        "shared with project my-project (nodeset a4) (fix: gcloud compute reservations update r "
+        f"--zone {ZONE} --add-share-with=my-project --project other-project)")
+    fake.reservations[("other-project", ZONE, "r")]["shareSettings"] = {"shareType": "LOCAL"}
+    (problem,) = check_reservations(blueprint, apis_of())
+    assert problem.message == "it is not shared with project my-project (nodeset a4)"
+    fake.reservations[("other-project", ZONE, "r")]["shareSettings"] = {
+        "shareType": "SPECIFIC_PROJECTS",
+        "projectMap": {"my-project": {"projectId": "my-project"}}}
+    assert check_reservations(blueprint, apis_of()) == []
+    fake.reservations[("other-project", ZONE, "r")]["shareSettings"]["projectMap"] = {
+        "123456789012": {"projectId": "my-project"}}  # by number: its projectId names it
+    assert check_reservations(blueprint, apis_of()) == []
+
+
+def test_a_reservation_made_from_an_instance_template_is_not_refused_for_its_type(fake):
+    fake.reservations[("my-project", ZONE, "a4-res")] = {**RESERVED, "specificReservation": {
+        "count": "8", "inUseCount": "0",
+        "sourceInstanceTemplate": "projects/my-project/global/instanceTemplates/a4-t"}}
+    (problem,) = check_reservations(a4({}), apis_of())
+    assert (problem.severity, problem.message) == (
+        "warning", "it reserves the machine type of instance template projects/my-project/"
+                   "global/instanceTemplates/a4-t, which preflight does not read: nodeset a4 "
+                   "is a4-highgpu-8g")
+
+
+def test_a_reservation_answer_of_the_wrong_shape_fails_closed_without_a_crash(fake):
+    fake.reservations[("my-project", ZONE, "a4-res")] = {
+        "status": "READY", "specificReservation": {"count": "many", "instanceProperties": []}}
+    assert [p.message for p in check_reservations(a4({}), apis_of())] == [
+        "it reserves no machine type, nodeset a4 is a4-highgpu-8g",
+        "0 of its 0 VMs are free, nodeset a4 want 4"]
+
+
 def test_the_owner_of_a_reservation_path():
     assert reservation_owner("r1", "mine") == ("mine", "r1")
     assert reservation_owner("projects/theirs/reservations/r1/reservationBlocks/b/"
@@ -121,6 +176,48 @@ def test_spot_vms_draw_on_granted_preemptible_quota_and_else_share_the_regular_o
     assert check_quota(needs, "us-central1", apis_of()) == []
 
 
+def test_an_unlimited_quota_passes_and_one_over_its_limit_has_none_free(fake):
+    needs = [Need("N2_CPUS", None, 8, 16, ("nodeset cpu",)),
+             Need("SSD_TOTAL_GB", None, 100, 100, ("nodeset cpu",))]
+    # -1: no limit; usage above the limit (a limit lowered under what runs): none free
+    fake.quotas = {"us-central1": {"N2_CPUS": (-1, 50), "SSD_TOTAL_GB": (10, 14)}}
+    assert lines(check_quota(needs, "us-central1", apis_of())) == [
+        "error: quota: SSD_TOTAL_GB: the plan needs 100 in us-central1, 0 of 10 are free "
+        "(nodeset cpu) (fix: request more SSD_TOTAL_GB in us-central1: "
+        "https://console.cloud.google.com/iam-admin/quotas?project=my-project)"]
+
+
+def test_an_unlimited_preemptible_quota_is_granted(fake):
+    needs = [Need("N2_CPUS", "PREEMPTIBLE_CPUS", 8, 16, ("nodeset cpu",))]
+    fake.quotas = {"us-central1": {"N2_CPUS": (0, 0), "PREEMPTIBLE_CPUS": (-1, 0)}}
+    assert check_quota(needs, "us-central1", apis_of()) == []
+
+
+def test_quota_entries_the_api_should_not_send_cannot_be_checked_but_do_not_crash(fake):
+    fake.quotas = {"us-central1": {}}
+    fake.refusals["GET us-central1"] = (200, b'{"quotas": ["N2_CPUS", {"limit": 5}, '
+                                             b'{"metric": "N2_CPUS", "limit": "lots"}]}')
+    (problem,) = check_quota([Need("N2_CPUS", None, 0, 16, ("nodeset cpu",))],
+                             "us-central1", apis_of())
+    assert (problem.severity, problem.message) == (
+        "warning", "project my-project lists no quota N2_CPUS in us-central1, so the plan's 0 "
+                   "at once, 16 with every elastic node up (nodeset cpu) cannot be checked")
+
+
 def test_a_region_that_does_not_exist_is_a_problem(fake):
     (problem,) = check_quota([Need("CPUS", None, 1, 1, ("VM x",))], "us-nowhere1", apis_of())
     assert problem.message == "project my-project has no region us-nowhere1"
+
+
+@pytest.mark.parametrize(("status", "fix"), [
+    (429, "wait a minute, then run preflight again: the API limits how fast a project may "
+          "ask it"),
+    (401, "gcloud auth application-default login"),
+    (503, "run preflight again; if it persists, the API's status page may say why"),
+])
+def test_a_call_that_failed_gets_the_fix_its_status_calls_for(status, fix):
+    problem = unreadable("quota", "us-central1", "region us-central1's quotas",
+                         ComputeError(f"GET url: HTTP {status}: no", status), "p",
+                         "compute.googleapis.com")
+    assert (problem.message, problem.fix) == (
+        f"could not read region us-central1's quotas: GET url: HTTP {status}: no", fix)

@@ -5,7 +5,7 @@ from __future__ import annotations
 from clusterprint.blueprint.validate import load_checked
 from clusterprint.preview.quota_needs import Need, Vms, planned_vms, quota_needs
 from tests.support.paths import blueprint_path
-from tests.support.plans import reference_plan
+from tests.support.plans import MANAGED, plan_of_file, reference_plan
 
 VCPUS = {"c2-standard-8": 8, "n2-standard-4": 4, "a4-highgpu-8g": 224}.get
 
@@ -36,3 +36,15 @@ def test_disk_gb_follow_the_counts_and_unknown_vcpus_count_nothing():
         Need("N2_CPUS", None, 8, 20, ("nodeset n",)),
         Need("SSD_TOTAL_GB", None, 200, 500, ("nodeset n",)),
     ]
+
+
+def test_a_managed_clusters_login_vms_take_quota_though_the_api_creates_them():
+    # Cluster Director creates the login VMs in the project from the blueprint's type and
+    # count: the plan has no Instance of them, the quota is taken all the same
+    blueprint = load_checked(str(MANAGED))
+    login = Vms("n2-standard-4", 1, 1, False, False, (), "the login nodes")
+    assert login in planned_vms(blueprint, plan_of_file(MANAGED))
+    # a self-managed cluster's login VMs are the plan's own Instances, counted once
+    a4 = load_checked(blueprint_path("a4"))
+    assert [v.who for v in planned_vms(a4, reference_plan("a4")) if "login" in v.who] == [
+        "VM a4-login-0"]

@@ -155,12 +155,14 @@ def test_quota_for_the_kept_nodes_but_not_every_elastic_one_is_a_warning(project
 
 def test_a_metric_the_region_does_not_list_is_a_warning_that_it_cannot_be_checked(project):
     del project.quotas["us-central1"]["SSD_TOTAL_GB"]
-    # boot disks of 50 + 50 + 2 x 200 GB and the controller's 50 GB state disk
+    # boot disks of 50 + 50 + 2 x 200 GB and the controller's 50 GB state disk, and two
+    # more nodes' 200 GB each with every elastic node up
     result = preflight(project, CPU_SMALL)
     assert result.returncode == 0, result.stderr
     assert result.stdout.splitlines() == [
         f"{CPU_SMALL}: warning: quota: SSD_TOTAL_GB: project my-project lists no quota "
-        "SSD_TOTAL_GB in us-central1, so the plan's 550 (VM cpu-small-controller-vm, VM "
+        "SSD_TOTAL_GB in us-central1, so the plan's 550 at once, 950 with every elastic node "
+        "up (VM cpu-small-controller-vm, VM "
         "cpu-small-login-0, nodeset cpu, disk cpu-small-controller-state) cannot be checked "
         "(fix: look it up on https://console.cloud.google.com/iam-admin/quotas?"
         "project=my-project)"]
@@ -326,6 +328,36 @@ def test_an_api_that_refuses_is_a_problem_with_its_fix_never_a_pass(project):
     assert lines[1].endswith("(fix: grant the deployer a role that may read region "
                              "us-central1's quotas in project my-project (roles/viewer holds "
                              "them all))")
+
+
+def test_an_answer_that_is_not_json_is_a_problem_line_not_a_traceback(project):
+    project.refusals["GET us-central1"] = (200, b"<html>Sign in to the proxy</html>")
+    (line,) = refused(project, CPU_SMALL)
+    assert line.startswith(f"{CPU_SMALL}: error: quota: us-central1: could not read region "
+                           "us-central1's quotas: GET ")
+    assert line.endswith("HTTP 200 but not a JSON object: <html>Sign in to the proxy</html> "
+                         "(fix: check this machine reaches compute.googleapis.com (a proxy or "
+                         "firewall in the way?))")
+
+
+@pytest.mark.parametrize(("call", "body", "line"), [
+    ("GET services:batchGet", b'{"services": ["compute.googleapis.com", {"name": 5}]}',
+     "error: api: compute.googleapis.com: not enabled in project my-project"),
+    ("POST my-project:testIamPermissions", b'{"permissions": [["compute.disks.create"]]}',
+     "error: permission: roles/compute.admin: the deployer lacks compute.disks.create, "),
+    ("GET n2-standard-4", b'{"name": "n2-standard-4", "guestCpus": "lots"}',
+     "warning: machine-type: n2-standard-4: zone us-central1-c answered no vCPU count for "
+     "it, so its vCPU quota is not checked"),
+    ("GET " + needed_images(load_checked(CPU_SMALL))[0].base.name,
+     b'{"deprecated": "soon", "status": 5}', "error: image: "),
+], ids=["apis", "permissions", "machine-type", "image"])
+def test_an_answer_of_the_wrong_shape_fails_closed_in_a_line_not_a_traceback(
+        project, call, body, line):
+    project.refusals[call] = (200, body)
+    result = preflight(project, CPU_SMALL)
+    assert "Traceback" not in result.stderr
+    assert any(problem.startswith(f"{CPU_SMALL}: {line}")
+               for problem in result.stdout.splitlines()), result.stdout
 
 
 def test_json_lists_the_problems_with_the_same_fields(project):

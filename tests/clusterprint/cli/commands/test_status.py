@@ -158,6 +158,50 @@ def test_every_page_of_a_large_group_is_read(cluster):
         f"POST instanceGroupManagers/{GROUP}/listManagedInstances?pageToken=6"]
 
 
+def test_vms_a_group_deletes_or_recreates_are_not_failures(cluster):
+    # power saving deletes an idle elastic node; the remediation loop recreates a static one
+    cluster.groups[ELASTIC][1]["cpu-small-cpu-e-00001"] = "STOPPING"
+    cluster.actions["cpu-small-cpu-e-00001"] = "DELETING"
+    cluster.groups[GROUP][1]["cpu-small-cpu-cd34"] = "TERMINATED"
+    cluster.actions["cpu-small-cpu-cd34"] = "RECREATING"
+    done = status(cluster, "--json")
+    assert done.returncode == 3, done.stderr
+    (nodeset,) = json.loads(done.stdout)["nodesets"]
+    assert [(vm["name"], vm["state"], vm["stage"]) for vm in nodeset["vms"]] == [
+        ("cpu-small-cpu-ab12", "ready", ""), ("cpu-small-cpu-cd34", "booting", "recreating"),
+        ("cpu-small-cpu-e-00001", "deleting", "")]
+    assert {k: nodeset[k] for k in ("created", "booting", "ready", "failed", "deleting")} == {
+        "created": 2, "booting": 1, "ready": 1, "failed": 0, "deleting": 1}
+    assert status(cluster).stdout.splitlines()[3:] == [
+        "nodeset cpu: 2 wanted, 2 created, 1 booting, 1 ready, 0 failed; up to 2 more on demand",
+        "  cpu-small-cpu-cd34: booting (recreating)",
+        "  cpu-small-cpu-e-00001: being deleted"]
+
+
+def test_a_group_gone_between_the_list_and_its_reads_is_left_out(cluster):
+    cluster.vanished["cpu-small-nodeset-cpu-elastic-old"] = naming.elastic_base_instance_name(
+        "cpu-small", "cpu")
+    done = status(cluster)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.splitlines()[3] == (
+        "nodeset cpu: 2 wanted, 2 created, 0 booting, 2 ready, 0 failed; up to 2 more on demand")
+
+
+def test_boot_states_the_script_does_not_write_are_shown_escaped_not_obeyed(cluster):
+    cluster.guest_attributes[LOGIN] = {STATE: "ready\n"}  # a stray newline: still ready
+    cluster.guest_attributes["cpu-small-cpu-ab12"] = {STATE: "halfway \x1b[2J"}
+    cluster.guest_attributes["cpu-small-cpu-cd34"] = {
+        STATE: "failed", LOG: "\x1b]0;owned\x07mount failed"}
+    done = status(cluster)
+    assert done.returncode == 1, done.stderr
+    assert done.stdout.splitlines()[2:] == [
+        f"login {LOGIN}: ready",
+        "nodeset cpu: 2 wanted, 2 created, 1 booting, 0 ready, 1 failed; up to 2 more on demand",
+        "  cpu-small-cpu-ab12: booting (unknown boot state 'halfway \\x1b[2J')",
+        "  cpu-small-cpu-cd34: failed at an unnamed step",
+        "      \\x1b]0;owned\\x07mount failed"]
+
+
 def test_an_api_error_is_one_line_and_exit_2(cluster):
     cluster.answers["listManagedInstances"] = (403, b'{"error": {"message": "Required '
                                                     b'compute.instanceGroupManagers.get"}}')
@@ -166,6 +210,43 @@ def test_an_api_error_is_one_line_and_exit_2(cluster):
     assert done.stderr.splitlines()[-1].startswith("clusterprint status: POST ")
     assert "HTTP 403: Required compute.instanceGroupManagers.get" in done.stderr
     assert "Traceback" not in done.stderr
+
+
+def test_an_answer_that_is_not_json_is_one_line_and_exit_2(cluster):
+    cluster.answers["listErrors"] = (200, b"<html>Sign in to the proxy</html>")
+    done = status(cluster)
+    assert (done.returncode, done.stdout) == (2, "")
+    (line,) = done.stderr.splitlines()
+    assert line.startswith("clusterprint status: GET ")
+    assert line.endswith("HTTP 200 but not a JSON object: <html>Sign in to the proxy</html>")
+
+
+@pytest.mark.parametrize(("verb", "body", "line", "code"), [
+    ("listErrors", b'{"items": [{"error": "quota", "timestamp": 5}]}',
+     f"  group {GROUP}:  (x1, last 5): ", 0),
+    ("listManagedInstances", b'{"managedInstances": [{"name": "cpu-small-cpu-x1", '
+                             b'"lastAttempt": "no", "currentAction": 3}]}',
+     "  cpu-small-cpu-x1: being created", 3),
+    ("getGuestAttributes", b'{"queryValue": ["ready"]}', f"controller {CONTROLLER}: booting "
+                                                          "(starting)", 3),
+], ids=["listErrors", "listManagedInstances", "getGuestAttributes"])
+def test_an_answer_of_the_wrong_shape_reads_as_nothing_not_a_traceback(cluster, verb, body,
+                                                                        line, code):
+    cluster.answers[verb] = (200, body)
+    done = status(cluster)
+    assert done.returncode == code, done.stderr
+    assert line in done.stdout.splitlines()
+
+
+def test_a_resize_request_of_the_wrong_shape_reads_as_nothing_not_a_traceback(
+        cluster, flex_blueprint):
+    cluster.answers["resizeRequests"] = (200, b'{"items": [{"name": "r1", "state": "ACCEPTED", '
+                                              b'"resizeBy": "two", "instances": 5, '
+                                              b'"status": {"error": "none"}}]}')
+    done = clusterprint("status", flex_blueprint, env=cluster.env)
+    assert done.returncode == 0, done.stderr  # the wanted VMs are up all the same
+    assert (f"  resize request r1 (group {GROUP}): waiting for capacity: 0 VMs, asked (no time)"
+            in done.stdout.splitlines())
 
 
 def test_watch_redraws_until_interrupted(cluster):
