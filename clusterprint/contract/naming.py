@@ -87,8 +87,14 @@ def lustre_instance_id(cluster: str, entry: str) -> str:
 
 
 def base_instance_name(cluster: str, nodeset: str) -> str:
-    """A nodeset's VMs are named this plus ``-`` and four random characters."""
+    """A nodeset's static VMs are named this plus ``-`` and STATIC_SUFFIX."""
     return f"{cluster}-{nodeset}"
+
+
+#: What a group appends (after a ``-``) to its base instance name: four random lowercase
+#: letters or digits (Compute's InstanceGroupManager.baseInstanceName; scale_down.py
+#: picks its names from the same characters).
+STATIC_SUFFIX = "[a-z0-9]{4}"
 
 
 #: Digits of an elastic node's number: enough for a nodeset's most nodes (16,384).
@@ -114,6 +120,25 @@ def elastic_base_instance_name(cluster: str, nodeset: str) -> str:
     """The base name of the groups of a nodeset's elastic nodes: kept apart from the static
     groups', so the remediation loop and a static group's size never reach them."""
     return f"{base_instance_name(cluster, nodeset)}-e"
+
+
+def vm_names(cluster: str, nodeset: str) -> str:
+    """A regular expression that matches the whole name of each of a nodeset's VMs, static
+    (``{cluster}-{nodeset}-ab12``) or elastic (``{cluster}-{nodeset}-e00001``), and of no
+    other nodeset's: a prefix would also take nodeset ``gpu-big``'s VMs for ``gpu``'s.
+    Fixed-length suffixes keep the two kinds and every nodeset apart, as a suffix holds no
+    hyphen. RE2 and Python alike (the Compute API's list filter ``name eq`` is a full RE2
+    match); the base is escaped, though the model allows only letters, digits and hyphens
+    in it, none of which a regular expression reads outside brackets."""
+    base = _literal(base_instance_name(cluster, nodeset))
+    return f"{base}-({STATIC_SUFFIX}|e[0-9]{{{ELASTIC_DIGITS}}})"
+
+
+def _literal(text: str) -> str:
+    """``text`` matched as itself: every character but a letter, digit, ``_`` or ``-``
+    backslashed, which RE2 and Python read as that character."""
+    return "".join(c if c.isascii() and (c.isalnum() or c in "_-") else f"\\{c}"
+                   for c in text)
 
 
 def service_account_id(cluster: str, role: str) -> str:

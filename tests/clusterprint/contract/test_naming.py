@@ -78,3 +78,34 @@ def test_auto_names_of_the_longest_blueprint_fit_63_characters():
     assert len({r.type for r in plan.resources if r.type in AUTONAMED}) == len(AUTONAMED)
     longest = max(autonamed, key=len)
     assert len(longest) + AUTONAME_SUFFIX <= 63, longest
+
+
+#: Nodesets whose names start alike, each with a static and an elastic VM.
+ALIKE = ("gpu", "gpu-e", "gpu-big")
+
+
+def vms_of(nodeset: str) -> set[str]:
+    """A static VM as a group names it and the first elastic node, of cluster ``c``."""
+    return {f"{naming.base_instance_name('c', nodeset)}-ab12",
+            naming.elastic_nodes("c", nodeset, 1)}
+
+
+@pytest.mark.parametrize("nodeset", ALIKE)
+def test_a_nodesets_vm_pattern_matches_its_own_vms_and_no_other_nodesets(nodeset):
+    everyone = set().union(*map(vms_of, ALIKE))
+    pattern = naming.vm_names("c", nodeset)
+    assert {vm for vm in everyone if re.fullmatch(pattern, vm)} == vms_of(nodeset)
+
+
+def test_the_vm_pattern_takes_no_longer_suffix_nor_another_elastic_number():
+    pattern = naming.vm_names("c", "gpu")
+    for name in ("c-gpu-ab12x", "c-gpu-e0001", "c-gpu-e000001", "c-gpu-AB12", "c-gpu-e-ab12"):
+        assert not re.fullmatch(pattern, name), name
+
+
+def test_the_vm_pattern_reads_the_base_as_itself():
+    """Only letters, digits and hyphens reach it (the model), and those stay as they are;
+    anything else would be backslashed, which RE2 reads as itself too."""
+    assert naming.vm_names("my-cluster", "a4") == "my-cluster-a4-([a-z0-9]{4}|e[0-9]{5})"
+    assert re.fullmatch(naming.vm_names("c.x", "a"), "c.x-a-ab12")
+    assert not re.fullmatch(naming.vm_names("c.x", "a"), "cyx-a-ab12")
