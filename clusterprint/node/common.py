@@ -539,16 +539,16 @@ class Compute:
         return {self.text_field(item, "instance").rsplit("/", 1)[-1]:
                 self.text_field(item, "instanceStatus", "") for item in self.managed(group)}
 
-    def vms(self, base_instance_name: str) -> Iterator[dict]:
-        """instances.list of the zone's VMs named ``base_instance_name-...``, page by page,
-        each with only what the host-event watch reads (name, status, provisioning model,
-        upcoming maintenance, end of run): one list a nodeset, never one call a VM. The
-        filter is a regular expression matched against the whole name (``eq``, RE2: the
-        Compute API's list filter); a longer nodeset name that shares the prefix is
-        listed too, and the caller keeps only its own nodes. (A base name holds only
-        lowercase letters, digits and hyphens: nothing a regular expression reads.)"""
+    def vms(self, names: str) -> Iterator[dict]:
+        """instances.list of the zone's VMs whose whole name ``names`` matches, page by
+        page, each with only what the host-event watch reads (name, status, provisioning
+        model, upcoming maintenance, end of run): one list a nodeset, never one call a VM.
+        ``names`` is the nodeset's pattern from the config (clusterprint/contract/naming.py
+        ``vm_names``), an RE2 expression the API's list filter (``eq``) matches against the
+        whole name: exact, where a prefix would list a nodeset of a longer name too, and
+        one VM that answered nonsense there would stop this one's watch."""
         query = urllib.parse.urlencode({
-            "filter": f'name eq "{base_instance_name}-.+"',
+            "filter": f'name eq "{names}"',
             "fields": VM_FIELDS, "maxResults": "500"}, quote_via=urllib.parse.quote)
         return self.items("GET", f"instances?{query}", "items")
 

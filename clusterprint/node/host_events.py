@@ -201,10 +201,11 @@ def parse_reservations(text: str) -> dict[str, Reservation]:
 
 @dataclass(frozen=True)
 class Watched:
-    """A nodeset as this program sees it: its VMs' base name and whether it gets reservations."""
+    """A nodeset as this program sees it: the regular expression of its VMs' whole names
+    (``common.Compute.vms``) and whether it gets reservations."""
 
     name: str
-    base_instance_name: str
+    vm_names: str
     reservations: bool = True
 
 
@@ -373,7 +374,7 @@ def list_vms(compute: common.Compute, nodeset: Watched,
              log: common.Log = LOG) -> dict[str, Vm] | None:
     """The nodeset's VMs, or None (and an ERROR) when the list failed or made no sense."""
     try:
-        return parse_vms(compute.vms(nodeset.base_instance_name))
+        return parse_vms(compute.vms(nodeset.vm_names))
     except (common.ComputeError, Nonsense) as exc:
         log(f"host events: cannot list the VMs of nodeset {nodeset.name}: {exc}; nothing "
             "about its nodes changes this pass", "ERROR", nodeset=nodeset.name)

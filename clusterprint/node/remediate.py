@@ -185,6 +185,9 @@ class NodesetPolicy(Record):
 
     name: str
     base_instance_name: str
+    #: A regular expression of the whole name of each of its VMs, static and elastic
+    #: (clusterprint/contract/naming.py ``vm_names``): the host-event watch lists them by it.
+    vm_names: str
     nodes: int
     on_failure: str
     report_faulty_host: bool
@@ -816,8 +819,7 @@ class Remediator:
         reserved (host_events.py); a node the loop acts on (``busy``) is left to it, and a
         nodeset whose groups the API did not list this pass (``answered``) is not asked
         again (one timeout a pass, not two)."""
-        watched = {n.name: host_events.Watched(n.name, n.base_instance_name,
-                                               n.maintenance_reservations)
+        watched = {n.name: host_events.Watched(n.name, n.vm_names, n.maintenance_reservations)
                    for n in self.config.nodesets.values() if n.name in answered}
         host_events.watch(nodes, watched, self.compute, self.slurm.run, busy, now.wall,
                           self.log)

@@ -48,6 +48,7 @@ def remediation_config(blueprint: Blueprint) -> remediate.Config:
         max_share_per_hour=checks.max_remediation_share,
         nodesets={n.name: remediate.NodesetPolicy(
             name=n.name, base_instance_name=naming.base_instance_name(blueprint.name, n.name),
+            vm_names=naming.vm_names(blueprint.name, n.name),
             nodes=n.upper_bound, on_failure=checks.on_failure,
             report_faulty_host=checks.on_failure == "replace" and reports_faulty_host(n),
             maintenance_reservations=n.maintenance_reservations)

@@ -14,6 +14,7 @@ import os
 import sys
 from pathlib import Path
 
+from clusterprint.contract import naming
 from clusterprint.node import common, remediate
 
 ECC = "cp:gpu-ecc: 3 uncorrected errors on GPU 5"
@@ -58,13 +59,14 @@ class FakeSlurm(remediate.Slurm):
 def config_for(on_failure: str, share: float = 1.0, nodes: int = 4, state: Path | None = None,
                api: dict[str, str] | None = None, report: bool = False,
                nodesets: tuple[str, ...] = ("a4",), **settings: object) -> remediate.Config:
-    """A config of nodesets of ``nodes`` VMs each (named ``c-<nodeset>``), all with one
+    """A config of nodesets of ``nodes`` VMs each (of cluster ``c``), all with one
     policy; ``api``: FakeCompute.config()."""
     settings.setdefault("sizes_url", "")  # no desired counts unless a test gives them
     return remediate.Config(
         project="p", zone="z", state_file=str(state or "/nonexistent/state.json"),
         max_share_per_hour=share, **(api or {}), **settings,
-        nodesets={n: remediate.NodesetPolicy(n, f"c-{n}", nodes, on_failure, report)
+        nodesets={n: remediate.NodesetPolicy(n, naming.base_instance_name("c", n),
+                                             naming.vm_names("c", n), nodes, on_failure, report)
                   for n in nodesets})
 
 

@@ -17,12 +17,14 @@ from pathlib import Path
 
 import pytest
 
+from clusterprint.contract import naming
 from clusterprint.node import common, host_events, remediate
 from clusterprint.render import remediation
 from tests.support.compute_fake import FakeCompute
 from tests.support.remediation_fakes import (
     ECC,
     FakeSlurm,
+    config_for,
     fake_scontrol,
     node_line,
     scontrol_log,
@@ -32,7 +34,7 @@ from tests.support.remediation_fakes import (
 GROUP = "a4-nodeset-a4-group-abc1234"
 NOW = 1_796_238_000.0  # 2026-12-02T19:00:00Z
 HOUR = 3600.0
-NODESETS = {"a4": host_events.Watched("a4", "a4-a4")}
+NODESETS = {"a4": host_events.Watched("a4", naming.vm_names("a4", "a4"))}
 SPOT = {"scheduling": {"provisioningModel": "SPOT"}}
 
 
@@ -183,7 +185,8 @@ def test_a_window_that_went_away_loses_its_reservation_unless_the_list_failed():
 
 
 def test_a_nodeset_that_opted_out_gets_no_reservation_and_loses_its_old_ones():
-    opted_out = {"a4": host_events.Watched("a4", "a4-a4", reservations=False)}
+    opted_out = {"a4": host_events.Watched("a4", naming.vm_names("a4", "a4"),
+                                           reservations=False)}
     window = (NOW + HOUR, NOW + 2 * HOUR)
     assert decide(nodes(up()), {"a4-a4-0001": vm(window=window)},
                   nodesets=opted_out) == []
@@ -266,7 +269,7 @@ def test_reservations_are_read_from_scontrols_json():
 def fake():
     api = FakeCompute("p", "z", groups={GROUP: ("a4-a4", {
         "a4-a4-0001": "RUNNING", "a4-a4-0002": "RUNNING"})})
-    # Another nodeset whose name starts alike: listed by the filter, never acted on.
+    # Another nodeset whose name starts alike: never listed nor acted on.
     api.groups["a4-nodeset-a4-x-group-1"] = ("a4-a4-x", {"a4-a4-x-0001": "TERMINATED"})
     yield api
     api.stop()
@@ -276,7 +279,8 @@ def config(fake: FakeCompute, tmp_path: Path, reservations: bool = True) -> reme
     return remediate.Config(
         project="p", zone="z", state_file=str(tmp_path / "state.json"),
         max_share_per_hour=1.0, **fake.config(), sizes_url="",  # no scale-down here
-        nodesets={"a4": remediate.NodesetPolicy("a4", "a4-a4", 2, "drain", False,
+        nodesets={"a4": remediate.NodesetPolicy("a4", "a4-a4", naming.vm_names("a4", "a4"), 2,
+                                                "drain", False,
                                                 maintenance_reservations=reservations)})
 
 
@@ -286,29 +290,30 @@ def errors(journal: io.StringIO) -> list[str]:
     return [e["message"] for e in entries if e["severity"] == "ERROR"]
 
 
-def one_pass(fake, tmp_path, slurm, **kwargs) -> io.StringIO:
+def one_pass(fake, tmp_path, slurm, settings: remediate.Config | None = None,
+             **kwargs) -> io.StringIO:
     journal = io.StringIO()
     clock = remediate.Reading(NOW, 10_000, "boot")
-    remediate.Remediator(config(fake, tmp_path, **kwargs), slurm, common.Compute(
+    remediate.Remediator(settings or config(fake, tmp_path, **kwargs), slurm, common.Compute(
         "p", "z", fake.config()["api"], fake.config()["token_url"], 5), clock=lambda: clock,
         log=common.Log("remediate", journal)).run_once()
     return journal
 
 
 def test_one_pass_lists_each_nodeset_once_with_a_name_filter_and_few_fields(fake, tmp_path):
-    fake.vms_page_size = 1  # two VMs of a4, one of a4-x: three pages, one list
+    fake.vms_page_size = 1  # two VMs of a4 (a4-x's is not a4's): two pages, one list
     fake.groups[GROUP][1]["a4-a4-0001"] = "TERMINATED"
     fake.vm_details["a4-a4-0001"] = SPOT
     slurm = FakeSlurm([up("a4-a4-0001"), up("a4-a4-0002", "IDLE+DYNAMIC_NORM"),
                        node_line("a4-a4-x-0001", "IDLE", reason="", feature="a4-x")])
     journal = one_pass(fake, tmp_path, slurm)
     listed = fake.verbs("instances")
-    assert len(listed) == 3 and errors(journal) == []
+    assert len(listed) == 2 and errors(journal) == []
     query = query_of(listed[0].path)
-    assert query["filter"] == ['name eq "a4-a4-.+"']
+    assert query["filter"] == ['name eq "a4-a4-([a-z0-9]{4}|e[0-9]{5})"']
     assert query["fields"] == [common.VM_FIELDS] and query["maxResults"] == ["500"]
     assert [q.get("pageToken") for q in map(
-        query_of, (c.path for c in listed))] == [None, ["1"], ["2"]]
+        query_of, (c.path for c in listed))] == [None, ["1"]]
     assert slurm.changes() == [["scontrol", "update", "nodename=a4-a4-0001", "state=down",
                                 "reason=cp:host-event: preempted"]]
 
@@ -324,6 +329,58 @@ def test_a_down_host_event_node_is_the_loops_next_pass_as_any_down_cp_node(fake,
     assert slurm.changes() == []
     state = remediate.State.load(str(tmp_path / "state.json"))
     assert state.nodes["a4-a4-0001"].action == "drain" and state.actions == {}
+
+
+#: Cluster c's nodesets whose names start alike.
+ALIKE = ("gpu", "gpu-big")
+
+
+@pytest.fixture
+def alike():
+    """Each nodeset of ALIKE with a static VM and an elastic one, in their own groups."""
+    api = FakeCompute("p", "z")
+    for nodeset in ALIKE:
+        static = naming.base_instance_name("c", nodeset)
+        api.groups[f"c-nodeset-{nodeset}-group-1"] = (static, {f"{static}-ab12": "RUNNING"})
+        api.groups[f"c-nodeset-{nodeset}-elastic-1"] = (
+            naming.elastic_base_instance_name("c", nodeset),
+            {naming.elastic_nodes("c", nodeset, 1): "RUNNING"})
+    yield api
+    api.stop()
+
+
+def preempt(fake: FakeCompute, vm: str) -> None:
+    """The fake's Spot VM ``vm`` terminated by Compute Engine."""
+    group = next(g for g, (_, vms) in fake.groups.items() if vm in vms)
+    fake.groups[group][1][vm] = "TERMINATED"
+    fake.vm_details[vm] = SPOT
+
+
+def test_each_nodeset_lists_only_its_own_vms_so_anothers_odd_vm_does_not_stop_its_watch(
+        alike, tmp_path):
+    """gpu's static and elastic VMs preempted, while gpu-big's VM answers nonsense: gpu's
+    list holds neither of gpu-big's VMs, so both of gpu's nodes go down."""
+    preempt(alike, "c-gpu-ab12")
+    preempt(alike, "c-gpu-e00001")
+    alike.vm_details["c-gpu-big-ab12"] = {"scheduling": "spot"}  # not an object
+    slurm = FakeSlurm([
+        node_line("c-gpu-ab12", "ALLOCATED+DYNAMIC_NORM", reason="", feature="gpu"),
+        node_line("c-gpu-e00001", "ALLOCATED+CLOUD", reason="", feature="gpu"),
+        node_line("c-gpu-big-ab12", "ALLOCATED+DYNAMIC_NORM", reason="", feature="gpu-big"),
+        node_line("c-gpu-big-e00001", "ALLOCATED+CLOUD", reason="", feature="gpu-big")])
+    settings = config_for("drain", state=tmp_path / "state.json", api=alike.config(),
+                          nodesets=ALIKE)
+    journal = one_pass(alike, tmp_path, slurm, settings)
+    assert [query_of(c.path)["filter"] for c in alike.verbs("instances")] == [
+        ['name eq "c-gpu-([a-z0-9]{4}|e[0-9]{5})"'],
+        ['name eq "c-gpu-big-([a-z0-9]{4}|e[0-9]{5})"']]
+    assert slurm.changes() == [
+        ["scontrol", "update", "nodename=c-gpu-ab12", "state=down",
+         "reason=cp:host-event: preempted"],
+        ["scontrol", "update", "nodename=c-gpu-e00001", "state=power_down_force",
+         "reason=cp:host-event: preempted"]]
+    (error,) = errors(journal)
+    assert error.startswith("host events: cannot list the VMs of nodeset gpu-big: ")
 
 
 @pytest.mark.parametrize("verb, answer", [

@@ -737,10 +737,11 @@ def test_the_config_round_trips_and_keeps_the_programs_defaults(tmp_path):
 @pytest.mark.parametrize(("change", "said"), [
     ({"max_share_per_hour": "0.1"}, "max_share_per_hour: expected int or float"),
     ({"interval_s": True}, "interval_s: expected int, got bool"),
-    ({"nodesets": {"a4": {"base_instance_name": "c-a4", "nodes": "4",
+    ({"nodesets": {"a4": {"base_instance_name": "c-a4", "vm_names": "c-a4-.+", "nodes": "4",
                           "on_failure": "drain", "report_faulty_host": False}}}, "nodes"),
-    ({"nodesets": {"a4": {"base_instance_name": "c-a4", "nodes": 4, "on_failure": "burn",
-                          "report_faulty_host": False}}}, "on_failure 'burn'"),
+    ({"nodesets": {"a4": {"base_instance_name": "c-a4", "vm_names": "c-a4-.+", "nodes": 4,
+                          "on_failure": "burn", "report_faulty_host": False}}},
+     "on_failure 'burn'"),
     ({"watch": 3600}, "unknown key 'watch'"),
 ])
 def test_a_config_of_the_wrong_types_is_refused_in_one_line(tmp_path, change, said):

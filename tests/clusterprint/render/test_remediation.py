@@ -54,10 +54,13 @@ def test_the_config_names_every_nodeset_its_vms_size_and_the_policy():
     assert config["project"] == "my-project" and config["zone"] == "us-central1-b"
     assert config["max_share_per_hour"] == 0.1
     assert config["nodesets"] == {
-        "a4": {"base_instance_name": "a4-a4", "nodes": 4, "on_failure": "drain",
-               "report_faulty_host": False, "maintenance_reservations": True},
-        "a4spot": {"base_instance_name": "a4-a4spot", "nodes": 8, "on_failure": "drain",
-                   "report_faulty_host": False, "maintenance_reservations": True}}
+        "a4": {"base_instance_name": "a4-a4", "vm_names": "a4-a4-([a-z0-9]{4}|e[0-9]{5})",
+               "nodes": 4, "on_failure": "drain", "report_faulty_host": False,
+               "maintenance_reservations": True},
+        "a4spot": {"base_instance_name": "a4-a4spot",
+                   "vm_names": "a4-a4spot-([a-z0-9]{4}|e[0-9]{5})", "nodes": 8,
+                   "on_failure": "drain", "report_faulty_host": False,
+                   "maintenance_reservations": True}}
     # The program reads what render writes, and the defaults are the program's.
     loaded = remediate.Config.from_json(config)
     assert loaded.state_file == remediation.STATE
