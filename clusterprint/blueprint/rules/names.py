@@ -105,6 +105,23 @@ def stack_names(bp: Blueprint) -> list[DerivedName]:
     return names
 
 
+def group_base_names(bp: Blueprint) -> list[DerivedName]:
+    """The base instance names of the nodesets' groups, static and elastic. The remediation
+    loop, power saving and ``clusterprint status`` find a nodeset's groups by this name
+    alone (Pulumi auto-names the groups), and an elastic group's (``c-gpu-e`` of nodeset
+    ``gpu``) is nodeset ``gpu-e``'s static one: power saving would create gpu's nodes in
+    gpu-e's groups, of gpu-e's template, and scale-down count them as gpu-e's."""
+    names: list[DerivedName] = []
+    for i, ns in enumerate(bp.slurm.nodesets):
+        entry = ("slurm", "nodesets", i)
+        names.append(DerivedName(naming.base_instance_name(bp.name, ns.name),
+                                 "static groups' base instance name", entry, "name"))
+        if ns.elastic_groups:
+            names.append(DerivedName(naming.elastic_base_instance_name(bp.name, ns.name),
+                                     "elastic groups' base instance name", entry, "name"))
+    return names
+
+
 def managed_storage_ids(bp: Blueprint) -> list[DerivedName]:
     """The managed API's storage resource ids; the positional bucket ids come before the
     Lustre entries, so a collision is reported where a rename helps.
@@ -128,16 +145,24 @@ def check_derived_collisions(bp: Blueprint) -> Iterator[Finding]:
 
     The plan would then show children under the wrong parent and diff false
     replacements; in managed mode the API keeps one storage resource per id, and the
-    mount of the other (perhaps /home) is lost. A repeat within one list is
-    ``names.unique``'s.
+    mount of the other (perhaps /home) is lost; two groups of one base instance name are
+    taken for one nodeset's (``group_base_names``). A repeat within one list is
+    ``names.unique``'s. Each kind of name is checked apart: a base instance name and a
+    logical name may be equal.
     """
     managed = bp.orchestrator == "managed"
+    kinds = [managed_storage_ids(bp)] if managed else [stack_names(bp), group_base_names(bp)]
+    for names in kinds:
+        yield from _collisions(names, "have the managed storage id" if managed else "be named")
+
+
+def _collisions(names: list[DerivedName], taken: str) -> Iterator[Finding]:
+    """An error at each name that an earlier one of another kind already took."""
     first: dict[str, DerivedName] = {}
-    for item in managed_storage_ids(bp) if managed else stack_names(bp):
+    for item in names:
         earlier = first.setdefault(item.name, item)
         if earlier is item or earlier.what == item.what:
             continue
-        taken = "have the managed storage id" if managed else "be named"
         yield error(item.path,
                     f"its {item.what} would clash with the {earlier.what} of "
                     f"{format_path(earlier.entry)}: both would {taken} {item.name!r}",
