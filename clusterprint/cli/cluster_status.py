@@ -12,7 +12,8 @@ elsewhere a user on a node could.
 A nodeset's static VMs are its groups' whose base instance name is the nodeset's
 (``naming.base_instance_name``), found as the remediation loop finds them, by listing the
 zone's groups; its elastic VMs are in the groups of ``naming.elastic_base_instance_name``,
-created by power saving when jobs need them. A VM not created yet is listed by its group
+created by power saving when jobs need them, and counted apart: the static VMs ready are
+what makes a nodeset ready. A VM not created yet is listed by its group
 with its last try's error, and the group's ``listErrors`` says what its creates failed with
 (a stockout, a quota, a reservation). A flex-start group gets its VMs only through resize
 requests (Pulumi's for ``count``, the controller's for elastic nodes): one still waiting for
@@ -53,6 +54,8 @@ RETURNING_ACTIONS = frozenset({"RECREATING", "RESTARTING", "STARTING", "RESUMING
 FINISHED_REQUESTS = frozenset({"SUCCEEDED", "FAILED", "CANCELLED"})
 #: The group errors shown per group: the most recent kinds.
 GROUP_ERRORS_SHOWN = 5
+#: The states a nodeset's VMs are counted in, besides ``created``.
+COUNTED = (CREATING, BOOTING, READY, FAILED, DELETING)
 
 
 @dataclass(frozen=True)
@@ -99,14 +102,31 @@ class ResizeRequest:
         return self.state == "FAILED"
 
 
+def created(vms: list[VmStatus]) -> int:
+    """VMs that exist and stay, whatever they do."""
+    return sum(vm.state not in (CREATING, MISSING, DELETING) for vm in vms)
+
+
+def in_state(vms: list[VmStatus], state: str) -> int:
+    return sum(vm.state == state for vm in vms)
+
+
+def counts(vms: list[VmStatus]) -> dict[str, int]:
+    """How many VMs are created, and how many are in each COUNTED state."""
+    return {"created": created(vms), **{state: in_state(vms, state) for state in COUNTED}}
+
+
 @dataclass
 class NodesetStatus:
-    """A nodeset: its VMs, ``wanted`` static ones and up to ``elastic`` on demand."""
+    """A nodeset: ``wanted`` static VMs and their ``vms``, up to ``elastic`` more on demand
+    and their ``elastic_vms``. They are counted apart: an elastic VM, ready or not, says
+    nothing of whether the static ones the nodeset wants are up."""
 
     name: str
     wanted: int
     elastic: int
     vms: list[VmStatus] = field(default_factory=list)
+    elastic_vms: list[VmStatus] = field(default_factory=list)
     #: group name -> its errors, most recent first
     groups: dict[str, list[GroupError]] = field(default_factory=dict)
     #: a problem with no VM to name (no group at all)
@@ -115,12 +135,23 @@ class NodesetStatus:
     requests: list[ResizeRequest] = field(default_factory=list)
 
     def count(self, state: str) -> int:
-        return sum(vm.state == state for vm in self.vms)
+        """Static VMs in ``state``."""
+        return in_state(self.vms, state)
 
     @property
     def created(self) -> int:
-        """VMs that exist and stay, whatever they do."""
-        return sum(vm.state not in (CREATING, MISSING, DELETING) for vm in self.vms)
+        """Static VMs that exist and stay."""
+        return created(self.vms)
+
+    @property
+    def on_demand(self) -> dict[str, int]:
+        """The elastic VMs' counts, as ``counts`` gives them."""
+        return counts(self.elastic_vms)
+
+    @property
+    def every_vm(self) -> list[VmStatus]:
+        """The static VMs, then the elastic ones."""
+        return [*self.vms, *self.elastic_vms]
 
 
 @dataclass
@@ -137,14 +168,15 @@ class ClusterStatus:
     @property
     def failed(self) -> bool:
         """Something needs the user: a boot failed, a VM is missing or cannot be created."""
-        vms = [self.controller, *self.logins, *(vm for n in self.nodesets for vm in n.vms)]
+        vms = [self.controller, *self.logins, *(vm for n in self.nodesets for vm in n.every_vm)]
         return (any(vm.state in (FAILED, STOPPED, MISSING) or vm.error for vm in vms)
                 or any(n.problems or any(r.failed for r in n.requests)
                        for n in self.nodesets))
 
     @property
     def ready(self) -> bool:
-        """Every wanted VM booted to the end."""
+        """Every wanted VM booted to the end: as many static VMs of each nodeset ready as it
+        wants (elastic ones come and go with jobs)."""
         return (self.controller.state == READY and all(vm.state == READY for vm in self.logins)
                 and all(n.count(READY) >= n.wanted for n in self.nodesets))
 
@@ -152,16 +184,21 @@ class ClusterStatus:
         nodesets = []
         for n in self.nodesets:
             nodesets.append({
-                "name": n.name, "wanted": n.wanted, "elastic": n.elastic, "created": n.created,
-                **{state: n.count(state)
-                   for state in (CREATING, BOOTING, READY, FAILED, DELETING)},
-                "vms": [asdict(vm) for vm in n.vms],
+                "name": n.name, "wanted": n.wanted, "elastic": n.elastic, **counts(n.vms),
+                "on_demand": n.on_demand,
+                "vms": [*(vm_json(vm, elastic=False) for vm in n.vms),
+                        *(vm_json(vm, elastic=True) for vm in n.elastic_vms)],
                 "groups": {g: [asdict(e) for e in errors] for g, errors in n.groups.items()},
                 "problems": n.problems, "resize_requests": [asdict(r) for r in n.requests]})
         return {"cluster": self.cluster, "project": self.project, "zone": self.zone,
                 "ready": self.ready, "failed": self.failed,
                 "controller": asdict(self.controller),
                 "login": [asdict(vm) for vm in self.logins], "nodesets": nodesets}
+
+
+def vm_json(vm: VmStatus, elastic: bool) -> dict[str, Any]:
+    """A nodeset's VM in the JSON: whether it is one of the elastic nodes besides."""
+    return {**asdict(vm), "elastic": elastic}
 
 
 def vm_state(name: str, status: str, attributes: dict[str, str], error: str = "",
@@ -267,24 +304,20 @@ def _standalone(api: ComputeApi, zone: str, name: str) -> VmStatus:
 
 def _nodeset(api: ComputeApi, zone: str, cluster: str, nodeset: Nodeset,
              groups: list[dict[str, Any]]) -> NodesetStatus:
+    """The nodeset's static groups' VMs and its elastic groups' apart (a group's base
+    instance name says which: rule names.derived-collision keeps each one a nodeset's)."""
     found = NodesetStatus(nodeset.name, nodeset.count, nodeset.elastic)
-    bases = [naming.base_instance_name(cluster, nodeset.name)]
+    kinds = [(naming.base_instance_name(cluster, nodeset.name), found.vms)]
     if nodeset.elastic:
-        bases.append(naming.elastic_base_instance_name(cluster, nodeset.name))
-    for base in bases:
+        kinds.append((naming.elastic_base_instance_name(cluster, nodeset.name),
+                      found.elastic_vms))
+    for base, vms in kinds:
         names = sorted(str(g.get("name")) for g in groups if g.get("baseInstanceName") == base)
-        if not names and base == bases[0]:
+        if not names and vms is found.vms:
             found.problems.append(f"no instance group of {base}-* VMs in {zone}: has "
                                   "`pulumi up` created the cluster?")
         for group in names:
-            for item in api.managed_instances(zone, group):
-                name = str(item.get("name") or str(item.get("instance", "")).rsplit("/", 1)[-1])
-                status = str(item.get("instanceStatus", ""))
-                attributes = (api.guest_attributes(zone, name, node_metadata.BOOT_NAMESPACE)
-                              if status == "RUNNING" else {})
-                found.vms.append(vm_state(name, status, attributes,
-                                          last_attempt_error(item) if not status else "",
-                                          str(item.get("currentAction") or "")))
+            vms.extend(_group_vms(api, zone, group))
             if nodeset.provisioning == "flex-start":
                 found.requests += [r for r in (resize_request(group, item) for item in
                                                api.resize_requests(zone, group))
@@ -293,3 +326,17 @@ def _nodeset(api: ComputeApi, zone: str, cluster: str, nodeset: Nodeset,
             if errors:
                 found.groups[group] = errors
     return found
+
+
+def _group_vms(api: ComputeApi, zone: str, group: str) -> list[VmStatus]:
+    """Every VM of the group, with its boot's stage where it runs."""
+    vms = []
+    for item in api.managed_instances(zone, group):
+        name = str(item.get("name") or str(item.get("instance", "")).rsplit("/", 1)[-1])
+        status = str(item.get("instanceStatus", ""))
+        attributes = (api.guest_attributes(zone, name, node_metadata.BOOT_NAMESPACE)
+                      if status == "RUNNING" else {})
+        vms.append(vm_state(name, status, attributes,
+                            last_attempt_error(item) if not status else "",
+                            str(item.get("currentAction") or "")))
+    return vms

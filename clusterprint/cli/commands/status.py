@@ -6,7 +6,8 @@ as the instance groups and the VMs' boot scripts (their guest attributes) say.
 
   controller NAME: ready | booting (STEP) | failed at STEP | stopped (STATUS) | missing
   login NAME: the same
-  nodeset N: W wanted, C created, B booting, R ready, F failed[; up to E more on demand]
+  nodeset N: W wanted, C created, B booting, R ready, F failed[; up to E more on demand[:
+             C created, B booting, R ready, F failed]]
     NAME: booting (STEP) | failed at STEP, then the last lines of its boot's log
     NAME: being created[: CODE: message of its last try] | being deleted
     group G: CODE (xN, last TIME): message     (the group's listErrors: stockout, quota...)
@@ -14,7 +15,8 @@ as the instance groups and the VMs' boot scripts (their guest attributes) say.
                                               (flex-start: the requests that wait or failed)
 
 Ready VMs of a nodeset are counted, not listed. Elastic nodes (above `count`, up to
-`max_count`) are created when jobs need them: they are not wanted until then. A VM its group
+`max_count`) are created when jobs need them: they are not wanted until then, and counted
+apart from the static VMs (a ready elastic VM never stands in for a static one). A VM its group
 deletes (an idle elastic node) is neither created nor failed; one it recreates or restarts
 boots (STEP is the group's action). A boot state the boot script does not write is shown
 as it is, and the text form escapes what is not printable.
@@ -127,15 +129,24 @@ def text_lines(cluster: ClusterStatus) -> list[str]:
     return lines
 
 
+def on_demand_counts(nodeset: NodesetStatus) -> str:
+    """The elastic VMs' counts, apart from the static ones' (none while there is none)."""
+    if not nodeset.elastic_vms:
+        return ""
+    found = nodeset.on_demand
+    return (f": {found['created']} created, {found['booting']} booting, "
+            f"{found['ready']} ready, {found['failed']} failed")
+
+
 def nodeset_lines(nodeset: NodesetStatus) -> list[str]:
     """A nodeset's count line, then each VM not ready, then its groups' errors."""
     head = (f"nodeset {nodeset.name}: {nodeset.wanted} wanted, {nodeset.created} created, "
             f"{nodeset.count('booting')} booting, {nodeset.count('ready')} ready, "
             f"{nodeset.count('failed')} failed")
     if nodeset.elastic:
-        head += f"; up to {nodeset.elastic} more on demand"
+        head += f"; up to {nodeset.elastic} more on demand" + on_demand_counts(nodeset)
     lines = [head, *(f"  {problem}" for problem in nodeset.problems)]
-    for vm in nodeset.vms:
+    for vm in nodeset.every_vm:
         if vm.state != "ready":
             lines.append(f"  {vm_line(vm)}")
             lines += ["  " + line for line in failed_lines(vm)]

@@ -23,6 +23,8 @@ PROJECT, ZONE = "my-project", "us-central1-c"
 CONTROLLER, LOGIN = "cpu-small-controller", "cpu-small-login-0"
 #: cpu-small's nodeset cpu: 2 static nodes in one group, 2 elastic ones in another.
 GROUP, ELASTIC = "cpu-small-nodeset-cpu-group-1a2b", "cpu-small-nodeset-cpu-elastic-3c4d"
+#: Its first elastic node.
+E1 = naming.elastic_nodes("cpu-small", "cpu", 1)
 STATE = f"{node_metadata.BOOT_NAMESPACE}/{node_metadata.BOOT_STATE}"
 LOG = f"{node_metadata.BOOT_NAMESPACE}/{node_metadata.BOOT_LOG}"
 HEAD = f"cluster cpu-small in {ZONE} (project {PROJECT})"
@@ -160,8 +162,8 @@ def test_every_page_of_a_large_group_is_read(cluster):
 
 def test_vms_a_group_deletes_or_recreates_are_not_failures(cluster):
     # power saving deletes an idle elastic node; the remediation loop recreates a static one
-    cluster.groups[ELASTIC][1]["cpu-small-cpu-e-00001"] = "STOPPING"
-    cluster.actions["cpu-small-cpu-e-00001"] = "DELETING"
+    cluster.groups[ELASTIC][1][E1] = "STOPPING"
+    cluster.actions[E1] = "DELETING"
     cluster.groups[GROUP][1]["cpu-small-cpu-cd34"] = "TERMINATED"
     cluster.actions["cpu-small-cpu-cd34"] = "RECREATING"
     done = status(cluster, "--json")
@@ -169,13 +171,49 @@ def test_vms_a_group_deletes_or_recreates_are_not_failures(cluster):
     (nodeset,) = json.loads(done.stdout)["nodesets"]
     assert [(vm["name"], vm["state"], vm["stage"]) for vm in nodeset["vms"]] == [
         ("cpu-small-cpu-ab12", "ready", ""), ("cpu-small-cpu-cd34", "booting", "recreating"),
-        ("cpu-small-cpu-e-00001", "deleting", "")]
+        (E1, "deleting", "")]
     assert {k: nodeset[k] for k in ("created", "booting", "ready", "failed", "deleting")} == {
-        "created": 2, "booting": 1, "ready": 1, "failed": 0, "deleting": 1}
+        "created": 2, "booting": 1, "ready": 1, "failed": 0, "deleting": 0}
+    assert nodeset["on_demand"] == {"created": 0, "creating": 0, "booting": 0, "ready": 0,
+                                    "failed": 0, "deleting": 1}
     assert status(cluster).stdout.splitlines()[3:] == [
-        "nodeset cpu: 2 wanted, 2 created, 1 booting, 1 ready, 0 failed; up to 2 more on demand",
+        "nodeset cpu: 2 wanted, 2 created, 1 booting, 1 ready, 0 failed; up to 2 more on demand"
+        ": 0 created, 0 booting, 0 ready, 0 failed",
         "  cpu-small-cpu-cd34: booting (recreating)",
-        "  cpu-small-cpu-e-00001: being deleted"]
+        f"  {E1}: being deleted"]
+
+
+def test_a_ready_elastic_vm_does_not_stand_in_for_a_static_one_still_booting(cluster):
+    cluster.groups[ELASTIC][1][E1] = "RUNNING"
+    cluster.guest_attributes[E1] = {STATE: "ready"}
+    cluster.guest_attributes["cpu-small-cpu-cd34"] = {STATE: "booting mount_home"}
+    done = status(cluster)
+    assert done.returncode == 3, done.stderr
+    assert done.stdout.splitlines()[3:] == [
+        "nodeset cpu: 2 wanted, 2 created, 1 booting, 1 ready, 0 failed; up to 2 more on demand"
+        ": 1 created, 0 booting, 1 ready, 0 failed",
+        "  cpu-small-cpu-cd34: booting (mount_home)"]
+    report = json.loads(status(cluster, "--json").stdout)
+    (nodeset,) = report["nodesets"]
+    assert report["ready"] is False
+    assert (nodeset["wanted"], nodeset["created"], nodeset["ready"]) == (2, 2, 1)
+    assert (nodeset["on_demand"]["created"], nodeset["on_demand"]["ready"]) == (1, 1)
+    assert [(vm["name"], vm["elastic"]) for vm in nodeset["vms"]] == [
+        ("cpu-small-cpu-ab12", False), ("cpu-small-cpu-cd34", False), (E1, True)]
+
+
+def test_nodesets_whose_groups_would_share_a_base_name_are_refused_before_any_read(
+        cluster, tmp_path):
+    """cpu's elastic groups and cpu-e's static ones would both be cpu-small-cpu-e's: each
+    nodeset would count the other's VMs."""
+    path = tmp_path / "alike.yaml"
+    path.write_text(Path(CPU_SMALL).read_text().replace(
+        "  partitions:\n", "    - {name: cpu-e, machine_type: n2-standard-4, count: 1}\n"
+                           "  partitions:\n").replace("nodesets: [cpu]", "nodesets: [cpu, cpu-e]"))
+    done = clusterprint("status", str(path), env=cluster.env)
+    assert done.returncode == 1 and done.stdout == ""
+    assert "both would be named 'cpu-small-cpu-e'" in done.stderr
+    assert cluster.calls == []
 
 
 def test_a_group_gone_between_the_list_and_its_reads_is_left_out(cluster):
