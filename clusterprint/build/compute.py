@@ -48,6 +48,12 @@ class ComputeError(Exception):
         self.status = status
 
 
+class CredentialsRefused(ComputeError):
+    """The API refused the credentials (HTTP 401), or no token could be had for them (expired,
+    revoked): every other call with them would fail alike, so a caller that makes many may
+    stop at the first."""
+
+
 class NoCredentials(Exception):
     """No Application Default Credentials on this machine: the message says how to get them."""
 
@@ -116,16 +122,17 @@ class RestApi:
                 if last:
                     raise ComputeError(f"{method} {url}: {exc}") from None
             except exceptions.GoogleAuthError as exc:  # expired or revoked credentials
-                raise ComputeError(f"{method} {url}: the credentials were refused: {exc}"
-                                   ) from None
+                raise CredentialsRefused(f"{method} {url}: the credentials were refused: "
+                                         f"{exc}") from None
             else:
                 if response.status_code == 404 and missing_ok:
                     return None
                 if response.status_code < 400:
                     return _json_object(response, f"{method} {url}")
                 if last or response.status_code not in RETRIED:
-                    raise ComputeError(f"{method} {url}: HTTP {response.status_code}: "
-                                       f"{_error_message(response)}", response.status_code)
+                    error = CredentialsRefused if response.status_code == 401 else ComputeError
+                    raise error(f"{method} {url}: HTTP {response.status_code}: "
+                                f"{_error_message(response)}", response.status_code)
             self._sleep(2.0 ** attempt)
             attempt += 1
 

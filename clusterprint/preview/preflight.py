@@ -15,7 +15,9 @@ project's policy, which a deployer often lacks.
 
 Every check collects its problems; a check whose API answers an error (403, 404, nothing,
 a body that is not the API's JSON) is itself a problem with its fix, never a pass, and a
-field of the wrong shape reads as absent. Where the Service Usage answer says an API
+field of the wrong shape reads as absent. A failure that is not the call's but the run's
+stops it instead (CannotRun): refused credentials fail every call alike, and a line per
+call would bury the one fix. Where the Service Usage answer says an API
 is disabled, the checks that call that API are left out: the API's own line says what to do.
 """
 
@@ -26,7 +28,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Literal
 
 from clusterprint.blueprint.model import reservation_owner
-from clusterprint.build.compute import ComputeError, number_of, object_of
+from clusterprint.build.compute import ComputeError, CredentialsRefused, number_of, object_of
 from clusterprint.facts import machines, prerequisites
 from clusterprint.preview.quota_needs import Need, planned_disks, planned_vms, quota_needs
 from clusterprint.render import images
@@ -48,6 +50,11 @@ QUOTAS_PAGE = "https://console.cloud.google.com/iam-admin/quotas?project={projec
 #: mode is a field of the FutureReservation it came from (``reservationMode``), which the v1
 #: Reservation lacks.
 DENSE = "DENSE"
+
+
+class CannotRun(Exception):
+    """What leaves preflight nothing true to say of the project; the message is the one line
+    the command prints, with what to do."""
 
 
 @dataclass(frozen=True)
@@ -472,7 +479,9 @@ def _read(read: Callable[..., dict[str, Any] | None], args: tuple, problems: lis
 
 def unreadable(check: Any, subject: str, what: str, exc: ComputeError, project: str,
                api: str) -> Problem:
-    """The problem of a call to ``api`` that got no answer: its fix by what it got."""
+    """The problem of a call to ``api`` that got no answer: its fix by what it got; CannotRun
+    where what it got fails every call alike."""
+    _stop_if_run_failed(exc)
     text = str(exc)
     if exc.status == 403 and ("SERVICE_DISABLED" in text or "has not been used" in text
                               or "is disabled" in text):
@@ -482,8 +491,6 @@ def unreadable(check: Any, subject: str, what: str, exc: ComputeError, project: 
                "(roles/viewer holds them all)")
     elif exc.status == 404:
         fix = f"check that project {project} exists and the credentials can see it"
-    elif exc.status == 401 or (exc.status == 0 and "credentials" in text):
-        fix = "gcloud auth application-default login"
     elif exc.status == 429:  # asked again already: the project's rate of requests
         fix = ("wait a minute, then run preflight again: the API limits how fast a project "
                "may ask it")
@@ -492,6 +499,13 @@ def unreadable(check: Any, subject: str, what: str, exc: ComputeError, project: 
     else:
         fix = "run preflight again; if it persists, the API's status page may say why"
     return Problem(check, subject, f"could not read {what}: {text}", fix)
+
+
+def _stop_if_run_failed(exc: ComputeError) -> None:
+    """CannotRun where a call's failure is every call's: the credentials refused."""
+    if isinstance(exc, CredentialsRefused):
+        raise CannotRun(f"the Google credentials were refused ({exc}); run `gcloud auth "
+                        "application-default login`") from None
 
 
 def _number(value: Any) -> str:

@@ -29,7 +29,8 @@ with `FILE: ok: project P is ready for pulumi up`, or the count of problems. --j
 "message", "fix"}]} instead.
 
 Exit status: 0 no errors (warnings allowed), 1 problems found or the blueprint is invalid
-(validate's lines on stderr), 2 usage error, unreadable file, no project or no credentials.
+(validate's lines on stderr), 2 usage error, unreadable file, no project, no credentials or
+credentials the APIs refuse (one line on stderr, nothing on stdout, --json or not).
 """
 
 from __future__ import annotations
@@ -60,7 +61,7 @@ def run(args: argparse.Namespace) -> int:
     from clusterprint.blueprint.validate import printable
     from clusterprint.cli.commands import checked_blueprint, session_and_project
     from clusterprint.preview.plan import plan_blueprint
-    from clusterprint.preview.preflight import preflight
+    from clusterprint.preview.preflight import CannotRun, preflight
 
     blueprint, status = checked_blueprint(args.file)
     if blueprint is None:
@@ -69,7 +70,12 @@ def run(args: argparse.Namespace) -> int:
     if found is None:
         return EXIT_USAGE
     session, project = found
-    problems = preflight(blueprint, plan_blueprint(blueprint), project_apis(session, project))
+    try:
+        problems = preflight(blueprint, plan_blueprint(blueprint),
+                             project_apis(session, project))
+    except CannotRun as exc:  # as without credentials: one line, and no run to report
+        print(printable(f"{WHO}: {exc}"), file=sys.stderr)
+        return EXIT_USAGE
     errors = [p for p in problems if p.severity == "error"]
     if args.json:
         json.dump({"file": args.file, "project": project, "region": blueprint.region,

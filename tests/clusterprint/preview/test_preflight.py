@@ -212,7 +212,6 @@ def test_a_region_that_does_not_exist_is_a_problem(fake):
 @pytest.mark.parametrize(("status", "fix"), [
     (429, "wait a minute, then run preflight again: the API limits how fast a project may "
           "ask it"),
-    (401, "gcloud auth application-default login"),
     (503, "run preflight again; if it persists, the API's status page may say why"),
 ])
 def test_a_call_that_failed_gets_the_fix_its_status_calls_for(status, fix):

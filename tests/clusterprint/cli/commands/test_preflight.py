@@ -383,6 +383,23 @@ def test_without_credentials_it_exits_2_naming_the_login(tmp_path):
     assert line.endswith("); run `gcloud auth application-default login`")
 
 
+@pytest.mark.parametrize(("refusal", "sent"), [("HTTP 401", 3), ("no token", 0)])
+def test_refused_credentials_are_one_line_saying_how_to_log_in_again(project, refusal, sent):
+    if refusal == "HTTP 401":  # every API refuses the token
+        project.outages = {api: (401, "Request had invalid authentication credentials.")
+                           for api in ("serviceusage", "cloudresourcemanager", "compute")}
+    else:  # the token endpoint refuses the key: no call goes out
+        project.token_refused = True
+    result = preflight(project, CPU_SMALL, "--json")
+    assert (result.returncode, result.stdout) == (2, "")
+    (line,) = result.stderr.splitlines()
+    assert line.startswith("clusterprint preflight: the Google credentials were refused (")
+    assert line.endswith("); run `gcloud auth application-default login`")
+    # the first call only: google-auth itself asks it twice more with a new token on a 401
+    assert [r.split("?")[0] for r in project.requests()] == [
+        "GET /serviceusage/v1/projects/my-project/services:batchGet"] * sent
+
+
 def test_an_invalid_blueprint_exits_1_with_validates_lines_and_asks_nothing(project, tmp_path):
     (tmp_path / "bad.yaml").write_text((ROOT / CPU_SMALL).read_text().replace(
         "zone: us-central1-c", "zone: europe-west4-a"))
