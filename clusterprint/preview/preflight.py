@@ -1,6 +1,7 @@
 """Check a project against a blueprint's plan before anything is created.
 
-What a failed ``pulumi up`` would find out an hour in, asked of the APIs first: the APIs the
+What a failed ``pulumi up`` would find out an hour in, asked of the APIs first, once Resource
+Manager has shown the project exists and the credentials see it: the APIs the
 plan's resource types need are enabled (facts/prerequisites.py), the deployer holds the
 permissions of the roles those types need, the region's Compute quota covers the VMs and disks
 (preview/quota_needs.py), the zone offers each machine type, each named reservation exists in
@@ -16,9 +17,11 @@ project's policy, which a deployer often lacks.
 Every check collects its problems; a check whose API answers an error (403, 404, nothing,
 a body that is not the API's JSON) is itself a problem with its fix, never a pass, and a
 field of the wrong shape reads as absent. A failure that is not the call's but the run's
-stops it instead (CannotRun): refused credentials fail every call alike, and a line per
-call would bury the one fix. Where the Service Usage answer says an API
-is disabled, the checks that call that API are left out: the API's own line says what to do.
+stops it instead (CannotRun): refused credentials fail every call alike, and a project that
+is not there or not visible fails each call in a way that reads as something else (a zone
+that does not offer a machine type); a line per call would bury the one fix. Where the
+Service Usage answer says an API is disabled, the checks that call that API are left out: the
+API's own line says what to do.
 """
 
 from __future__ import annotations
@@ -95,12 +98,37 @@ class ProjectApis:
 def preflight(blueprint: Blueprint, plan: Plan, apis: ProjectApis) -> list[Problem]:
     """Every problem the project has with this plan, in the order of the checks."""
     types = [r.type for r in plan.resources]
-    problems, disabled = check_apis(prerequisites.required_apis(types), apis)
+    problems = check_project(apis)
+    found, disabled = check_apis(prerequisites.required_apis(types), apis)
+    problems += found
     if RESOURCE_MANAGER_API not in disabled:
         problems += check_permissions(prerequisites.deployer_permissions(types), apis)
     if COMPUTE_API not in disabled:
         problems += check_compute(blueprint, plan, apis)
     return problems
+
+
+def check_project(apis: ProjectApis) -> list[Problem]:
+    """CannotRun where the project does not exist or the credentials cannot see it: Resource
+    Manager's projects.get answers 403 for both alike (and 404 is read the same), so the line
+    names both. A 403 that says Resource Manager is disabled says nothing of the project: the
+    api check, or the permissions' own call, says what to enable."""
+    project = apis.project
+    try:
+        apis.resource_manager.project_info()
+    except ComputeError as exc:
+        _stop_if_run_failed(exc)
+        if _service_disabled(exc):
+            return []
+        if exc.status in (403, 404):
+            raise CannotRun(
+                f"project {project} does not exist or these credentials cannot see it "
+                f"({exc}); check the project id (--project, or `project` in the blueprint), "
+                "or have these credentials granted a role on it with "
+                "resourcemanager.projects.get (roles/browser is the least)") from None
+        return [unreadable("api", RESOURCE_MANAGER_API, f"project {project}", exc, project,
+                           RESOURCE_MANAGER_API)]
+    return []
 
 
 def check_apis(required: list[str], apis: ProjectApis) -> tuple[list[Problem], set[str]]:
@@ -483,8 +511,7 @@ def unreadable(check: Any, subject: str, what: str, exc: ComputeError, project: 
     where what it got fails every call alike."""
     _stop_if_run_failed(exc)
     text = str(exc)
-    if exc.status == 403 and ("SERVICE_DISABLED" in text or "has not been used" in text
-                              or "is disabled" in text):
+    if _service_disabled(exc):
         fix = f"gcloud services enable {api} --project {project}"
     elif exc.status == 403:
         fix = (f"grant the deployer a role that may read {what} in project {project} "
@@ -499,6 +526,14 @@ def unreadable(check: Any, subject: str, what: str, exc: ComputeError, project: 
     else:
         fix = "run preflight again; if it persists, the API's status page may say why"
     return Problem(check, subject, f"could not read {what}: {text}", fix)
+
+
+def _service_disabled(exc: ComputeError) -> bool:
+    """Whether a 403 says the API is disabled (for the project, or the credentials' quota
+    project), rather than that a permission is missing."""
+    text = str(exc)
+    return exc.status == 403 and ("SERVICE_DISABLED" in text or "has not been used" in text
+                                  or "is disabled" in text)
 
 
 def _stop_if_run_failed(exc: ComputeError) -> None:

@@ -43,9 +43,12 @@ class FakeProject(FakeImageCompute):
     #: (project, family) that have an image
     families: set[tuple[str, str]] = field(default_factory=set)
     #: API (the path's first word: serviceusage, cloudresourcemanager, compute) -> (HTTP
-    #: status, message) that every call to it answers: 401 for credentials it refuses, 503
-    #: for an API that is down
-    outages: dict[str, tuple[int, str]] = field(default_factory=dict)
+    #: status, message) that every call to it answers instead of acting, as ``refusals``
+    #: does for one verb: 401 for credentials it refuses, 403 for an API disabled, 503 for
+    #: one down
+    api_refusals: dict[str, tuple[int, str]] = field(default_factory=dict)
+    #: False: the project does not exist, and the APIs answer as Google's do
+    exists: bool = True
     #: the token endpoint refuses the credentials (a key revoked, a login expired)
     token_refused: bool = False
 
@@ -66,8 +69,12 @@ class FakeProject(FakeImageCompute):
 
     def _act(self, method: str, url, body: dict | None) -> tuple[int, dict]:
         path, query = url.path, parse_qs(url.query)
-        if outage := self.outages.get(path.split("/")[1]):
-            return outage[0], {"error": {"code": outage[0], "message": outage[1]}}
+        if refusal := self.api_refusals.get(path.split("/")[1]):
+            return refusal[0], {"error": {"code": refusal[0], "message": refusal[1]}}
+        if not self.exists and re.search(rf"/projects/{self.project}(/|:|$)", path):
+            return self._no_project(path)
+        if path == f"/cloudresourcemanager/v1/projects/{self.project}" and method == "GET":
+            return 200, {"projectId": self.project, "lifecycleState": "ACTIVE"}
         if match := re.fullmatch(r"/serviceusage/v1/projects/([^/]+)/services:batchGet", path):
             assert method == "GET" and match[1] == self.project, path
             return 200, {"services": [
@@ -108,3 +115,11 @@ class FakeProject(FakeImageCompute):
                            **self.image_fields.get((project, found[1]), {})})
                     if (project, found[1]) in self.other_images else self._missing(found[1]))
         return super()._act(method, url, body)
+
+    def _no_project(self, path: str) -> tuple[int, dict]:
+        """What Google's APIs answer of a project that does not exist: Compute 404, Resource
+        Manager and Service Usage 403, as for one the caller may not see."""
+        if path.startswith("/compute/"):
+            return 404, {"error": {"code": 404, "message":
+                                   f"The resource 'projects/{self.project}' was not found"}}
+        return 403, {"error": {"code": 403, "message": "The caller does not have permission"}}

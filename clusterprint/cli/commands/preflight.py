@@ -1,8 +1,9 @@
 """Check the project for a blueprint before `pulumi up`: `clusterprint preflight FILE`.
 
 With the deployer's own credentials (Application Default Credentials: `gcloud auth
-application-default login`) and read-only calls, it asks what a failed deploy would find out
-an hour later: the APIs the plan needs are enabled (Service Usage), the deployer holds the
+application-default login`) and read-only calls, once Resource Manager shows the project
+exists and the credentials see it, it asks what a failed deploy would find out an hour later:
+the APIs the plan needs are enabled (Service Usage), the deployer holds the
 permissions of the roles the plan needs (Resource Manager testIamPermissions), the zone
 offers every machine type and the region's Compute quota covers the vCPUs, GPUs and disks
 (spot and flex-start VMs: the preemptible quota where the region grants one) and the
@@ -29,8 +30,9 @@ with `FILE: ok: project P is ready for pulumi up`, or the count of problems. --j
 "message", "fix"}]} instead.
 
 Exit status: 0 no errors (warnings allowed), 1 problems found or the blueprint is invalid
-(validate's lines on stderr), 2 usage error, unreadable file, no project, no credentials or
-credentials the APIs refuse (one line on stderr, nothing on stdout, --json or not).
+(validate's lines on stderr), 2 usage error, unreadable file, no project, no credentials,
+credentials the APIs refuse, or a project that does not exist or they cannot see (one line on
+stderr, nothing on stdout, --json or not).
 """
 
 from __future__ import annotations

@@ -102,6 +102,7 @@ def test_a_ready_project_passes_with_exactly_these_read_only_requests(project):
                      for api in apis)
     (image,) = needed_images(load_checked(CPU_SMALL))
     assert project.requests() == [
+        "GET /cloudresourcemanager/v1/projects/my-project",
         f"GET /serviceusage/v1/projects/my-project/services:batchGet?{names}",
         "POST /cloudresourcemanager/v1/projects/my-project:testIamPermissions",
         "GET /compute/v1/projects/my-project/zones/us-central1-c/machineTypes/e2-standard-2",
@@ -386,7 +387,7 @@ def test_without_credentials_it_exits_2_naming_the_login(tmp_path):
 @pytest.mark.parametrize(("refusal", "sent"), [("HTTP 401", 3), ("no token", 0)])
 def test_refused_credentials_are_one_line_saying_how_to_log_in_again(project, refusal, sent):
     if refusal == "HTTP 401":  # every API refuses the token
-        project.outages = {api: (401, "Request had invalid authentication credentials.")
+        project.api_refusals = {api: (401, "Request had invalid authentication credentials.")
                            for api in ("serviceusage", "cloudresourcemanager", "compute")}
     else:  # the token endpoint refuses the key: no call goes out
         project.token_refused = True
@@ -396,8 +397,35 @@ def test_refused_credentials_are_one_line_saying_how_to_log_in_again(project, re
     assert line.startswith("clusterprint preflight: the Google credentials were refused (")
     assert line.endswith("); run `gcloud auth application-default login`")
     # the first call only: google-auth itself asks it twice more with a new token on a 401
-    assert [r.split("?")[0] for r in project.requests()] == [
-        "GET /serviceusage/v1/projects/my-project/services:batchGet"] * sent
+    assert project.requests() == ["GET /cloudresourcemanager/v1/projects/my-project"] * sent
+
+
+def test_a_project_that_is_not_there_or_not_visible_is_one_line_not_a_cascade(project):
+    # Compute answers 404 of it, which reads as "zone does not offer" a machine type, and
+    # the others 403, which reads as permissions missing: it is asked of Resource Manager
+    # first, which answers 403 alike for a project missing and one not visible
+    project.exists = False
+    result = preflight(project, CPU_SMALL)
+    assert (result.returncode, result.stdout) == (2, "")
+    (line,) = result.stderr.splitlines()
+    assert line.startswith("clusterprint preflight: project my-project does not exist or these "
+                           "credentials cannot see it (GET ")
+    assert line.endswith(": HTTP 403: The caller does not have permission); check the project "
+                         "id (--project, or `project` in the blueprint), or have these "
+                         "credentials granted a role on it with resourcemanager.projects.get "
+                         "(roles/browser is the least)")
+    assert project.requests() == ["GET /cloudresourcemanager/v1/projects/my-project"]
+
+
+def test_a_disabled_resource_manager_api_is_its_api_line_not_a_missing_project(project):
+    project.enabled.discard("cloudresourcemanager.googleapis.com")
+    project.api_refusals["cloudresourcemanager"] = (
+        403, "Cloud Resource Manager API has not been used in project my-project before or it "
+             "is disabled. SERVICE_DISABLED")
+    assert refused(project, CPU_SMALL) == [
+        f"{CPU_SMALL}: error: api: cloudresourcemanager.googleapis.com: not enabled in project "
+        "my-project (fix: gcloud services enable cloudresourcemanager.googleapis.com --project "
+        "my-project)"]
 
 
 def test_an_invalid_blueprint_exits_1_with_validates_lines_and_asks_nothing(project, tmp_path):
