@@ -151,7 +151,8 @@ class ComputeApi(RestApi):
         return self._call("GET", f"regions/{region}", missing_ok=True)
 
     def project_info(self) -> dict[str, Any]:
-        """The project, with its project-wide ``quotas`` (GPUS_ALL_REGIONS among them)."""
+        """The project, with its project-wide ``quotas`` (CPUS_ALL_REGIONS and GPUS_ALL_REGIONS
+        among them)."""
         return self._required("GET", "")
 
     def machine_type(self, zone: str, name: str) -> dict[str, Any] | None:

@@ -204,8 +204,8 @@ def _guest_cpus(machine_types: list[str], zone: str, apis: ProjectApis,
 
 def check_quota(needs: list[Need], region: str, apis: ProjectApis) -> list[Problem]:
     """A line per metric whose free quota does not cover what the plan takes at once (an
-    error) or at most, with every elastic node up (a warning). The project-wide GPU quota
-    is read from the project, the others from the region; a metric neither lists cannot be
+    error) or at most, with every elastic node up (a warning). The project-wide vCPU and GPU
+    quotas are read from the project, the others from the region; a metric neither lists cannot be
     checked (a warning: the API lists only some metrics, newer ones not always, and the
     Cluster Toolkit skips them likewise)."""
     project, problems = apis.project, []
@@ -217,14 +217,14 @@ def check_quota(needs: list[Need], region: str, apis: ProjectApis) -> list[Probl
         return [Problem("quota", region, f"project {project} has no region {region}",
                         "set `region` to a Compute Engine region")]
     quotas = _quotas_by_metric(answer)
-    if any(need.metric == machines.PROJECT_GPU_QUOTA for need in needs):
+    if any(need.metric in machines.PROJECT_QUOTAS for need in needs):
         info = _read(apis.compute.project_info, (), problems, "quota", project,
                      f"project {project}'s quotas", project)
         if info is not UNREAD:
             quotas.update({metric: q for metric, q in _quotas_by_metric(info).items()
-                           if metric == machines.PROJECT_GPU_QUOTA})
+                           if metric in machines.PROJECT_QUOTAS})
     for metric, count, max_count, who in _by_metric_used(needs, quotas):
-        where = "all regions" if metric == machines.PROJECT_GPU_QUOTA else region
+        where = "all regions" if metric in machines.PROJECT_QUOTAS else region
         fix = f"request more {metric} in {where}: {QUOTAS_PAGE.format(project=project)}"
         limit, free = _limit_and_free(quotas.get(metric))
         if limit is None:

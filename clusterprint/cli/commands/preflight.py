@@ -7,11 +7,11 @@ the APIs the plan needs are enabled (Service Usage), the deployer holds the
 permissions of the roles the plan needs (Resource Manager testIamPermissions), the zone
 offers every machine type and the region's Compute quota covers the vCPUs, GPUs and disks
 (spot and flex-start VMs: the preemptible quota where the region grants one) and the
-project's GPUS_ALL_REGIONS the GPUs, each named reservation exists in the zone, shared with
-the project where another owns it, with the machine type, enough free VMs and, for dense
-ones, reservation_bound, and every image the VMs
-boot exists and is usable or `pulumi up` builds it from a base image that is. Filestore and
-Lustre capacity quotas are not checked.
+project's CPUS_ALL_REGIONS and GPUS_ALL_REGIONS the vCPUs and GPUs, each named reservation
+exists in the zone, shared with the project where another owns it, with the machine type,
+enough free VMs and, for dense ones, reservation_bound, and every image the VMs boot exists
+and is usable or `pulumi up` builds it from a base image that is. Filestore and Lustre
+capacity quotas are not checked.
 Run it before the first `pulumi up`: a deployed cluster's own VMs are in the quotas' usage
 and the reservation's in-use count.
 

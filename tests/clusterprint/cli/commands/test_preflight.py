@@ -56,7 +56,7 @@ def ready_project(name: str) -> FakeProject:
     fake.enabled = set(prerequisites.required_apis(types))
     fake.held = set(prerequisites.deployer_permissions(types))
     fake.quotas = {"us-central1": dict(QUOTAS[name])}
-    fake.project_quotas = {"GPUS_ALL_REGIONS": (128, 0)}
+    fake.project_quotas = {"GPUS_ALL_REGIONS": (128, 0), "CPUS_ALL_REGIONS": (32, 0)}
     fake.machine_types = {(ZONES[name], m): n for m, n in VCPUS[name].items()}
     fake.reservations = {(PROJECT, ZONES[name], r): dict(body)
                          for r, body in RESERVATIONS.get(name, {}).items()}
@@ -109,6 +109,7 @@ def test_a_ready_project_passes_with_exactly_these_read_only_requests(project):
         "GET /compute/v1/projects/my-project/zones/us-central1-c/machineTypes/n2-standard-2",
         "GET /compute/v1/projects/my-project/zones/us-central1-c/machineTypes/n2-standard-4",
         "GET /compute/v1/projects/my-project/regions/us-central1",
+        "GET /compute/v1/projects/my-project",  # CPUS_ALL_REGIONS
         f"GET /compute/v1/projects/my-project/global/images/{image.name}",
         f"GET /compute/v1/projects/ubuntu-os-cloud/global/images/{image.base.name}",
     ]
@@ -179,9 +180,14 @@ def test_gpus_count_against_the_projects_quota_on_all_regions_too(project):
     assert "GET /compute/v1/projects/my-project" in project.requests()
 
 
-def test_a_cluster_without_gpus_reads_no_project_quota(project):
-    assert preflight(project, CPU_SMALL).returncode == 0
-    assert "GET /compute/v1/projects/my-project" not in project.requests()
+def test_vcpus_count_against_the_projects_quota_on_all_regions_too(project):
+    # a cluster without GPUs reads the project's quotas too, for this one
+    project.project_quotas["CPUS_ALL_REGIONS"] = (16, 8)  # 8 in use in other regions
+    assert refused(project, CPU_SMALL) == [
+        f"{CPU_SMALL}: error: quota: CPUS_ALL_REGIONS: the plan needs 12 in all regions, 8 of "
+        "16 are free (VM cpu-small-controller-vm, VM cpu-small-login-0, nodeset cpu) (fix: "
+        "request more CPUS_ALL_REGIONS in all regions: "
+        "https://console.cloud.google.com/iam-admin/quotas?project=my-project)"]
 
 
 def test_a_machine_type_the_zone_does_not_offer_is_named(project):
