@@ -17,11 +17,12 @@ project's policy, which a deployer often lacks.
 Every check collects its problems; a check whose API answers an error (403, 404, nothing,
 a body that is not the API's JSON) is itself a problem with its fix, never a pass, and a
 field of the wrong shape reads as absent. A failure that is not the call's but the run's
-stops it instead (CannotRun): refused credentials fail every call alike, and a project that
-is not there or not visible fails each call in a way that reads as something else (a zone
-that does not offer a machine type); a line per call would bury the one fix. Where the
-Service Usage answer says an API is disabled, the checks that call that API are left out: the
-API's own line says what to do.
+stops it instead (CannotRun): refused credentials fail every call alike, an API that does not
+answer makes every call wait out its retries (2 + 4 + 8 s each: minutes for a run), and a
+project that is not there or not visible fails each call in a way that reads as something
+else (a zone that does not offer a machine type); a line per call would bury the one fix.
+Where the Service Usage answer says an API is disabled, the checks that call that API are
+left out: the API's own line says what to do.
 """
 
 from __future__ import annotations
@@ -31,7 +32,14 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Literal
 
 from clusterprint.blueprint.model import reservation_owner
-from clusterprint.build.compute import ComputeError, CredentialsRefused, number_of, object_of
+from clusterprint.build.compute import (
+    ATTEMPTS,
+    ComputeError,
+    CredentialsRefused,
+    NoAnswer,
+    number_of,
+    object_of,
+)
 from clusterprint.facts import machines, prerequisites
 from clusterprint.preview.quota_needs import Need, planned_disks, planned_vms, quota_needs
 from clusterprint.render import images
@@ -117,7 +125,7 @@ def check_project(apis: ProjectApis) -> list[Problem]:
     try:
         apis.resource_manager.project_info()
     except ComputeError as exc:
-        _stop_if_run_failed(exc)
+        _stop_if_run_failed(exc, RESOURCE_MANAGER_API)
         if _service_disabled(exc):
             return []
         if exc.status in (403, 404):
@@ -509,7 +517,7 @@ def unreadable(check: Any, subject: str, what: str, exc: ComputeError, project: 
                api: str) -> Problem:
     """The problem of a call to ``api`` that got no answer: its fix by what it got; CannotRun
     where what it got fails every call alike."""
-    _stop_if_run_failed(exc)
+    _stop_if_run_failed(exc, api)
     text = str(exc)
     if _service_disabled(exc):
         fix = f"gcloud services enable {api} --project {project}"
@@ -536,11 +544,17 @@ def _service_disabled(exc: ComputeError) -> bool:
                                   or "is disabled" in text)
 
 
-def _stop_if_run_failed(exc: ComputeError) -> None:
-    """CannotRun where a call's failure is every call's: the credentials refused."""
+def _stop_if_run_failed(exc: ComputeError, api: str) -> None:
+    """CannotRun where a call's failure is every call's: the credentials refused, or ``api``
+    not answering through all its retries (the first such call ends the run, so one outage
+    costs one call's waits)."""
     if isinstance(exc, CredentialsRefused):
         raise CannotRun(f"the Google credentials were refused ({exc}); run `gcloud auth "
                         "application-default login`") from None
+    if isinstance(exc, NoAnswer):
+        raise CannotRun(f"{api} did not answer in {ATTEMPTS} tries ({exc}); run preflight "
+                        f"again in a few minutes; if it persists, check that this machine "
+                        f"reaches {api} and the API's status page") from None
 
 
 def _number(value: Any) -> str:

@@ -31,8 +31,9 @@ with `FILE: ok: project P is ready for pulumi up`, or the count of problems. --j
 
 Exit status: 0 no errors (warnings allowed), 1 problems found or the blueprint is invalid
 (validate's lines on stderr), 2 usage error, unreadable file, no project, no credentials,
-credentials the APIs refuse, or a project that does not exist or they cannot see (one line on
-stderr, nothing on stdout, --json or not).
+credentials the APIs refuse, a project that does not exist or they cannot see, or an API
+that did not answer any of one call's tries (one line on stderr, nothing on stdout, --json or
+not).
 """
 
 from __future__ import annotations
@@ -40,6 +41,8 @@ from __future__ import annotations
 import argparse
 import json
 import sys
+import time
+from collections.abc import Callable
 
 from clusterprint.cli.commands import file_argument, project_argument
 from clusterprint.cli.main import EXIT_USAGE
@@ -96,8 +99,9 @@ def run(args: argparse.Namespace) -> int:
     return 1 if errors else 0
 
 
-def project_apis(session, project: str):
-    """The project's clients at their endpoints (Google's, or the variables')."""
+def project_apis(session, project: str, sleep: Callable[[float], None] = time.sleep):
+    """The project's clients at their endpoints (Google's, or the variables'); ``sleep`` is
+    how they wait between tries (a test's records the waits instead)."""
     from clusterprint.build.compute import ComputeApi, compute_url
     from clusterprint.build.project_apis import (
         ResourceManagerApi,
@@ -110,12 +114,12 @@ def project_apis(session, project: str):
     others: dict[str, ComputeApi] = {}
 
     def compute_of(owner: str) -> ComputeApi:
-        return others.setdefault(owner, ComputeApi(session, owner, compute_url()))
+        return others.setdefault(owner, ComputeApi(session, owner, compute_url(), sleep))
 
     account = getattr(getattr(session, "credentials", None), "service_account_email", None)
     return ProjectApis(project, compute_of(project),
-                       ServiceUsageApi(session, project, service_usage_url()),
-                       ResourceManagerApi(session, project, resource_manager_url()),
+                       ServiceUsageApi(session, project, service_usage_url(), sleep),
+                       ResourceManagerApi(session, project, resource_manager_url(), sleep),
                        compute_of, **({"member": f"serviceAccount:{account}"}
                                       if isinstance(account, str) and "@" in account else {}))
 
