@@ -48,6 +48,19 @@ class ComputeError(Exception):
         self.status = status
 
 
+class CredentialsRefused(ComputeError):
+    """The API refused the credentials (HTTP 401), or no token could be had for them (expired,
+    revoked): every other call with them would fail alike, so a caller that makes many may
+    stop at the first."""
+
+
+class NoAnswer(ComputeError):
+    """A call asked ATTEMPTS times that failed each time for a passing reason (no answer,
+    429, 5xx): the API is down, out of reach or throttling the project, and every other call
+    to it would wait out its retries alike, so a caller that makes many may stop at the
+    first."""
+
+
 class NoCredentials(Exception):
     """No Application Default Credentials on this machine: the message says how to get them."""
 
@@ -114,18 +127,19 @@ class RestApi:
                                                 timeout=REQUEST_TIMEOUT_S)
             except (requests.RequestException, exceptions.TransportError) as exc:
                 if last:
-                    raise ComputeError(f"{method} {url}: {exc}") from None
+                    raise _error_of(0, repeatable)(f"{method} {url}: {exc}") from None
             except exceptions.GoogleAuthError as exc:  # expired or revoked credentials
-                raise ComputeError(f"{method} {url}: the credentials were refused: {exc}"
-                                   ) from None
+                raise CredentialsRefused(f"{method} {url}: the credentials were refused: "
+                                         f"{exc}") from None
             else:
                 if response.status_code == 404 and missing_ok:
                     return None
                 if response.status_code < 400:
                     return _json_object(response, f"{method} {url}")
                 if last or response.status_code not in RETRIED:
-                    raise ComputeError(f"{method} {url}: HTTP {response.status_code}: "
-                                       f"{_error_message(response)}", response.status_code)
+                    raise _error_of(response.status_code, repeatable)(
+                        f"{method} {url}: HTTP {response.status_code}: "
+                        f"{_error_message(response)}", response.status_code)
             self._sleep(2.0 ** attempt)
             attempt += 1
 
@@ -144,7 +158,8 @@ class ComputeApi(RestApi):
         return self._call("GET", f"regions/{region}", missing_ok=True)
 
     def project_info(self) -> dict[str, Any]:
-        """The project, with its project-wide ``quotas`` (GPUS_ALL_REGIONS among them)."""
+        """The project, with its project-wide ``quotas`` (CPUS_ALL_REGIONS and GPUS_ALL_REGIONS
+        among them)."""
         return self._required("GET", "")
 
     def machine_type(self, zone: str, name: str) -> dict[str, Any] | None:
@@ -267,6 +282,16 @@ class ComputeApi(RestApi):
         if errors:
             raise ComputeError("; ".join(f"{e.get('code')}: {e.get('message')}" for e in errors),
                                int(operation.get("httpErrorStatusCode") or 0))
+
+
+def _error_of(status: int, repeatable: bool) -> type[ComputeError]:
+    """What a call's last failure raises, by its status (0: no answer): CredentialsRefused for
+    a 401, NoAnswer where a passing failure outlasted every try, else ComputeError."""
+    if status == 401:
+        return CredentialsRefused
+    if repeatable and (status == 0 or status in RETRIED):
+        return NoAnswer
+    return ComputeError
 
 
 def _operation_scope(operation: dict[str, Any]) -> str:

@@ -4,7 +4,8 @@ REST over the same authorized session as the Compute calls (clusterprint/build/c
 says why not Google's generated clients). Each base URL can be another endpoint through an
 environment variable, as CLUSTERPRINT_COMPUTE_API is for Compute, so tests point the command
 at local fakes. Shapes: cloud.google.com/service-usage/docs/reference/rest/v1/services/
-batchGet and cloud.google.com/resource-manager/reference/rest/v1/projects/testIamPermissions.
+batchGet and cloud.google.com/resource-manager/reference/rest/v1/projects/testIamPermissions
+and .../v1/projects/get.
 """
 
 from __future__ import annotations
@@ -53,7 +54,11 @@ class ServiceUsageApi(RestApi):
 
 
 class ResourceManagerApi(RestApi):
-    """What the caller may do in a project."""
+    """Whether the caller sees a project, and what it may do there."""
+
+    def project_info(self) -> dict[str, Any]:
+        """The project (projects.get, which needs resourcemanager.projects.get on it)."""
+        return self._required("GET", "")
 
     def held_permissions(self, permissions: list[str]) -> set[str]:
         """Those of ``permissions`` the caller holds on the project, however granted."""

@@ -510,6 +510,16 @@ PREEMPTIBLE_CPU_QUOTA = "PREEMPTIBLE_CPUS"
 #: it, spot ones too (Cluster Toolkit's quota validator, pkg/validators/quota.go at 1047080,
 #: addGPUMetrics; it is read from ``projects.get``, not from a region).
 PROJECT_GPU_QUOTA = "GPUS_ALL_REGIONS"
+#: The project's quota on vCPUs in every region together, beside each region's per-series
+#: ones; read from ``projects.get`` like PROJECT_GPU_QUOTA. Its name is the Compute v1 Quota
+#: .metric enum's (cloud.google.com/dotnet/docs/reference/Google.Cloud.Compute.V1/latest/
+#: Google.Cloud.Compute.V1.Quota.Types.Metric: CpusAllRegions, on the wire CPUS_ALL_REGIONS).
+#: It counts the vCPUs the regional vCPU metrics count, spot ones too, so a family the GPU
+#: quota alone limits counts in neither. (The Cluster Toolkit's validator, pkg/validators/
+#: quota.go at 48eb8d0, reads only GPUS_ALL_REGIONS of the project.)
+PROJECT_CPU_QUOTA = "CPUS_ALL_REGIONS"
+#: The quotas of the project rather than of a region.
+PROJECT_QUOTAS = frozenset({PROJECT_GPU_QUOTA, PROJECT_CPU_QUOTA})
 
 
 def quota_metrics(machine_type: str) -> tuple[str | None, str | None]:

@@ -1,6 +1,7 @@
 """Check a project against a blueprint's plan before anything is created.
 
-What a failed ``pulumi up`` would find out an hour in, asked of the APIs first: the APIs the
+What a failed ``pulumi up`` would find out an hour in, asked of the APIs first, once Resource
+Manager has shown the project exists and the credentials see it: the APIs the
 plan's resource types need are enabled (facts/prerequisites.py), the deployer holds the
 permissions of the roles those types need, the region's Compute quota covers the VMs and disks
 (preview/quota_needs.py), the zone offers each machine type, each named reservation exists in
@@ -15,8 +16,13 @@ project's policy, which a deployer often lacks.
 
 Every check collects its problems; a check whose API answers an error (403, 404, nothing,
 a body that is not the API's JSON) is itself a problem with its fix, never a pass, and a
-field of the wrong shape reads as absent. Where the Service Usage answer says an API
-is disabled, the checks that call that API are left out: the API's own line says what to do.
+field of the wrong shape reads as absent. A failure that is not the call's but the run's
+stops it instead (CannotRun): refused credentials fail every call alike, an API that does not
+answer makes every call wait out its retries (2 + 4 + 8 s each: minutes for a run), and a
+project that is not there or not visible fails each call in a way that reads as something
+else (a zone that does not offer a machine type); a line per call would bury the one fix.
+Where the Service Usage answer says an API is disabled, the checks that call that API are
+left out: the API's own line says what to do.
 """
 
 from __future__ import annotations
@@ -26,7 +32,14 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Literal
 
 from clusterprint.blueprint.model import reservation_owner
-from clusterprint.build.compute import ComputeError, number_of, object_of
+from clusterprint.build.compute import (
+    ATTEMPTS,
+    ComputeError,
+    CredentialsRefused,
+    NoAnswer,
+    number_of,
+    object_of,
+)
 from clusterprint.facts import machines, prerequisites
 from clusterprint.preview.quota_needs import Need, planned_disks, planned_vms, quota_needs
 from clusterprint.render import images
@@ -48,6 +61,11 @@ QUOTAS_PAGE = "https://console.cloud.google.com/iam-admin/quotas?project={projec
 #: mode is a field of the FutureReservation it came from (``reservationMode``), which the v1
 #: Reservation lacks.
 DENSE = "DENSE"
+
+
+class CannotRun(Exception):
+    """What leaves preflight nothing true to say of the project; the message is the one line
+    the command prints, with what to do."""
 
 
 @dataclass(frozen=True)
@@ -88,12 +106,37 @@ class ProjectApis:
 def preflight(blueprint: Blueprint, plan: Plan, apis: ProjectApis) -> list[Problem]:
     """Every problem the project has with this plan, in the order of the checks."""
     types = [r.type for r in plan.resources]
-    problems, disabled = check_apis(prerequisites.required_apis(types), apis)
+    problems = check_project(apis)
+    found, disabled = check_apis(prerequisites.required_apis(types), apis)
+    problems += found
     if RESOURCE_MANAGER_API not in disabled:
         problems += check_permissions(prerequisites.deployer_permissions(types), apis)
     if COMPUTE_API not in disabled:
         problems += check_compute(blueprint, plan, apis)
     return problems
+
+
+def check_project(apis: ProjectApis) -> list[Problem]:
+    """CannotRun where the project does not exist or the credentials cannot see it: Resource
+    Manager's projects.get answers 403 for both alike (and 404 is read the same), so the line
+    names both. A 403 that says Resource Manager is disabled says nothing of the project: the
+    api check, or the permissions' own call, says what to enable."""
+    project = apis.project
+    try:
+        apis.resource_manager.project_info()
+    except ComputeError as exc:
+        _stop_if_run_failed(exc, RESOURCE_MANAGER_API)
+        if _service_disabled(exc):
+            return []
+        if exc.status in (403, 404):
+            raise CannotRun(
+                f"project {project} does not exist or these credentials cannot see it "
+                f"({exc}); check the project id (--project, or `project` in the blueprint), "
+                "or have these credentials granted a role on it with "
+                "resourcemanager.projects.get (roles/browser is the least)") from None
+        return [unreadable("api", RESOURCE_MANAGER_API, f"project {project}", exc, project,
+                           RESOURCE_MANAGER_API)]
+    return []
 
 
 def check_apis(required: list[str], apis: ProjectApis) -> tuple[list[Problem], set[str]]:
@@ -169,8 +212,8 @@ def _guest_cpus(machine_types: list[str], zone: str, apis: ProjectApis,
 
 def check_quota(needs: list[Need], region: str, apis: ProjectApis) -> list[Problem]:
     """A line per metric whose free quota does not cover what the plan takes at once (an
-    error) or at most, with every elastic node up (a warning). The project-wide GPU quota
-    is read from the project, the others from the region; a metric neither lists cannot be
+    error) or at most, with every elastic node up (a warning). The project-wide vCPU and GPU
+    quotas are read from the project, the others from the region; a metric neither lists cannot be
     checked (a warning: the API lists only some metrics, newer ones not always, and the
     Cluster Toolkit skips them likewise)."""
     project, problems = apis.project, []
@@ -182,14 +225,14 @@ def check_quota(needs: list[Need], region: str, apis: ProjectApis) -> list[Probl
         return [Problem("quota", region, f"project {project} has no region {region}",
                         "set `region` to a Compute Engine region")]
     quotas = _quotas_by_metric(answer)
-    if any(need.metric == machines.PROJECT_GPU_QUOTA for need in needs):
+    if any(need.metric in machines.PROJECT_QUOTAS for need in needs):
         info = _read(apis.compute.project_info, (), problems, "quota", project,
                      f"project {project}'s quotas", project)
         if info is not UNREAD:
             quotas.update({metric: q for metric, q in _quotas_by_metric(info).items()
-                           if metric == machines.PROJECT_GPU_QUOTA})
+                           if metric in machines.PROJECT_QUOTAS})
     for metric, count, max_count, who in _by_metric_used(needs, quotas):
-        where = "all regions" if metric == machines.PROJECT_GPU_QUOTA else region
+        where = "all regions" if metric in machines.PROJECT_QUOTAS else region
         fix = f"request more {metric} in {where}: {QUOTAS_PAGE.format(project=project)}"
         limit, free = _limit_and_free(quotas.get(metric))
         if limit is None:
@@ -472,18 +515,17 @@ def _read(read: Callable[..., dict[str, Any] | None], args: tuple, problems: lis
 
 def unreadable(check: Any, subject: str, what: str, exc: ComputeError, project: str,
                api: str) -> Problem:
-    """The problem of a call to ``api`` that got no answer: its fix by what it got."""
+    """The problem of a call to ``api`` that got no answer: its fix by what it got; CannotRun
+    where what it got fails every call alike."""
+    _stop_if_run_failed(exc, api)
     text = str(exc)
-    if exc.status == 403 and ("SERVICE_DISABLED" in text or "has not been used" in text
-                              or "is disabled" in text):
+    if _service_disabled(exc):
         fix = f"gcloud services enable {api} --project {project}"
     elif exc.status == 403:
         fix = (f"grant the deployer a role that may read {what} in project {project} "
                "(roles/viewer holds them all)")
     elif exc.status == 404:
         fix = f"check that project {project} exists and the credentials can see it"
-    elif exc.status == 401 or (exc.status == 0 and "credentials" in text):
-        fix = "gcloud auth application-default login"
     elif exc.status == 429:  # asked again already: the project's rate of requests
         fix = ("wait a minute, then run preflight again: the API limits how fast a project "
                "may ask it")
@@ -492,6 +534,27 @@ def unreadable(check: Any, subject: str, what: str, exc: ComputeError, project: 
     else:
         fix = "run preflight again; if it persists, the API's status page may say why"
     return Problem(check, subject, f"could not read {what}: {text}", fix)
+
+
+def _service_disabled(exc: ComputeError) -> bool:
+    """Whether a 403 says the API is disabled (for the project, or the credentials' quota
+    project), rather than that a permission is missing."""
+    text = str(exc)
+    return exc.status == 403 and ("SERVICE_DISABLED" in text or "has not been used" in text
+                                  or "is disabled" in text)
+
+
+def _stop_if_run_failed(exc: ComputeError, api: str) -> None:
+    """CannotRun where a call's failure is every call's: the credentials refused, or ``api``
+    not answering through all its retries (the first such call ends the run, so one outage
+    costs one call's waits)."""
+    if isinstance(exc, CredentialsRefused):
+        raise CannotRun(f"the Google credentials were refused ({exc}); run `gcloud auth "
+                        "application-default login`") from None
+    if isinstance(exc, NoAnswer):
+        raise CannotRun(f"{api} did not answer in {ATTEMPTS} tries ({exc}); run preflight "
+                        f"again in a few minutes; if it persists, check that this machine "
+                        f"reaches {api} and the API's status page") from None
 
 
 def _number(value: Any) -> str:

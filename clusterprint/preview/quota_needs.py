@@ -8,8 +8,9 @@ nodeset takes no vCPU or GPU quota of its own: its reservation already holds it 
 Toolkit's quota validator skips them likewise, pkg/validators/quota.go at 1047080,
 isReservationUsed); its boot disks still count. Spot and flex-start VMs take the preemptible
 quota where the region grants one (facts/machines.py PREEMPTIBLE_CPU_QUOTA says so), so a need
-names both. GPUs also count against the project's quota on all GPUs in all regions
-(machines.PROJECT_GPU_QUOTA), a metric of the project, not of its region. Filestore and
+names both. vCPUs and GPUs also count against the project's quotas on all of them in all
+regions (machines.PROJECT_CPU_QUOTA, PROJECT_GPU_QUOTA), metrics of the project, not of its
+region, which spot VMs take too. Filestore and
 Managed Lustre capacity are quotas of their own APIs, not Compute's regional ones, and are not
 counted here.
 """
@@ -103,19 +104,20 @@ def quota_needs(vms: list[Vms], disks: list[tuple[str, int, str]],
         if who not in total[2]:
             total[2].append(who)
 
+    def take(metric: str | None, each: int | None, group: Vms, all_regions: str) -> None:
+        """``each`` of the group's VMs' vCPUs or GPUs, of the regional ``metric`` and of the
+        project's ``all_regions`` one; nothing where either is unknown."""
+        if metric is None or each is None:
+            return
+        add(metric, group.preemptible, each * group.count, each * group.max_count, group.who)
+        add(all_regions, False, each * group.count, each * group.max_count, group.who)
+
     for group in vms:
         if not group.reserved:
             cpu, gpu = machines.quota_metrics(group.machine_type)
-            vcpus = guest_cpus(group.machine_type)
-            if vcpus is not None:
-                add(cpu, group.preemptible, vcpus * group.count, vcpus * group.max_count,
-                    group.who)
             family = machines.gpu_family(group.machine_type)
-            if family is not None:
-                add(gpu, group.preemptible, family.gpus * group.count,
-                    family.gpus * group.max_count, group.who)
-                add(machines.PROJECT_GPU_QUOTA, False, family.gpus * group.count,
-                    family.gpus * group.max_count, group.who)
+            take(cpu, guest_cpus(group.machine_type), group, machines.PROJECT_CPU_QUOTA)
+            take(gpu, family.gpus if family else None, group, machines.PROJECT_GPU_QUOTA)
         for disk_type, size_gb in group.disks:
             add(catalog.DISK_QUOTA_METRICS.get(disk_type), False, size_gb * group.count,
                 size_gb * group.max_count, group.who)

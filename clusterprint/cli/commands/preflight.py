@@ -1,16 +1,17 @@
 """Check the project for a blueprint before `pulumi up`: `clusterprint preflight FILE`.
 
 With the deployer's own credentials (Application Default Credentials: `gcloud auth
-application-default login`) and read-only calls, it asks what a failed deploy would find out
-an hour later: the APIs the plan needs are enabled (Service Usage), the deployer holds the
+application-default login`) and read-only calls, once Resource Manager shows the project
+exists and the credentials see it, it asks what a failed deploy would find out an hour later:
+the APIs the plan needs are enabled (Service Usage), the deployer holds the
 permissions of the roles the plan needs (Resource Manager testIamPermissions), the zone
 offers every machine type and the region's Compute quota covers the vCPUs, GPUs and disks
 (spot and flex-start VMs: the preemptible quota where the region grants one) and the
-project's GPUS_ALL_REGIONS the GPUs, each named reservation exists in the zone, shared with
-the project where another owns it, with the machine type, enough free VMs and, for dense
-ones, reservation_bound, and every image the VMs
-boot exists and is usable or `pulumi up` builds it from a base image that is. Filestore and
-Lustre capacity quotas are not checked.
+project's CPUS_ALL_REGIONS and GPUS_ALL_REGIONS the vCPUs and GPUs, each named reservation
+exists in the zone, shared with the project where another owns it, with the machine type,
+enough free VMs and, for dense ones, reservation_bound, and every image the VMs boot exists
+and is usable or `pulumi up` builds it from a base image that is. Filestore and Lustre
+capacity quotas are not checked.
 Run it before the first `pulumi up`: a deployed cluster's own VMs are in the quotas' usage
 and the reservation's in-use count.
 
@@ -29,7 +30,10 @@ with `FILE: ok: project P is ready for pulumi up`, or the count of problems. --j
 "message", "fix"}]} instead.
 
 Exit status: 0 no errors (warnings allowed), 1 problems found or the blueprint is invalid
-(validate's lines on stderr), 2 usage error, unreadable file, no project or no credentials.
+(validate's lines on stderr), 2 usage error, unreadable file, no project, no credentials,
+credentials the APIs refuse, a project that does not exist or they cannot see, or an API
+that did not answer any of one call's tries (one line on stderr, nothing on stdout, --json or
+not).
 """
 
 from __future__ import annotations
@@ -37,6 +41,8 @@ from __future__ import annotations
 import argparse
 import json
 import sys
+import time
+from collections.abc import Callable
 
 from clusterprint.cli.commands import file_argument, project_argument
 from clusterprint.cli.main import EXIT_USAGE
@@ -60,7 +66,7 @@ def run(args: argparse.Namespace) -> int:
     from clusterprint.blueprint.validate import printable
     from clusterprint.cli.commands import checked_blueprint, session_and_project
     from clusterprint.preview.plan import plan_blueprint
-    from clusterprint.preview.preflight import preflight
+    from clusterprint.preview.preflight import CannotRun, preflight
 
     blueprint, status = checked_blueprint(args.file)
     if blueprint is None:
@@ -69,7 +75,12 @@ def run(args: argparse.Namespace) -> int:
     if found is None:
         return EXIT_USAGE
     session, project = found
-    problems = preflight(blueprint, plan_blueprint(blueprint), project_apis(session, project))
+    try:
+        problems = preflight(blueprint, plan_blueprint(blueprint),
+                             project_apis(session, project))
+    except CannotRun as exc:  # as without credentials: one line, and no run to report
+        print(printable(f"{WHO}: {exc}"), file=sys.stderr)
+        return EXIT_USAGE
     errors = [p for p in problems if p.severity == "error"]
     if args.json:
         json.dump({"file": args.file, "project": project, "region": blueprint.region,
@@ -88,8 +99,9 @@ def run(args: argparse.Namespace) -> int:
     return 1 if errors else 0
 
 
-def project_apis(session, project: str):
-    """The project's clients at their endpoints (Google's, or the variables')."""
+def project_apis(session, project: str, sleep: Callable[[float], None] = time.sleep):
+    """The project's clients at their endpoints (Google's, or the variables'); ``sleep`` is
+    how they wait between tries (a test's records the waits instead)."""
     from clusterprint.build.compute import ComputeApi, compute_url
     from clusterprint.build.project_apis import (
         ResourceManagerApi,
@@ -102,12 +114,12 @@ def project_apis(session, project: str):
     others: dict[str, ComputeApi] = {}
 
     def compute_of(owner: str) -> ComputeApi:
-        return others.setdefault(owner, ComputeApi(session, owner, compute_url()))
+        return others.setdefault(owner, ComputeApi(session, owner, compute_url(), sleep))
 
     account = getattr(getattr(session, "credentials", None), "service_account_email", None)
     return ProjectApis(project, compute_of(project),
-                       ServiceUsageApi(session, project, service_usage_url()),
-                       ResourceManagerApi(session, project, resource_manager_url()),
+                       ServiceUsageApi(session, project, service_usage_url(), sleep),
+                       ResourceManagerApi(session, project, resource_manager_url(), sleep),
                        compute_of, **({"member": f"serviceAccount:{account}"}
                                       if isinstance(account, str) and "@" in account else {}))
 

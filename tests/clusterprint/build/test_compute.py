@@ -35,15 +35,18 @@ def test_a_read_that_keeps_failing_is_asked_four_times_then_reported(api, fake, 
     assert error.value.status == 503
     assert str(error.value) == (f"GET {fake.url}/projects/{PROJECT}/global/images/nothing: "
                                 "HTTP 503: backend unavailable")
+    # a NoAnswer: the API's other calls would fail alike, so a caller may stop here
+    assert isinstance(error.value, compute.NoAnswer)
     assert fake.verbs() == ["GET nothing"] * compute.ATTEMPTS
     assert pauses == [2.0, 4.0, 8.0]
 
 
 def test_a_create_is_asked_once_whatever_the_answer(api, fake):
     fake.refusals["POST instances"] = (503, "backend unavailable")
-    with pytest.raises(ComputeError):
+    with pytest.raises(ComputeError) as error:
         api.insert_instance(ZONE, {"name": "vm"})
     assert fake.verbs() == ["POST instances"]
+    assert not isinstance(error.value, compute.NoAnswer)  # asked once: says nothing of the API
 
 
 def test_a_refusal_is_not_asked_again(api, fake):

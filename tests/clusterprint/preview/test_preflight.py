@@ -1,10 +1,12 @@
 """preflight's reservation and quota checks, in process against the local fake: the cases a
 reference blueprint does not reach (a shared reservation, a block, reservation_bound off a
 dense reservation, two nodesets on one reservation, a reservation not ready, a granted
-preemptible quota, elastic nodes beyond a reservation)."""
+preemptible quota, elastic nodes beyond a reservation), and an API down, whose retries'
+waits a test records instead of sleeping."""
 
 from __future__ import annotations
 
+import time
 from pathlib import Path
 
 import pytest
@@ -16,9 +18,12 @@ from clusterprint.blueprint.validate import check_text
 from clusterprint.build import compute, project_apis
 from clusterprint.build.compute import ComputeError
 from clusterprint.cli.commands.preflight import project_apis as clients
+from clusterprint.facts import prerequisites
 from clusterprint.preview.preflight import (
+    CannotRun,
     check_quota,
     check_reservations,
+    preflight,
     reservation_owner,
     unreadable,
 )
@@ -26,6 +31,7 @@ from clusterprint.preview.quota_needs import Need
 from tests.support.blueprint_texts import apply_overrides, to_yaml
 from tests.support.image_compute_fake import TOKEN
 from tests.support.paths import blueprint_path
+from tests.support.plans import planned_types, reference_plan
 from tests.support.preflight_fake import FakeProject
 
 ZONE = "us-central1-b"  # a4's
@@ -51,8 +57,8 @@ def fake(monkeypatch):
     project.stop()
 
 
-def apis_of():
-    return clients(AuthorizedSession(Credentials(TOKEN)), "my-project")
+def apis_of(sleep=time.sleep):
+    return clients(AuthorizedSession(Credentials(TOKEN)), "my-project", sleep)
 
 
 def lines(problems) -> list[str]:
@@ -212,7 +218,6 @@ def test_a_region_that_does_not_exist_is_a_problem(fake):
 @pytest.mark.parametrize(("status", "fix"), [
     (429, "wait a minute, then run preflight again: the API limits how fast a project may "
           "ask it"),
-    (401, "gcloud auth application-default login"),
     (503, "run preflight again; if it persists, the API's status page may say why"),
 ])
 def test_a_call_that_failed_gets_the_fix_its_status_calls_for(status, fix):
@@ -221,3 +226,26 @@ def test_a_call_that_failed_gets_the_fix_its_status_calls_for(status, fix):
                          "compute.googleapis.com")
     assert (problem.message, problem.fix) == (
         f"could not read region us-central1's quotas: GET url: HTTP {status}: no", fix)
+
+
+def test_an_api_that_does_not_answer_stops_the_run_after_one_calls_retries(fake):
+    # every Compute call would wait 2 + 4 + 8 s before its line: minutes for a4's dozen
+    types = planned_types("a4")
+    fake.enabled = set(prerequisites.required_apis(types))
+    fake.held = set(prerequisites.deployer_permissions(types))
+    fake.api_refusals["compute"] = (503, "The service is currently unavailable.")
+    waits: list[float] = []
+    with pytest.raises(CannotRun) as stopped:
+        preflight(a4({}), reference_plan("a4"), apis_of(waits.append))
+    assert waits == [2.0, 4.0, 8.0]  # one call's, and no other call asked again
+    machine_type = f"GET /compute/v1/projects/my-project/zones/{ZONE}/machineTypes/a4-highgpu-8g"
+    assert fake.requests()[3:] == [machine_type] * compute.ATTEMPTS
+    assert [r.split("?")[0] for r in fake.requests()[:3]] == [
+        "GET /cloudresourcemanager/v1/projects/my-project",
+        "GET /serviceusage/v1/projects/my-project/services:batchGet",
+        "POST /cloudresourcemanager/v1/projects/my-project:testIamPermissions"]
+    assert str(stopped.value) == (
+        f"compute.googleapis.com did not answer in 4 tries (GET {fake.url}/projects/my-project/"
+        f"zones/{ZONE}/machineTypes/a4-highgpu-8g: HTTP 503: The service is currently "
+        "unavailable.); run preflight again in a few minutes; if it persists, check that this "
+        "machine reaches compute.googleapis.com and the API's status page")

@@ -21,6 +21,8 @@ def test_a4_counts_the_single_vms_and_the_spot_gpus_but_not_the_reserved_ones():
     assert (gpus.count, gpus.max_count, gpus.who) == (16, 64, ("nodeset a4spot",))
     # and the project's quota on all GPUs, regular or spot
     assert needs[("GPUS_ALL_REGIONS", None)].count == 16
+    # its quota on all vCPUs: the controller's and the login node's, as in the region
+    assert needs[("CPUS_ALL_REGIONS", None)].count == 8 + 4
     # A4 takes GPU quota only
     assert all("nodeset" not in " ".join(n.who) for (metric, _), n in needs.items()
                if metric.endswith("CPUS"))
@@ -32,9 +34,22 @@ def test_disk_gb_follow_the_counts_and_unknown_vcpus_count_nothing():
     vms = [Vms("n2-standard-4", 2, 5, False, False, (("pd-ssd", 100),), "nodeset n"),
            Vms("zz-unknown-1", 1, 1, False, False, (), "VM z")]
     assert quota_needs(vms, [("pd-standard", 30, "state")], VCPUS) == [
+        Need("CPUS_ALL_REGIONS", None, 8, 20, ("nodeset n",)),
         Need("DISKS_TOTAL_GB", None, 30, 30, ("disk state",)),
         Need("N2_CPUS", None, 8, 20, ("nodeset n",)),
         Need("SSD_TOTAL_GB", None, 200, 500, ("nodeset n",)),
+    ]
+
+
+def test_spot_vcpus_take_the_preemptible_quota_in_the_region_and_the_regular_one_project_wide():
+    # no preemptible CPUS_ALL_REGIONS exists: every vCPU outside a reservation counts there
+    vms = [Vms("n2-standard-4", 2, 4, True, False, (), "nodeset spot"),
+           Vms("c2-standard-8", 1, 1, False, False, (), "VM controller"),
+           Vms("n2-standard-4", 3, 3, True, True, (), "nodeset reserved")]
+    assert quota_needs(vms, [], VCPUS) == [
+        Need("C2_CPUS", None, 8, 8, ("VM controller",)),
+        Need("CPUS_ALL_REGIONS", None, 16, 24, ("nodeset spot", "VM controller")),
+        Need("N2_CPUS", "PREEMPTIBLE_CPUS", 8, 16, ("nodeset spot",)),
     ]
 
 

@@ -56,7 +56,7 @@ def ready_project(name: str) -> FakeProject:
     fake.enabled = set(prerequisites.required_apis(types))
     fake.held = set(prerequisites.deployer_permissions(types))
     fake.quotas = {"us-central1": dict(QUOTAS[name])}
-    fake.project_quotas = {"GPUS_ALL_REGIONS": (128, 0)}
+    fake.project_quotas = {"GPUS_ALL_REGIONS": (128, 0), "CPUS_ALL_REGIONS": (32, 0)}
     fake.machine_types = {(ZONES[name], m): n for m, n in VCPUS[name].items()}
     fake.reservations = {(PROJECT, ZONES[name], r): dict(body)
                          for r, body in RESERVATIONS.get(name, {}).items()}
@@ -102,12 +102,14 @@ def test_a_ready_project_passes_with_exactly_these_read_only_requests(project):
                      for api in apis)
     (image,) = needed_images(load_checked(CPU_SMALL))
     assert project.requests() == [
+        "GET /cloudresourcemanager/v1/projects/my-project",
         f"GET /serviceusage/v1/projects/my-project/services:batchGet?{names}",
         "POST /cloudresourcemanager/v1/projects/my-project:testIamPermissions",
         "GET /compute/v1/projects/my-project/zones/us-central1-c/machineTypes/e2-standard-2",
         "GET /compute/v1/projects/my-project/zones/us-central1-c/machineTypes/n2-standard-2",
         "GET /compute/v1/projects/my-project/zones/us-central1-c/machineTypes/n2-standard-4",
         "GET /compute/v1/projects/my-project/regions/us-central1",
+        "GET /compute/v1/projects/my-project",  # CPUS_ALL_REGIONS
         f"GET /compute/v1/projects/my-project/global/images/{image.name}",
         f"GET /compute/v1/projects/ubuntu-os-cloud/global/images/{image.base.name}",
     ]
@@ -178,9 +180,14 @@ def test_gpus_count_against_the_projects_quota_on_all_regions_too(project):
     assert "GET /compute/v1/projects/my-project" in project.requests()
 
 
-def test_a_cluster_without_gpus_reads_no_project_quota(project):
-    assert preflight(project, CPU_SMALL).returncode == 0
-    assert "GET /compute/v1/projects/my-project" not in project.requests()
+def test_vcpus_count_against_the_projects_quota_on_all_regions_too(project):
+    # a cluster without GPUs reads the project's quotas too, for this one
+    project.project_quotas["CPUS_ALL_REGIONS"] = (16, 8)  # 8 in use in other regions
+    assert refused(project, CPU_SMALL) == [
+        f"{CPU_SMALL}: error: quota: CPUS_ALL_REGIONS: the plan needs 12 in all regions, 8 of "
+        "16 are free (VM cpu-small-controller-vm, VM cpu-small-login-0, nodeset cpu) (fix: "
+        "request more CPUS_ALL_REGIONS in all regions: "
+        "https://console.cloud.google.com/iam-admin/quotas?project=my-project)"]
 
 
 def test_a_machine_type_the_zone_does_not_offer_is_named(project):
@@ -381,6 +388,50 @@ def test_without_credentials_it_exits_2_naming_the_login(tmp_path):
     (line,) = result.stderr.splitlines()
     assert line.startswith("clusterprint preflight: no Google credentials (")
     assert line.endswith("); run `gcloud auth application-default login`")
+
+
+@pytest.mark.parametrize(("refusal", "sent"), [("HTTP 401", 3), ("no token", 0)])
+def test_refused_credentials_are_one_line_saying_how_to_log_in_again(project, refusal, sent):
+    if refusal == "HTTP 401":  # every API refuses the token
+        project.api_refusals = {api: (401, "Request had invalid authentication credentials.")
+                           for api in ("serviceusage", "cloudresourcemanager", "compute")}
+    else:  # the token endpoint refuses the key: no call goes out
+        project.token_refused = True
+    result = preflight(project, CPU_SMALL, "--json")
+    assert (result.returncode, result.stdout) == (2, "")
+    (line,) = result.stderr.splitlines()
+    assert line.startswith("clusterprint preflight: the Google credentials were refused (")
+    assert line.endswith("); run `gcloud auth application-default login`")
+    # the first call only: google-auth itself asks it twice more with a new token on a 401
+    assert project.requests() == ["GET /cloudresourcemanager/v1/projects/my-project"] * sent
+
+
+def test_a_project_that_is_not_there_or_not_visible_is_one_line_not_a_cascade(project):
+    # Compute answers 404 of it, which reads as "zone does not offer" a machine type, and
+    # the others 403, which reads as permissions missing: it is asked of Resource Manager
+    # first, which answers 403 alike for a project missing and one not visible
+    project.exists = False
+    result = preflight(project, CPU_SMALL)
+    assert (result.returncode, result.stdout) == (2, "")
+    (line,) = result.stderr.splitlines()
+    assert line.startswith("clusterprint preflight: project my-project does not exist or these "
+                           "credentials cannot see it (GET ")
+    assert line.endswith(": HTTP 403: The caller does not have permission); check the project "
+                         "id (--project, or `project` in the blueprint), or have these "
+                         "credentials granted a role on it with resourcemanager.projects.get "
+                         "(roles/browser is the least)")
+    assert project.requests() == ["GET /cloudresourcemanager/v1/projects/my-project"]
+
+
+def test_a_disabled_resource_manager_api_is_its_api_line_not_a_missing_project(project):
+    project.enabled.discard("cloudresourcemanager.googleapis.com")
+    project.api_refusals["cloudresourcemanager"] = (
+        403, "Cloud Resource Manager API has not been used in project my-project before or it "
+             "is disabled. SERVICE_DISABLED")
+    assert refused(project, CPU_SMALL) == [
+        f"{CPU_SMALL}: error: api: cloudresourcemanager.googleapis.com: not enabled in project "
+        "my-project (fix: gcloud services enable cloudresourcemanager.googleapis.com --project "
+        "my-project)"]
 
 
 def test_an_invalid_blueprint_exits_1_with_validates_lines_and_asks_nothing(project, tmp_path):
