@@ -53,6 +53,16 @@ if TYPE_CHECKING:
 COMPUTE_API = "compute.googleapis.com"
 RESOURCE_MANAGER_API = "cloudresourcemanager.googleapis.com"
 SERVICE_USAGE_API = "serviceusage.googleapis.com"
+#: What an API's 403 says where it bills user credentials' requests to a quota project and
+#: they name none ("Your application is authenticating by using local Application Default
+#: Credentials. The X API requires a quota project, which is not set by default."; its
+#: ErrorInfo reason is SERVICE_DISABLED, though no API is disabled: as quoted in
+#: GoogleCloudPlatform/cloud-foundation-fabric#2622 and googleapis/google-auth-library-python
+#: #1459). Every call to that API fails alike.
+QUOTA_PROJECT_MISSING = "requires a quota project"
+#: The fix of a call the API throttled: it limits how fast a project may ask it.
+RATE_LIMITED = ("wait a minute, then run preflight again: the API limits how fast a project "
+                "may ask it")
 #: Where a quota is raised.
 QUOTAS_PAGE = "https://console.cloud.google.com/iam-admin/quotas?project={project}"
 #: Reservations whose VMs must use the reservation-bound provisioning model: dense ones
@@ -125,7 +135,7 @@ def check_project(apis: ProjectApis) -> list[Problem]:
     try:
         apis.resource_manager.project_info()
     except ComputeError as exc:
-        _stop_if_run_failed(exc, RESOURCE_MANAGER_API)
+        _stop_if_run_failed(exc, RESOURCE_MANAGER_API, project)
         if _service_disabled(exc):
             return []
         if exc.status in (403, 404):
@@ -517,7 +527,7 @@ def unreadable(check: Any, subject: str, what: str, exc: ComputeError, project: 
                api: str) -> Problem:
     """The problem of a call to ``api`` that got no answer: its fix by what it got; CannotRun
     where what it got fails every call alike."""
-    _stop_if_run_failed(exc, api)
+    _stop_if_run_failed(exc, api, project)
     text = str(exc)
     if _service_disabled(exc):
         fix = f"gcloud services enable {api} --project {project}"
@@ -526,9 +536,8 @@ def unreadable(check: Any, subject: str, what: str, exc: ComputeError, project: 
                "(roles/viewer holds them all)")
     elif exc.status == 404:
         fix = f"check that project {project} exists and the credentials can see it"
-    elif exc.status == 429:  # asked again already: the project's rate of requests
-        fix = ("wait a minute, then run preflight again: the API limits how fast a project "
-               "may ask it")
+    elif exc.status == 429:  # a call asked once (a POST): the project's rate of requests
+        fix = RATE_LIMITED
     elif exc.status < 400:  # no answer, or one that is not the API's (a proxy's page)
         fix = f"check this machine reaches {api} (a proxy or firewall in the way?)"
     else:
@@ -544,17 +553,27 @@ def _service_disabled(exc: ComputeError) -> bool:
                                   or "is disabled" in text)
 
 
-def _stop_if_run_failed(exc: ComputeError, api: str) -> None:
-    """CannotRun where a call's failure is every call's: the credentials refused, or ``api``
-    not answering through all its retries (the first such call ends the run, so one outage
-    costs one call's waits)."""
+def _stop_if_run_failed(exc: ComputeError, api: str, project: str) -> None:
+    """CannotRun where a call's failure is every call's: the credentials refused or without
+    the quota project an API bills user credentials' requests to, or ``api`` failing through
+    all its retries (the first such call ends the run, so one outage costs one call's
+    waits): throttled (429), failing (5xx) or not answering at all."""
     if isinstance(exc, CredentialsRefused):
         raise CannotRun(f"the Google credentials were refused ({exc}); run `gcloud auth "
                         "application-default login`") from None
-    if isinstance(exc, NoAnswer):
-        raise CannotRun(f"{api} did not answer in {ATTEMPTS} tries ({exc}); run preflight "
-                        f"again in a few minutes; if it persists, check that this machine "
-                        f"reaches {api} and the API's status page") from None
+    if exc.status == 403 and QUOTA_PROJECT_MISSING in str(exc):
+        raise CannotRun(f"{api} needs a quota project for these user credentials ({exc}); "
+                        f"run `gcloud auth application-default set-quota-project "
+                        f"{project}`") from None
+    if not isinstance(exc, NoAnswer):
+        return
+    if exc.status == 429:
+        raise CannotRun(f"{api} limited this project's requests through {ATTEMPTS} tries "
+                        f"({exc}); {RATE_LIMITED}") from None
+    failed = "failed" if exc.status else "did not answer"
+    raise CannotRun(f"{api} {failed} in {ATTEMPTS} tries ({exc}); run preflight again in a few "
+                    f"minutes; if it persists, check that this machine reaches {api} and the "
+                    "API's status page") from None
 
 
 def _number(value: Any) -> str:

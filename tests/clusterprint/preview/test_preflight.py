@@ -220,12 +220,43 @@ def test_a_region_that_does_not_exist_is_a_problem(fake):
           "ask it"),
     (503, "run preflight again; if it persists, the API's status page may say why"),
 ])
-def test_a_call_that_failed_gets_the_fix_its_status_calls_for(status, fix):
-    problem = unreadable("quota", "us-central1", "region us-central1's quotas",
-                         ComputeError(f"GET url: HTTP {status}: no", status), "p",
-                         "compute.googleapis.com")
+def test_a_call_asked_once_that_failed_gets_the_fix_its_status_calls_for(status, fix):
+    # testIamPermissions is a POST, asked once: its failure is its own line
+    problem = unreadable("permissions", "deployer", "the deployer's permissions",
+                         ComputeError(f"POST url: HTTP {status}: no", status), "p",
+                         "cloudresourcemanager.googleapis.com")
     assert (problem.message, problem.fix) == (
-        f"could not read region us-central1's quotas: GET url: HTTP {status}: no", fix)
+        f"could not read the deployer's permissions: POST url: HTTP {status}: no", fix)
+
+
+def test_a_read_throttled_on_every_try_stops_the_run_saying_to_wait(fake):
+    """A throttled API answered: it is told to wait, not that it did not answer."""
+    types = planned_types("a4")
+    fake.enabled = set(prerequisites.required_apis(types))
+    fake.held = set(prerequisites.deployer_permissions(types))
+    fake.api_refusals["compute"] = (429, "Quota exceeded")
+    with pytest.raises(CannotRun) as stopped:
+        preflight(a4({}), reference_plan("a4"), apis_of(lambda _: None))
+    call = f"GET {fake.url}/projects/my-project/zones/{ZONE}/machineTypes/a4-highgpu-8g"
+    assert str(stopped.value) == (
+        f"compute.googleapis.com limited this project's requests through 4 tries ({call}: "
+        "HTTP 429: Quota exceeded); wait a minute, then run preflight again: the API limits "
+        "how fast a project may ask it")
+
+
+def test_user_credentials_without_a_quota_project_stop_the_run_saying_how_to_set_one(fake):
+    """Google's 403 for them reads SERVICE_DISABLED, but enabling the API would not help."""
+    fake.api_refusals["cloudresourcemanager"] = (403, (
+        "Your application is authenticating by using local Application Default Credentials. "
+        "The cloudresourcemanager.googleapis.com API requires a quota project, which is not "
+        "set by default. SERVICE_DISABLED"))
+    with pytest.raises(CannotRun) as stopped:
+        preflight(a4({}), reference_plan("a4"), apis_of())
+    assert str(stopped.value).startswith(
+        "cloudresourcemanager.googleapis.com needs a quota project for these user credentials")
+    assert str(stopped.value).endswith(
+        "; run `gcloud auth application-default set-quota-project my-project`")
+    assert fake.requests() == ["GET /cloudresourcemanager/v1/projects/my-project"]
 
 
 def test_an_api_that_does_not_answer_stops_the_run_after_one_calls_retries(fake):
@@ -245,7 +276,7 @@ def test_an_api_that_does_not_answer_stops_the_run_after_one_calls_retries(fake)
         "GET /serviceusage/v1/projects/my-project/services:batchGet",
         "POST /cloudresourcemanager/v1/projects/my-project:testIamPermissions"]
     assert str(stopped.value) == (
-        f"compute.googleapis.com did not answer in 4 tries (GET {fake.url}/projects/my-project/"
+        f"compute.googleapis.com failed in 4 tries (GET {fake.url}/projects/my-project/"
         f"zones/{ZONE}/machineTypes/a4-highgpu-8g: HTTP 503: The service is currently "
         "unavailable.); run preflight again in a few minutes; if it persists, check that this "
         "machine reaches compute.googleapis.com and the API's status page")
