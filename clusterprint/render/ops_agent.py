@@ -112,6 +112,7 @@ def metrics_written(blueprint: Blueprint) -> frozenset[str]:
     """The metric types the cluster's own Ops Agent configurations write (each nodeset's
     receivers, the controller's Slurm exporter's): what its dashboard may chart beside
     Compute Engine's instance metrics, so that a CPU cluster gets no GPU tile."""
-    receivers = (slurm_metrics.receiver(blueprint.name),
+    receivers = (slurm_metrics.receiver(blueprint.name), *role_receivers("controller"),
+                 *role_receivers("login"),
                  *(r for n in blueprint.slurm.nodesets for r in role_receivers("compute", n)))
     return frozenset(m for r in receivers for m in r.metrics)

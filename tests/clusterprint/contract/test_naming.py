@@ -109,3 +109,18 @@ def test_the_vm_pattern_reads_the_base_as_itself():
     assert naming.vm_names("my-cluster", "a4") == "my-cluster-a4-([a-z0-9]{4}|e[0-9]{5})"
     assert re.fullmatch(naming.vm_names("c.x", "a"), "c.x-a-ab12")
     assert not re.fullmatch(naming.vm_names("c.x", "a"), "cyx-a-ab12")
+
+
+def test_the_names_scale_down_gives_new_vms_are_its_nodesets_static_names():
+    """scale_down.py (a node program: it cannot import the contract) names the VMs it creates
+    in a static group itself: host events and status must find them as that nodeset's."""
+    from clusterprint.node import scale_down
+
+    base = naming.base_instance_name("c", "gpu")
+    names = scale_down.new_names(base, set(), 500, "seed")
+    pattern = re.compile(naming.vm_names("c", "gpu"))
+    assert all(pattern.fullmatch(name) for name in names)
+    assert set("".join(name.rsplit("-", 1)[1] for name in names)) == set(scale_down.NAME_CHARS)
+    # the suffix the contract matches is of exactly the characters scale-down draws from
+    assert {c for c in map(chr, range(128)) if re.fullmatch(naming.STATIC_SUFFIX, c * 4)} == set(
+        scale_down.NAME_CHARS)
